@@ -1,0 +1,57 @@
+# Ayatori: the two commands that matter are `make demo` and `make test`.
+BUILD_DIR ?= build
+CTEST_FLAGS ?= --output-on-failure --no-tests=error
+TESTENV := hack/testenv/testenv.sh
+
+.PHONY: all deps configure build testenv test test-unit test-integration test-e2e demo demo-down \
+        format format-check tidy bench clean
+
+all: build
+
+deps:
+	@hack/install-deps.sh
+
+configure: deps
+	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+
+build: configure
+	@cmake --build $(BUILD_DIR)
+
+# Builds (once per machine, cached outside the repository) the pinned control-plane binaries.
+testenv: deps
+	@$(TESTENV) build e2e
+
+# Installs what is missing, builds, starts what each tier needs (through CTest fixtures) and
+# runs every tier: unit, integration (real kube-apiserver + etcd), e2e (real backends).
+test: build testenv
+	@cd $(BUILD_DIR) && ctest $(CTEST_FLAGS)
+
+test-unit: build
+	@cd $(BUILD_DIR) && ctest $(CTEST_FLAGS) -L unit
+
+test-integration: build testenv
+	@cd $(BUILD_DIR) && ctest $(CTEST_FLAGS) -L integration
+
+test-e2e: build testenv
+	@cd $(BUILD_DIR) && ctest $(CTEST_FLAGS) -L e2e
+
+demo: build testenv
+	@hack/demo.sh up
+
+demo-down:
+	@hack/demo.sh down
+
+bench: build testenv
+	@hack/bench.sh
+
+format:
+	@git ls-files '*.h' '*.cc' | xargs clang-format -i
+
+format-check:
+	@git ls-files '*.h' '*.cc' | xargs clang-format --dry-run --Werror
+
+tidy: configure
+	@git ls-files 'src/*.cc' 'cmd/*.cc' | xargs clang-tidy -p $(BUILD_DIR) --quiet
+
+clean:
+	@rm -rf $(BUILD_DIR)

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs every Debian package Ayatori needs to build, test and run its demo. Idempotent: packages
+# already present are not reinstalled and `apt-get update` runs at most once per invocation, only
+# when something is missing. Runs as root (no sudo); Go comes with the machine (see README).
+set -euo pipefail
+PACKAGES=(
+  # build
+  cmake ninja-build g++ pkg-config clang-format clang-tidy
+  # libraries (Debian -dev packages, no vendored copies)
+  libcurl4-openssl-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev libfmt-dev libcli11-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # test environment and demo
+  openssl curl python3 procps iproute2 busybox-static docker.io docker-registry apache2-utils
+)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: missing packages (${missing[*]}) and not running as root; install them first" >&2
+  exit 1
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if ! command -v go >/dev/null; then
+  echo "install-deps: warning: go is not on PATH; the test control plane is built with Go >= 1.26" >&2
+fi

@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# The real test control plane: etcd + kube-apiserver (tier "api"), plus kube-controller-manager,
+# kube-scheduler and kwok (tier "e2e"), all built from pinned versions through the Go module proxy.
+#
+#   testenv.sh build [api|e2e]   build (or find in the cache) the binaries of a tier
+#   testenv.sh up [api|e2e]      start the tier on 127.0.0.1, write a kubeconfig and env.sh
+#   testenv.sh env               print the env.sh of the running control plane
+#   testenv.sh down              stop only the processes this script started, by pid
+#   testenv.sh logs              tail the component logs
+#   testenv.sh bindir            print the cache directory of the binaries
+#
+# Binaries live outside the repository in ~/.cache/ayatori/testenv/<key>/bin, key = hash of the
+# tools modules, the Go version and the link flags: built once per machine, reused by every clone.
+set -euo pipefail
+
+T=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+D=${TESTENV_DIR:-/tmp/ayatori-testenv-$(id -u)}
+PKI=$D/pki
+KC=$D/kubeconfig
+ETCD_DATA=${TESTENV_ETCD_DIR:-/dev/shm/$(basename "$D")-etcd}
+K8S=v1.36.3
+export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-modcacherw
+
+LDF="-s -w"
+for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  LDF+=" -X $p.gitVersion=$K8S -X $p.gitMajor=1 -X $p.gitMinor=36 -X $p.gitTreeState=clean"
+  LDF+=" -X $p.buildDate=2026-01-01T00:00:00Z"
+done
+
+log() { printf 'testenv: %s\n' "$*" >&2; }
+
+bindir() {
+  if [ -n "${TESTENV_BIN:-}" ]; then echo "$TESTENV_BIN"; return; fi
+  local key
+  key=$( (cat "$T"/*/go.mod "$T"/*/go.sum; go version; echo "$LDF") | sha256sum | cut -c1-16)
+  echo "${XDG_CACHE_HOME:-$HOME/.cache}/ayatori/testenv/$key/bin"
+}
+
+# Each tier has a completeness mark written after its last binary, so an interrupted build is
+# resumed rather than trusted.
+build() {
+  local tier=${1:-api} bin
+  bin=$(bindir)
+  mkdir -p "$bin"
+  if [ ! -f "$bin/.api-complete" ]; then
+    command -v go >/dev/null || { log "go is not installed; it is needed to build the control plane"; exit 1; }
+    log "building etcd, kube-apiserver and kubectl into $bin (first run on this machine: 15-30 min)"
+    (cd "$T/etcd" && go build -trimpath -o "$bin/etcd" go.etcd.io/etcd/server/v3)
+    (cd "$T/k8s" && go build -trimpath -ldflags "$LDF" -o "$bin/" \
+      k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl)
+    touch "$bin/.api-complete"
+  fi
+  if [ "$tier" = e2e ] && [ ! -f "$bin/.e2e-complete" ]; then
+    log "building kube-controller-manager, kube-scheduler and kwok into $bin"
+    (cd "$T/k8s" && go build -trimpath -ldflags "$LDF" -o "$bin/" \
+      k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler)
+    (cd "$T/kwok" && go build -trimpath -o "$bin/kwok" sigs.k8s.io/kwok/cmd/kwok)
+    touch "$bin/.e2e-complete"
+  fi
+  log "binaries ready in $bin"
+}
+
+port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+
+start() {
+  local n=$1
+  shift
+  setsid nohup "$@" >"$D/logs/$n.log" 2>&1 </dev/null &
+  echo $! >"$D/pids/$n"
+}
+
+wait_for() {
+  local n=$1 i
+  shift
+  for i in $(seq 600); do
+    "$@" >/dev/null 2>&1 && return 0
+    kill -0 "$(cat "$D/pids/$n")" 2>/dev/null || break
+    sleep 0.2
+  done
+  log "$n did not become ready; last lines of its log:"
+  tail -n 40 "$D/logs/$n.log" >&2
+  TESTENV_KEEP=1 down
+  exit 1
+}
+
+leaf() {
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "$2" -keyout "$1.key" -out "$1.csr"
+  printf '%b\n' "$3" >"$1.ext"
+  openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 -extfile "$1.ext" -out "$1.crt"
+}
+
+certs() {
+  mkdir -p "$PKI"
+  (
+    cd "$PKI"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 -subj /CN=testenv-ca \
+      -keyout ca.key -out ca.crt
+    leaf apiserver /CN=kube-apiserver 'subjectAltName=IP:127.0.0.1,DNS:localhost,IP:10.96.0.1\nextendedKeyUsage=serverAuth'
+    leaf admin '/O=system:masters/CN=testenv-admin' 'extendedKeyUsage=clientAuth'
+    leaf user '/O=testenv-users/CN=testenv-user' 'extendedKeyUsage=clientAuth'
+    openssl genrsa -out sa.key 2048
+    openssl rsa -in sa.key -pubout -out sa.pub
+  ) 2>/dev/null
+  TOKEN=$(od -An -tx1 -N24 /dev/urandom | tr -d ' \n')
+  USER_TOKEN=$(od -An -tx1 -N24 /dev/urandom | tr -d ' \n')
+  {
+    echo "$TOKEN,testenv-admin,admin,\"system:masters\""
+    echo "$USER_TOKEN,testenv-token-user,token-user,\"testenv-users\""
+  } >"$PKI/tokens.csv"
+}
+
+kubeconfig() {
+  local b="base64 -w0"
+  cat >"$KC" <<EOF
+apiVersion: v1
+kind: Config
+current-context: testenv
+clusters:
+- name: testenv
+  cluster:
+    server: https://127.0.0.1:$AP
+    certificate-authority-data: $($b "$PKI/ca.crt")
+users:
+- name: admin
+  user:
+    client-certificate-data: $($b "$PKI/admin.crt")
+    client-key-data: $($b "$PKI/admin.key")
+- name: admin-token
+  user:
+    token: $TOKEN
+contexts:
+- name: testenv
+  context: {cluster: testenv, user: admin}
+- name: testenv-token
+  context: {cluster: testenv, user: admin-token}
+EOF
+  chmod 600 "$KC"
+}
+
+up() {
+  local tier=${1:-api} bin
+  down
+  build "$tier"
+  bin=$(bindir)
+  mkdir -p "$D"/{logs,pids}
+  certs
+  EP=$(port); PP=$(port); AP=$(port)
+  log "starting etcd on 127.0.0.1:$EP"
+  start etcd "$bin/etcd" --name=t --data-dir="$ETCD_DATA" --listen-client-urls="http://127.0.0.1:$EP" \
+    --advertise-client-urls="http://127.0.0.1:$EP" --listen-peer-urls="http://127.0.0.1:$PP" \
+    --initial-advertise-peer-urls="http://127.0.0.1:$PP" --initial-cluster="t=http://127.0.0.1:$PP" \
+    --unsafe-no-fsync=true --log-level=warn
+  wait_for etcd curl -sf "http://127.0.0.1:$EP/health"
+  log "starting kube-apiserver on https://127.0.0.1:$AP"
+  start kube-apiserver "$bin/kube-apiserver" --etcd-servers="http://127.0.0.1:$EP" \
+    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$AP" \
+    --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
+    --client-ca-file="$PKI/ca.crt" --token-auth-file="$PKI/tokens.csv" \
+    --service-account-issuer="https://127.0.0.1:$AP" --service-account-key-file="$PKI/sa.pub" \
+    --service-account-signing-key-file="$PKI/sa.key" --service-cluster-ip-range=10.96.0.0/24 \
+    --authorization-mode=RBAC --allow-privileged=true \
+    --disable-admission-plugins=ServiceAccount,TaintNodesByCondition \
+    --enable-priority-and-fairness=false --profiling=false --v=1
+  wait_for kube-apiserver curl -sf --cacert "$PKI/ca.crt" "https://127.0.0.1:$AP/readyz"
+  kubeconfig
+  if [ "$tier" = e2e ]; then
+    KP=$(port); SP=$(port)
+    log "starting kube-controller-manager, kube-scheduler and kwok"
+    start kube-controller-manager "$bin/kube-controller-manager" --kubeconfig="$KC" \
+      --authentication-kubeconfig="$KC" --authorization-kubeconfig="$KC" \
+      --controllers=job-controller,ttl-after-finished-controller,garbage-collector-controller,namespace-controller \
+      --leader-elect=false --bind-address=127.0.0.1 --secure-port="$KP" --kube-api-qps=100 --kube-api-burst=200
+    start kube-scheduler "$bin/kube-scheduler" --kubeconfig="$KC" --authentication-kubeconfig="$KC" \
+      --authorization-kubeconfig="$KC" --leader-elect=false --bind-address=127.0.0.1 --secure-port="$SP"
+    wait_for kube-controller-manager curl -sfk "https://127.0.0.1:$KP/healthz"
+    wait_for kube-scheduler curl -sfk "https://127.0.0.1:$SP/healthz"
+    HOME=$D start kwok "$bin/kwok" --kubeconfig="$KC" --manage-all-nodes=true --node-ip=127.0.0.1 \
+      --cidr=10.244.0.0/16 --config="$T/kwok-stages.yaml"
+    "$bin/kubectl" --kubeconfig="$KC" apply -f "$T/node.yaml" >/dev/null
+    "$bin/kubectl" --kubeconfig="$KC" wait --for=condition=Ready node/testenv-node-0 --timeout=60s >/dev/null
+  fi
+  cat >"$D/env.sh" <<EOF
+export KUBECONFIG=$KC
+export TESTENV_TIER=$tier
+export TESTENV_API=https://127.0.0.1:$AP
+export TESTENV_ETCD=http://127.0.0.1:$EP
+export TESTENV_CA=$PKI/ca.crt
+export TESTENV_TOKEN=$TOKEN
+export TESTENV_USER_TOKEN=$USER_TOKEN
+export TESTENV_CERT=$PKI/admin.crt
+export TESTENV_KEY=$PKI/admin.key
+export TESTENV_USER_CERT=$PKI/user.crt
+export TESTENV_USER_KEY=$PKI/user.key
+export TESTENV_BIN=$bin
+export PATH=$bin:\$PATH
+EOF
+  log "up ($tier): source $D/env.sh"
+}
+
+down() {
+  local n p i
+  for n in kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
+    [ -f "$D/pids/$n" ] || continue
+    p=$(cat "$D/pids/$n")
+    kill -TERM "$p" 2>/dev/null || true
+    for i in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
+    kill -KILL "$p" 2>/dev/null || true
+    rm -f "$D/pids/$n"
+  done
+  [ -n "${TESTENV_KEEP:-}" ] || rm -rf "$D" "$ETCD_DATA"
+}
+
+case ${1:-} in
+  build) build "${2:-api}" ;;
+  up) up "${2:-api}" ;;
+  env) cat "$D/env.sh" ;;
+  down) down ;;
+  logs) tail -n 100 "$D"/logs/*.log ;;
+  bindir) bindir ;;
+  *) echo "usage: testenv.sh build|up [api|e2e] | env | down | logs | bindir" >&2; exit 2 ;;
+esac

@@ -1,0 +1,123 @@
+// The execution adapter contract (spec § Adapter contract): Ensure / Observe / Cancel / Delete,
+// each idempotent and keyed by the Job UID. Adapters report facts about the backend; the pure
+// state machine (src/statemachine) decides what those facts mean for the Job.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "api/types.h"
+#include "ayatori/status.h"
+
+namespace ayatori {
+
+// What the backend says about the one execution of a Job.
+enum class ExecutionPhase {
+  kAbsent,     // the backend has no execution for this UID (never created, or already deleted)
+  kPending,    // the execution exists; its main process has not started yet
+  kRunning,    // the main process is running
+  kSucceeded,  // the main process exited 0
+  kFailed,     // it failed: non-zero exit, OOM, image pull, provisioning, rejection
+  kCancelled,  // it was stopped on our request before finishing by itself
+  kUnknown,    // the backend could not be asked or answered ambiguously: NOT a failure
+};
+
+const char* ExecutionPhaseName(ExecutionPhase phase);
+
+inline bool IsStopped(ExecutionPhase p) {
+  return p == ExecutionPhase::kSucceeded || p == ExecutionPhase::kFailed ||
+         p == ExecutionPhase::kCancelled;
+}
+
+struct Observation {
+  ExecutionPhase phase = ExecutionPhase::kUnknown;
+  std::optional<api::Time> startedAt;   // when the main process started, if the backend knows
+  std::optional<api::Time> finishedAt;  // when it stopped, if the backend knows
+  std::optional<int32_t> exitCode;      // main process exit code, when the backend can tell
+  // Stable PascalCase classification for kFailed (ProcessFailed, OOMKilled, ImagePullFailed,
+  // BackendRejected, ...) or the cause of kUnknown (BackendUnreachable, ...).
+  std::string reason;
+  std::string message;  // for humans; never carries Secret values or request bodies
+  // The stable references to persist in status.execution (type/id only, no credentials).
+  std::vector<api::ExecutionReference> references;
+};
+
+// A value that must never be logged or printed: Secret contents, registry passwords.
+class SensitiveString {
+ public:
+  SensitiveString() = default;
+  explicit SensitiveString(std::string v) : value_(std::move(v)) {}
+  const std::string& reveal() const { return value_; }
+  bool operator==(const SensitiveString&) const = default;
+
+ private:
+  std::string value_;
+};
+
+struct ResolvedEnvVar {
+  std::string name;
+  SensitiveString value;
+};
+
+// Everything an adapter needs to run a Job, resolved by the controller beforehand.
+struct ExecutionRequest {
+  api::Job job;                               // metadata (namespace, name, uid) and spec
+  api::ResolvedJobClass jobClass;             // as written to status.resolvedJobClass
+  nlohmann::json parameters;                  // the class's typed parameters object, as JSON
+  api::ResourceRequirements resources;        // status.effectiveResources
+  // Literal and resolved env in spec order. Filled only for adapters that cannot pass references
+  // (Docker, OpenSandbox) and only when the class allows Secret forwarding; the Kubernetes adapter
+  // passes the spec's references through untouched.
+  std::vector<ResolvedEnvVar> resolvedEnv;
+  // Contents of the Job's kubernetes.io/dockerconfigjson imagePullSecrets, in spec order.
+  std::vector<SensitiveString> imagePullConfigs;
+};
+
+// Identifies an existing execution: the Job UID is the idempotency key; references are hints.
+struct ExecutionKey {
+  std::string uid;
+  std::string namespace_;
+  std::string name;
+  std::vector<api::ExecutionReference> references;
+  nlohmann::json parameters;
+};
+
+class Adapter {
+ public:
+  virtual ~Adapter() = default;
+
+  // Short name written to status.execution.adapter ("docker", "kubernetes", ...).
+  virtual std::string Name() const = 0;
+
+  // Starts background machinery (event streams, watches). `notify(namespace, name)` is called
+  // whenever an execution of that Job may have changed, so the controller re-observes it instead
+  // of polling.
+  virtual Status Start(std::function<void(const std::string&, const std::string&)> notify) = 0;
+  virtual void Stop() {}
+
+  // Checks, before the Job is accepted, that the backend can honour the request (resources,
+  // image auth, parameters). A non-OK status is a permanent refusal with a clear message.
+  virtual Status Validate(const ExecutionRequest& request) = 0;
+
+  // Establishes the one execution for request.job's UID: looks it up by UID first and adopts it,
+  // creates it only if absent. Never creates a second one. Returns what it then observes.
+  virtual Observation Ensure(const ExecutionRequest& request) = 0;
+
+  // Reads the execution's current state.
+  virtual Observation Observe(const ExecutionKey& key) = 0;
+
+  // Requests that the execution stop; repeatable. Returns the observation after the request:
+  // kCancelled/kSucceeded/kFailed once the backend confirms it is stopped, kRunning while stopping.
+  virtual Observation Cancel(const ExecutionKey& key) = 0;
+
+  // Removes backend resources of the execution; repeatable; OK when nothing is left.
+  virtual Status Delete(const ExecutionKey& key) = 0;
+};
+
+}  // namespace ayatori

@@ -1,0 +1,283 @@
+// Typed model of the execution.ayatori.ddupan.top/v1alpha1 API (see docs/api.md and
+// ../shared/spec/job-api-v1alpha1.zh.md). These structs are what the controller caches and reasons
+// about: compact, no raw JSON, no managedFields. JSON conversion lives in api/json.h.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/quantity.h"
+
+namespace ayatori::api {
+
+inline constexpr const char* kGroup = "execution.ayatori.ddupan.top";
+inline constexpr const char* kVersion = "v1alpha1";
+inline constexpr const char* kApiVersion = "execution.ayatori.ddupan.top/v1alpha1";
+
+inline constexpr const char* kFinalizer = "execution.ayatori.ddupan.top/job-cleanup";
+inline constexpr const char* kDefaultClassAnnotation =
+    "execution.ayatori.ddupan.top/default-job-class";  // on a Namespace
+inline constexpr const char* kIsDefaultClassAnnotation =
+    "execution.ayatori.ddupan.top/is-default-class";  // on a JobClass, value "true"
+inline constexpr const char* kConfirmBackendLostAnnotation =
+    "execution.ayatori.ddupan.top/confirm-backend-lost";  // on a Job, value "<who/why>"
+inline constexpr const char* kJobUidLabel = "execution.ayatori.ddupan.top/job-uid";
+inline constexpr const char* kJobNameLabel = "execution.ayatori.ddupan.top/job-name";
+inline constexpr const char* kJobNamespaceLabel = "execution.ayatori.ddupan.top/job-namespace";
+
+inline constexpr const char* kControllerKubernetes = "execution.ayatori.ddupan.top/kubernetes";
+inline constexpr const char* kControllerOpenSandbox = "execution.ayatori.ddupan.top/opensandbox";
+inline constexpr const char* kControllerDocker = "execution.ayatori.ddupan.top/docker";
+
+// metav1.Time: RFC 3339 with second precision on the wire.
+using Time = std::chrono::sys_seconds;
+
+struct OwnerReference {
+  std::string apiVersion;
+  std::string kind;
+  std::string name;
+  std::string uid;
+  bool controller = false;
+  bool blockOwnerDeletion = false;
+  bool operator==(const OwnerReference&) const = default;
+};
+
+struct ObjectMeta {
+  std::string name;
+  std::string generateName;
+  std::string namespace_;  // "namespace" on the wire
+  std::string uid;
+  std::string resourceVersion;
+  int64_t generation = 0;
+  std::optional<Time> creationTimestamp;
+  std::optional<Time> deletionTimestamp;
+  std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> annotations;
+  std::vector<std::string> finalizers;
+  std::vector<OwnerReference> ownerReferences;
+  bool operator==(const ObjectMeta&) const = default;
+};
+
+// Only cpu and memory are part of v1alpha1.
+struct ResourceList {
+  std::optional<Quantity> cpu;
+  std::optional<Quantity> memory;
+  bool empty() const { return !cpu && !memory; }
+  bool operator==(const ResourceList&) const = default;
+};
+
+struct ResourceRequirements {
+  ResourceList requests;
+  ResourceList limits;
+  bool empty() const { return requests.empty() && limits.empty(); }
+  bool operator==(const ResourceRequirements&) const = default;
+};
+
+struct KeySelector {  // SecretKeySelector / ConfigMapKeySelector
+  std::string name;
+  std::string key;
+  bool optional = false;
+  bool operator==(const KeySelector&) const = default;
+};
+
+struct EnvVarSource {
+  std::optional<KeySelector> secretKeyRef;
+  std::optional<KeySelector> configMapKeyRef;
+  bool operator==(const EnvVarSource&) const = default;
+};
+
+struct EnvVar {
+  std::string name;
+  std::optional<std::string> value;  // exactly one of value / valueFrom (CEL-enforced)
+  std::optional<EnvVarSource> valueFrom;
+  bool operator==(const EnvVar&) const = default;
+};
+
+struct LocalObjectReference {
+  std::string name;
+  bool operator==(const LocalObjectReference&) const = default;
+};
+
+struct TaskSpec {
+  std::string image;
+  std::vector<LocalObjectReference> imagePullSecrets;
+  std::vector<std::string> command;  // argv: replaces the image entrypoint; never a shell
+  std::vector<std::string> args;
+  std::string workingDir;
+  std::vector<EnvVar> env;
+  bool operator==(const TaskSpec&) const = default;
+};
+
+enum class DesiredState { kRunning, kCancelled };
+
+struct JobSpec {
+  std::string jobClassName;
+  TaskSpec task;
+  std::optional<ResourceRequirements> resources;
+  std::optional<int64_t> activeDeadlineSeconds;
+  std::optional<int32_t> ttlSecondsAfterFinished;
+  DesiredState desiredState = DesiredState::kRunning;
+  bool operator==(const JobSpec&) const = default;
+};
+
+inline constexpr const char* kConditionAccepted = "Accepted";
+inline constexpr const char* kConditionScheduled = "Scheduled";
+inline constexpr const char* kConditionSucceeded = "Succeeded";
+
+enum class ConditionStatus { kTrue, kFalse, kUnknown };
+
+// metav1.Condition.
+struct Condition {
+  std::string type;
+  ConditionStatus status = ConditionStatus::kUnknown;
+  std::string reason;
+  std::string message;
+  int64_t observedGeneration = 0;
+  Time lastTransitionTime{};
+  bool operator==(const Condition&) const = default;
+};
+
+struct ParametersRef {
+  std::string group;
+  std::string kind;
+  std::string name;
+  std::string uid;  // only in status.resolvedJobClass
+  bool operator==(const ParametersRef&) const = default;
+};
+
+struct ResolvedJobClass {
+  std::string name;
+  std::string uid;
+  std::string controllerName;
+  std::optional<ParametersRef> parametersRef;
+  bool operator==(const ResolvedJobClass&) const = default;
+};
+
+struct ExecutionReference {
+  std::string type;
+  std::string id;
+  bool operator==(const ExecutionReference&) const = default;
+};
+
+struct ExecutionStatus {
+  std::string adapter;
+  std::vector<ExecutionReference> references;
+  bool operator==(const ExecutionStatus&) const = default;
+};
+
+struct JobResult {
+  std::optional<int32_t> exitCode;
+  std::string reason;
+  bool operator==(const JobResult&) const = default;
+};
+
+struct JobStatus {
+  int64_t observedGeneration = 0;
+  std::vector<Condition> conditions;
+  std::optional<ResolvedJobClass> resolvedJobClass;
+  std::optional<ResourceRequirements> effectiveResources;
+  std::optional<ExecutionStatus> execution;
+  std::optional<Time> startTime;
+  std::optional<Time> completionTime;
+  std::optional<JobResult> result;
+  bool operator==(const JobStatus&) const = default;
+};
+
+struct Job {
+  ObjectMeta metadata;
+  JobSpec spec;
+  JobStatus status;
+  bool operator==(const Job&) const = default;
+};
+
+enum class SecretEnvForwarding { kDenied, kAllowed };
+
+struct ResourcePolicy {
+  ResourceRequirements defaults;  // applied to requests/limits the Job leaves empty
+  ResourceList min;               // lower bound for requests and limits
+  ResourceList max;               // upper bound for requests and limits
+  bool operator==(const ResourcePolicy&) const = default;
+};
+
+struct JobClassSpec {
+  std::string controllerName;
+  std::optional<ParametersRef> parametersRef;  // uid unused here
+  ResourcePolicy resources;
+  SecretEnvForwarding secretEnvForwarding = SecretEnvForwarding::kDenied;
+  bool operator==(const JobClassSpec&) const = default;
+};
+
+// Cluster-scoped.
+struct JobClass {
+  ObjectMeta metadata;
+  JobClassSpec spec;
+  bool operator==(const JobClass&) const = default;
+};
+
+struct Toleration {
+  std::string key;
+  std::string operator_;  // "operator" on the wire: Exists | Equal
+  std::string value;
+  std::string effect;
+  std::optional<int64_t> tolerationSeconds;
+  bool operator==(const Toleration&) const = default;
+};
+
+// Cluster-scoped parameters for controllerName .../kubernetes.
+struct KubernetesExecutionParameters {
+  ObjectMeta metadata;
+  std::string serviceAccountName;
+  std::map<std::string, std::string> nodeSelector;
+  std::vector<Toleration> tolerations;
+  std::string runtimeClassName;
+  std::string priorityClassName;
+  std::map<std::string, std::string> extraLabels;
+  std::map<std::string, std::string> extraAnnotations;
+  int64_t imagePullFailureTimeoutSeconds = 300;
+  bool operator==(const KubernetesExecutionParameters&) const = default;
+};
+
+struct SecretKeyReference {  // a key of a Secret in a named namespace
+  std::string namespace_;
+  std::string name;
+  std::string key;
+  bool operator==(const SecretKeyReference&) const = default;
+};
+
+// Cluster-scoped parameters for controllerName .../opensandbox.
+struct OpenSandboxExecutionParameters {
+  ObjectMeta metadata;
+  std::string endpoint;  // lifecycle API base URL, e.g. http://127.0.0.1:8080/v1
+  std::optional<SecretKeyReference> apiKeySecretRef;
+  int64_t sandboxTimeoutSeconds = 0;  // 0 = manual cleanup
+  int64_t pollIntervalSeconds = 2;
+  std::map<std::string, std::string> extraMetadata;
+  bool operator==(const OpenSandboxExecutionParameters&) const = default;
+};
+
+enum class PullPolicy { kIfNotPresent, kAlways, kNever };
+
+// Cluster-scoped parameters for controllerName .../docker.
+struct DockerExecutionParameters {
+  ObjectMeta metadata;
+  std::string endpoint = "unix:///var/run/docker.sock";  // or tcp://host:port
+  std::optional<SecretKeyReference> tlsSecretRef;  // Secret with ca.crt, tls.crt, tls.key
+  std::string networkMode = "none";                // none | host
+  std::string runtime;                             // e.g. runc, runsc; empty = engine default
+  PullPolicy pullPolicy = PullPolicy::kIfNotPresent;
+  std::map<std::string, std::string> extraLabels;
+  int64_t stopGracePeriodSeconds = 10;
+  bool operator==(const DockerExecutionParameters&) const = default;
+};
+
+// Small helpers used everywhere.
+const Condition* FindCondition(const std::vector<Condition>& conditions, std::string_view type);
+bool IsConditionTrue(const std::vector<Condition>& conditions, std::string_view type);
+std::string ToString(ConditionStatus status);
+std::string ToString(DesiredState state);
+
+}  // namespace ayatori::api

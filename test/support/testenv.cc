@@ -1,0 +1,73 @@
+#include "test/support/testenv.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+
+#include "test/support/process.h"
+
+namespace ayatori::testing {
+
+std::string RequiredEnv(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') {
+    ADD_FAILURE() << "environment variable " << name
+                  << " is not set; run this test through ctest (see README)";
+    return "";
+  }
+  return v;
+}
+
+std::map<std::string, std::string> TestenvVars() {
+  std::map<std::string, std::string> vars;
+  std::string dir = RequiredEnv("TESTENV_DIR");
+  if (dir.empty()) return vars;
+  std::string path = dir + "/env.sh";
+  std::ifstream in(path);
+  if (!in) {
+    ADD_FAILURE() << "the test control plane is not running: " << path
+                  << " does not exist (the testenv_api_up fixture starts it)";
+    return vars;
+  }
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::string prefix = "export ";
+    if (line.rfind(prefix, 0) != 0) continue;
+    auto eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    vars[line.substr(prefix.size(), eq - prefix.size())] = line.substr(eq + 1);
+  }
+  return vars;
+}
+
+std::string TestenvVar(const std::string& name) {
+  auto vars = TestenvVars();
+  auto it = vars.find(name);
+  if (it == vars.end()) {
+    ADD_FAILURE() << "env.sh of the test control plane has no " << name;
+    return "";
+  }
+  return it->second;
+}
+
+std::string Kubectl() {
+  std::string bin = TestenvVar("TESTENV_BIN");
+  return bin.empty() ? "kubectl" : bin + "/kubectl";
+}
+
+std::string CreateTestNamespace(const std::string& prefix) {
+  static std::atomic<int> counter{0};
+  std::random_device rd;
+  std::string name = prefix + "-" + std::to_string(getpid()) + "-" +
+                     std::to_string(counter++) + "-" + std::to_string(rd() % 100000);
+  auto r = RunProcess({Kubectl(), "--kubeconfig", TestenvVar("KUBECONFIG"), "create", "namespace",
+                       name});
+  EXPECT_EQ(r.exitCode, 0) << "kubectl create namespace " << name << ": " << r.err;
+  return name;
+}
+
+}  // namespace ayatori::testing

@@ -1,0 +1,26 @@
+// Access to the real services the CTest fixtures started (test/CMakeLists.txt): the test control
+// plane's env.sh (KUBECONFIG, TESTENV_API, TESTENV_CA, tokens, certs) and the project's dockerd.
+#pragma once
+
+#include <map>
+#include <string>
+
+namespace ayatori::testing {
+
+// Variables of $TESTENV_DIR/env.sh. Fails the calling test (ADD_FAILURE + empty map) with a
+// message naming the file when the control plane is not running.
+std::map<std::string, std::string> TestenvVars();
+
+// One variable of TestenvVars(), empty if absent (the failure is already recorded).
+std::string TestenvVar(const std::string& name);
+
+// Path of kubectl built with the control plane ($TESTENV_BIN/kubectl).
+std::string Kubectl();
+
+// A fresh namespace name unique to this test run, created with kubectl.
+std::string CreateTestNamespace(const std::string& prefix);
+
+// An environment variable the test harness must set; fails the test if it is missing.
+std::string RequiredEnv(const char* name);
+
+}  // namespace ayatori::testing
