@@ -6,11 +6,10 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "api/types.h"
 #include "ayatori/status.h"
@@ -67,10 +66,10 @@ struct ResolvedEnvVar {
 
 // Everything an adapter needs to run a Job, resolved by the controller beforehand.
 struct ExecutionRequest {
-  api::Job job;                               // metadata (namespace, name, uid) and spec
-  api::ResolvedJobClass jobClass;             // as written to status.resolvedJobClass
-  nlohmann::json parameters;                  // the class's typed parameters object, as JSON
-  api::ResourceRequirements resources;        // status.effectiveResources
+  api::Job job;                         // metadata (namespace, name, uid) and spec
+  api::ResolvedJobClass jobClass;       // as written to status.resolvedJobClass
+  nlohmann::json parameters;            // the class's typed parameters object, as JSON
+  api::ResourceRequirements resources;  // status.effectiveResources
   // Literal and resolved env in spec order. Filled only for adapters that cannot pass references
   // (Docker, OpenSandbox) and only when the class allows Secret forwarding; the Kubernetes adapter
   // passes the spec's references through untouched.

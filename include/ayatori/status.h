@@ -12,21 +12,21 @@ namespace ayatori {
 
 enum class StatusCode {
   kOk,
-  kInvalidArgument,    // bad input from a user or a file; message names the problem
-  kNotFound,           // 404
-  kAlreadyExists,      // 409 reason AlreadyExists
-  kConflict,           // 409 (resourceVersion / precondition)
-  kGone,               // 410: resourceVersion too old; relist
-  kInvalid,            // 422: object rejected by validation
-  kUnauthorized,       // 401
-  kForbidden,          // 403
-  kTooManyRequests,    // 429
-  kServerError,        // 5xx
-  kUnavailable,        // transport: connection refused, TLS, timeout
-  kDeadlineExceeded,   // the caller's deadline passed
-  kFailedPrecondition, // the operation cannot run in the current state
-  kInternal,           // a bug or an unexpected response
-  kCancelled,          // shutdown
+  kInvalidArgument,     // bad input from a user or a file; message names the problem
+  kNotFound,            // 404
+  kAlreadyExists,       // 409 reason AlreadyExists
+  kConflict,            // 409 (resourceVersion / precondition)
+  kGone,                // 410: resourceVersion too old; relist
+  kInvalid,             // 422: object rejected by validation
+  kUnauthorized,        // 401
+  kForbidden,           // 403
+  kTooManyRequests,     // 429
+  kServerError,         // 5xx
+  kUnavailable,         // transport: connection refused, TLS, timeout
+  kDeadlineExceeded,    // the caller's deadline passed
+  kFailedPrecondition,  // the operation cannot run in the current state
+  kInternal,            // a bug or an unexpected response
+  kCancelled,           // shutdown
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -50,7 +50,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
-  StatusOr(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  StatusOr(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   StatusOr(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     assert(!std::get<Status>(v_).ok());
   }

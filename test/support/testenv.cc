@@ -62,10 +62,10 @@ std::string Kubectl() {
 std::string CreateTestNamespace(const std::string& prefix) {
   static std::atomic<int> counter{0};
   std::random_device rd;
-  std::string name = prefix + "-" + std::to_string(getpid()) + "-" +
-                     std::to_string(counter++) + "-" + std::to_string(rd() % 100000);
-  auto r = RunProcess({Kubectl(), "--kubeconfig", TestenvVar("KUBECONFIG"), "create", "namespace",
-                       name});
+  std::string name = prefix + "-" + std::to_string(getpid()) + "-" + std::to_string(counter++) +
+                     "-" + std::to_string(rd() % 100000);
+  auto r = RunProcess(
+      {Kubectl(), "--kubeconfig", TestenvVar("KUBECONFIG"), "create", "namespace", name});
   EXPECT_EQ(r.exitCode, 0) << "kubectl create namespace " << name << ": " << r.err;
   return name;
 }
