@@ -42,9 +42,12 @@ bool RemoveCondition(std::vector<Condition>& conditions, std::string_view type) 
 
 std::string ToString(ConditionStatus status) {
   switch (status) {
-    case ConditionStatus::kTrue: return "True";
-    case ConditionStatus::kFalse: return "False";
-    case ConditionStatus::kUnknown: return "Unknown";
+    case ConditionStatus::kTrue:
+      return "True";
+    case ConditionStatus::kFalse:
+      return "False";
+    case ConditionStatus::kUnknown:
+      return "Unknown";
   }
   return "Unknown";
 }

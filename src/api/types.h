@@ -265,9 +265,9 @@ enum class PullPolicy { kIfNotPresent, kAlways, kNever };
 struct DockerExecutionParameters {
   ObjectMeta metadata;
   std::string endpoint = "unix:///var/run/docker.sock";  // or tcp://host:port
-  std::optional<SecretKeyReference> tlsSecretRef;  // Secret with ca.crt, tls.crt, tls.key
-  std::string networkMode = "none";                // none | host
-  std::string runtime;                             // e.g. runc, runsc; empty = engine default
+  std::optional<SecretKeyReference> tlsSecretRef;        // Secret with ca.crt, tls.crt, tls.key
+  std::string networkMode = "none";                      // none | host
+  std::string runtime;                                   // e.g. runc, runsc; empty = engine default
   PullPolicy pullPolicy = PullPolicy::kIfNotPresent;
   std::map<std::string, std::string> extraLabels;
   int64_t stopGracePeriodSeconds = 10;
