@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# make demo / make demo-down: the spec's example Job through Ayatori on Docker, on a bare machine.
+#   demo.sh up     start (or reuse) a control plane, dockerd, the CRDs, a default Docker JobClass
+#                  and the controller; run the example Job; print its status and output
+#   demo.sh down   stop what `up` started (only that, by pid)
+# With KUBECONFIG pointing at a reachable cluster, that cluster is used instead of a local one.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+DEMO=${AYATORI_DEMO_DIR:-/tmp/ayatori-demo}
+BUILD=${BUILD_DIR:-$ROOT/build}
+CONTROLLER=$BUILD/cmd/ayatori-controller/ayatori-controller
+export TESTENV_DIR=$DEMO/testenv AYATORI_DOCKERD_DIR=$DEMO/dockerd
+STEP=0
+TOTAL=9
+
+step() { STEP=$((STEP + 1)); printf '\n\033[1m[%d/%d] %s\033[0m\n' "$STEP" "$TOTAL" "$*"; }
+die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
+
+kube() { "$KUBECTL" "$@"; }
+
+use_cluster() {
+  mkdir -p "$DEMO"
+  if [ -n "${KUBECONFIG:-}" ] && [ ! -f "$DEMO/own-cluster" ] && kubectl version >/dev/null 2>&1; then
+    KUBECTL=kubectl
+    echo "using the cluster of KUBECONFIG=$KUBECONFIG"
+    echo "export KUBECONFIG=$KUBECONFIG" >"$DEMO/kube.env"
+    return
+  fi
+  if [ -f "$TESTENV_DIR/env.sh" ] && (source "$TESTENV_DIR/env.sh" && kubectl version >/dev/null 2>&1); then
+    echo "reusing the local control plane in $TESTENV_DIR"
+  else
+    "$ROOT/hack/testenv/testenv.sh" up api
+  fi
+  touch "$DEMO/own-cluster"
+  # shellcheck disable=SC1091
+  source "$TESTENV_DIR/env.sh"
+  KUBECTL=$TESTENV_BIN/kubectl
+  echo "export KUBECONFIG=$KUBECONFIG PATH=$TESTENV_BIN:\$PATH" >"$DEMO/kube.env"
+}
+
+start_controller() {
+  local pidfile=$DEMO/controller.pid
+  if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
+    echo "controller already running (pid $(cat "$pidfile")), restarting it on the current build"
+    kill -TERM "$(cat "$pidfile")"
+    for _ in $(seq 100); do kill -0 "$(cat "$pidfile")" 2>/dev/null || break; sleep 0.1; done
+  fi
+  [ -x "$CONTROLLER" ] || die "controller binary $CONTROLLER is missing: run make build"
+  setsid nohup "$CONTROLLER" --kubeconfig="$KUBECONFIG" --metrics-address=127.0.0.1:0 \
+    --docker-endpoint="$DOCKER_HOST" --log-format=json >"$DEMO/controller.log" 2>&1 </dev/null &
+  echo $! >"$pidfile"
+  for _ in $(seq 100); do
+    grep -q '"msg":"controller ready"' "$DEMO/controller.log" 2>/dev/null && break
+    kill -0 "$(cat "$pidfile")" 2>/dev/null || { tail -n 20 "$DEMO/controller.log" >&2; die "controller exited"; }
+    sleep 0.1
+  done
+  echo "controller pid $(cat "$pidfile"), log $DEMO/controller.log"
+}
+
+up() {
+  step "installing packages and building (make build did this)"
+  [ -x "$CONTROLLER" ] || die "run 'make demo' (it builds first)"
+  echo "ok: $CONTROLLER"
+
+  step "Kubernetes control plane"
+  use_cluster
+
+  step "dockerd (no bridge network) in $AYATORI_DOCKERD_DIR"
+  "$ROOT/hack/dockerd.sh" up
+  # shellcheck disable=SC1091
+  source "$AYATORI_DOCKERD_DIR/env.sh"
+
+  step "building the demo image locally (no registry is reachable)"
+  "$ROOT/hack/images/build.sh"
+
+  step "installing the CRDs"
+  kube apply -f "$ROOT/config/crd/" >/dev/null
+  kube wait --for condition=established --timeout=60s -f "$ROOT/config/crd/" >/dev/null
+  kube get crd -o name | grep execution.ayatori.ddupan.top
+
+  step "installing the default JobClass (Docker)"
+  kube apply -f "$ROOT/config/samples/dockerexecutionparameters.yaml" \
+    -f "$ROOT/config/samples/jobclass-docker.yaml"
+
+  step "starting ayatori-controller"
+  start_controller
+
+  step "creating the example Job with its Secret and ConfigMap"
+  kube create namespace ci --dry-run=client -o yaml | kube apply -f - >/dev/null
+  kube apply -f "$ROOT/config/samples/secret-example-token.yaml" \
+    -f "$ROOT/config/samples/configmap-example-config.yaml"
+  JOB=$(sed 's#image: .*#image: ayatori.local/busybox:1#' "$ROOT/config/samples/job.yaml" |
+    kube create -f - -o name)
+  echo "created $JOB"
+
+  step "waiting for $JOB to succeed"
+  if ! kube wait -n ci --for=condition=Succeeded --timeout=120s "$JOB"; then
+    kube get -n ci "$JOB" -o yaml
+    tail -n 30 "$DEMO/controller.log"
+    die "$JOB did not succeed"
+  fi
+  echo
+  kube get -n ci "$JOB"
+  echo
+  echo "status:"
+  kube get -n ci "$JOB" -o jsonpath='{.status}' | python3 -m json.tool
+  local uid
+  uid=$(kube get -n ci "$JOB" -o jsonpath='{.metadata.uid}')
+  echo
+  echo "output of the task:"
+  docker logs "ayatori-$uid"
+  echo
+  echo "demo is up. Try:  source $DEMO/env.sh && kubectl get ajob -A"
+  cat "$DEMO/kube.env" "$AYATORI_DOCKERD_DIR/env.sh" >"$DEMO/env.sh"
+}
+
+down() {
+  if [ -f "$DEMO/controller.pid" ]; then
+    p=$(cat "$DEMO/controller.pid")
+    kill -TERM "$p" 2>/dev/null || true
+    for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$p" 2>/dev/null || true
+    rm -f "$DEMO/controller.pid"
+    echo "controller stopped"
+  fi
+  "$ROOT/hack/dockerd.sh" down || true
+  if [ -f "$DEMO/own-cluster" ]; then
+    "$ROOT/hack/testenv/testenv.sh" down
+    echo "control plane stopped"
+  fi
+  rm -rf "$DEMO"
+}
+
+case ${1:-} in
+  up) up ;;
+  down) down ;;
+  *) echo "usage: demo.sh up|down" >&2; exit 2 ;;
+esac
