@@ -1,0 +1,59 @@
+// The batch/v1 Job that runs one Ayatori Job: a pure function of the ExecutionRequest and the
+// class's KubernetesExecutionParameters, so that what is sent to the apiserver is unit-tested.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "api/types.h"
+#include "ayatori/adapter.h"
+#include "ayatori/status.h"
+
+namespace ayatori::adapters::kubernetes {
+
+// Name of the single container of the pod.
+inline constexpr const char* kContainerName = "main";
+// Label on batch Jobs and pods saying which program made them.
+inline constexpr const char* kManagedByLabel = "app.kubernetes.io/managed-by";
+inline constexpr const char* kManagedByValue = "ayatori";
+// Always-present annotation with the Ayatori Job's name (a name may be longer than a label value).
+inline constexpr const char* kJobNameAnnotation = "execution.ayatori.ddupan.top/job-name";
+
+// "ayj-" + the Ayatori Job UID: unique per UID (the idempotency key), 40 characters for a UUID,
+// so the pod names the Job controller derives from it stay valid.
+std::string BatchJobName(std::string_view jobUid);
+
+// The label selector (query-string form) of everything this adapter creates, for informers.
+std::string ManagedSelector();
+// The label selector of the batch Job and pod of one Ayatori Job.
+std::string SelectorForUid(std::string_view jobUid);
+
+// request.parameters (the KubernetesExecutionParameters object as JSON; null or {} = all defaults)
+// decoded. kInvalidArgument naming the field when it is malformed.
+StatusOr<api::KubernetesExecutionParameters> ParseParameters(const nlohmann::json& parameters);
+
+// Checks what the apiserver would reject later, with a message for the Job's author: the
+// extra labels and annotations of the parameters (keys and values) and the Job's identity.
+Status ValidateRequest(const ExecutionRequest& request,
+                       const api::KubernetesExecutionParameters& params);
+
+// The batch/v1 Job for the request, ready to POST:
+//  - metadata: name BatchJobName(uid), the Job's namespace, labels (params.extraLabels, then
+//    job-uid, job-namespace, job-name when it fits a label value, managed-by), annotations
+//    (params.extraAnnotations + job-name), a controller ownerReference to the Ayatori Job with
+//    blockOwnerDeletion, so deleting the Job garbage-collects it;
+//  - spec: backoffLimit 0, podReplacementPolicy Failed, one completion, and a pod template with the
+//    same labels/annotations, restartPolicy Never, the scheduling fields of the parameters, the
+//    task's imagePullSecrets and one container "main" with image, command, args, workingDir,
+//    resources and env: the task's env passed through untouched (secretKeyRef / configMapKeyRef
+//    stay references, resolved by the kubelet) followed by AYATORI_JOB_NAMESPACE/NAME/UID.
+nlohmann::json BuildBatchJob(const ExecutionRequest& request,
+                             const api::KubernetesExecutionParameters& params);
+
+// True when `batchJob` was made by this adapter for the Ayatori Job with UID `jobUid`: it carries
+// the UID label and a controller ownerReference to that UID. Anything else is a stranger's
+// object that must never be adopted, cancelled or deleted.
+bool IsOwnedBy(const nlohmann::json& batchJob, std::string_view jobUid);
+
+}  // namespace ayatori::adapters::kubernetes

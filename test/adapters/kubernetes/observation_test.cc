@@ -1,0 +1,341 @@
+#include "adapters/kubernetes/observation.h"
+
+#include <gtest/gtest.h>
+
+#include "api/json.h"
+
+namespace ayatori::adapters::kubernetes {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+
+constexpr const char* kBatchUid = "b0000000-0000-4000-8000-000000000001";
+const seconds kPullTimeout{60};
+
+api::Time T(const char* s) { return *api::ParseTime(s); }
+const api::Time kNow = T("2026-11-29T08:10:00Z");
+
+json BatchJob(json status = json::object()) {
+  return {{"apiVersion", "batch/v1"},
+          {"kind", "Job"},
+          {"metadata", {{"name", "ayj-u1"}, {"namespace", "ci"}, {"uid", kBatchUid}}},
+          {"status", std::move(status)}};
+}
+
+// A pod of the batch Job with the given main-container state (null = no container status yet).
+json Pod(const char* phase, json state, const char* created = "2026-11-29T08:00:00Z") {
+  json pod = {{"metadata",
+               {{"name", "ayj-u1-abcde"},
+                {"namespace", "ci"},
+                {"creationTimestamp", created},
+                {"labels", {{"execution.ayatori.ddupan.top/job-uid", "u1"}}},
+                {"ownerReferences",
+                 {{{"apiVersion", "batch/v1"},
+                   {"kind", "Job"},
+                   {"uid", kBatchUid},
+                   {"controller", true}}}}}},
+              {"status", {{"phase", phase}}}};
+  if (!state.is_null()) {
+    pod["status"]["containerStatuses"] = {{{"name", "main"}, {"state", std::move(state)}}};
+  }
+  return pod;
+}
+
+json Running(const char* startedAt = "2026-11-29T08:01:00Z") {
+  return {{"running", {{"startedAt", startedAt}}}};
+}
+
+json Terminated(int code, const char* reason, const char* finishedAt = "2026-11-29T08:05:00Z") {
+  return {{"terminated",
+           {{"exitCode", code},
+            {"reason", reason},
+            {"startedAt", "2026-11-29T08:01:00Z"},
+            {"finishedAt", finishedAt}}}};
+}
+
+json Waiting(const char* reason, const char* message = "") {
+  return {{"waiting", {{"reason", reason}, {"message", message}}}};
+}
+
+Observation Observe(const std::optional<json>& job, const std::vector<json>& pods) {
+  return ObserveExecution(job, pods, kNow, kPullTimeout);
+}
+
+TEST(ObserveExecution, NoBatchJobIsAbsent) {
+  Observation o = Observe(std::nullopt, {});
+  EXPECT_EQ(o.phase, ExecutionPhase::kAbsent);
+  EXPECT_TRUE(o.references.empty());
+}
+
+TEST(ObserveExecution, ReferencesTheBatchJobByUid) {
+  Observation o = Observe(BatchJob(), {});
+  ASSERT_EQ(o.references.size(), 1u);
+  EXPECT_EQ(o.references[0].type, "Job");
+  EXPECT_EQ(o.references[0].id, kBatchUid);
+}
+
+TEST(ObserveExecution, NoPodYetIsPending) {
+  Observation o = Observe(BatchJob(), {});
+  EXPECT_EQ(o.phase, ExecutionPhase::kPending);
+  EXPECT_FALSE(o.startedAt);
+}
+
+TEST(ObserveExecution, PodWithoutContainerStatusIsPending) {
+  EXPECT_EQ(Observe(BatchJob(), {Pod("Pending", nullptr)}).phase, ExecutionPhase::kPending);
+}
+
+TEST(ObserveExecution, UnschedulablePodIsPendingAndSaysWhy) {
+  json pod = Pod("Pending", nullptr);
+  pod["status"]["conditions"] = {{{"type", "PodScheduled"},
+                                  {"status", "False"},
+                                  {"reason", "Unschedulable"},
+                                  {"message", "0/1 nodes are available"}}};
+  Observation o = Observe(BatchJob(), {pod});
+  EXPECT_EQ(o.phase, ExecutionPhase::kPending);
+  EXPECT_NE(o.message.find("Unschedulable"), std::string::npos) << o.message;
+}
+
+TEST(ObserveExecution, RunningContainerHasStarted) {
+  Observation o = Observe(BatchJob({{"active", 1}}), {Pod("Running", Running())});
+  EXPECT_EQ(o.phase, ExecutionPhase::kRunning);
+  ASSERT_TRUE(o.startedAt);
+  EXPECT_EQ(*o.startedAt, T("2026-11-29T08:01:00Z"));
+  EXPECT_FALSE(o.exitCode);
+}
+
+TEST(ObserveExecution, ExitZeroSucceeds) {
+  Observation o = Observe(BatchJob(), {Pod("Succeeded", Terminated(0, "Completed"))});
+  EXPECT_EQ(o.phase, ExecutionPhase::kSucceeded);
+  EXPECT_EQ(o.exitCode, 0);
+  EXPECT_EQ(o.startedAt, T("2026-11-29T08:01:00Z"));
+  EXPECT_EQ(o.finishedAt, T("2026-11-29T08:05:00Z"));
+}
+
+TEST(ObserveExecution, NonZeroExitIsProcessFailedWithTheCode) {
+  Observation o = Observe(BatchJob(), {Pod("Failed", Terminated(3, "Error"))});
+  EXPECT_EQ(o.phase, ExecutionPhase::kFailed);
+  EXPECT_EQ(o.reason, "ProcessFailed");
+  EXPECT_EQ(o.exitCode, 3);
+  EXPECT_TRUE(o.startedAt);
+  EXPECT_TRUE(o.finishedAt);
+}
+
+TEST(ObserveExecution, OomKilledIsItsOwnReason) {
+  Observation o = Observe(BatchJob(), {Pod("Failed", Terminated(137, "OOMKilled"))});
+  EXPECT_EQ(o.phase, ExecutionPhase::kFailed);
+  EXPECT_EQ(o.reason, "OOMKilled");
+  EXPECT_EQ(o.exitCode, 137);
+}
+
+TEST(ObserveExecution, TerminatedStateWinsOverAStalePodPhase) {
+  // The kubelet writes the container state and the phase together, but a cache may be read
+  // between two patches; the container's own record is the fact.
+  Observation o = Observe(BatchJob(), {Pod("Running", Terminated(0, "Completed"))});
+  EXPECT_EQ(o.phase, ExecutionPhase::kSucceeded);
+}
+
+TEST(ObserveExecution, LostContainerIsUnknownNotFailed) {
+  Observation o = Observe(BatchJob(), {Pod("Failed", Terminated(137, "ContainerStatusUnknown"))});
+  EXPECT_EQ(o.phase, ExecutionPhase::kUnknown);
+  EXPECT_EQ(o.reason, "ContainerStatusUnknown");
+  EXPECT_FALSE(o.exitCode);
+}
+
+TEST(ObserveExecution, ImagePullErrorBeforeTheTimeoutIsPending) {
+  for (const char* reason : {"ErrImagePull", "ImagePullBackOff", "InvalidImageName"}) {
+    Observation o =
+        Observe(BatchJob(),
+                {Pod("Pending", Waiting(reason, "pull access denied"), "2026-11-29T08:09:30Z")});
+    EXPECT_EQ(o.phase, ExecutionPhase::kPending) << reason;
+    EXPECT_NE(o.message.find(reason), std::string::npos) << o.message;
+  }
+}
+
+TEST(ObserveExecution, ImagePullErrorPastTheTimeoutFailsWithoutStart) {
+  for (const char* reason : {"ErrImagePull", "ImagePullBackOff", "InvalidImageName"}) {
+    // Created exactly one timeout before now.
+    Observation o =
+        Observe(BatchJob(),
+                {Pod("Pending", Waiting(reason, "pull access denied"), "2026-11-29T08:09:00Z")});
+    EXPECT_EQ(o.phase, ExecutionPhase::kFailed) << reason;
+    EXPECT_EQ(o.reason, "ImagePullFailed");
+    EXPECT_FALSE(o.startedAt);
+    EXPECT_FALSE(o.exitCode);
+    EXPECT_NE(o.message.find("pull access denied"), std::string::npos) << o.message;
+  }
+}
+
+TEST(ObserveExecution, OtherWaitingReasonsStayPendingPastTheTimeout) {
+  // A missing Secret or ConfigMap: the kubelet retries until it appears (spec: the Job stays
+  // not started and says why).
+  Observation o = Observe(
+      BatchJob(),
+      {Pod("Pending", Waiting("CreateContainerConfigError", "secret \"token\" not found"))});
+  EXPECT_EQ(o.phase, ExecutionPhase::kPending);
+  EXPECT_NE(o.message.find("CreateContainerConfigError"), std::string::npos);
+}
+
+TEST(ObserveExecution, PodRejectedBeforeStartIsBackendRejected) {
+  json pod = Pod("Failed", nullptr);
+  pod["status"]["reason"] = "OutOfcpu";
+  pod["status"]["message"] = "Node didn't have enough resource: cpu";
+  Observation o = Observe(BatchJob(), {pod});
+  EXPECT_EQ(o.phase, ExecutionPhase::kFailed);
+  EXPECT_EQ(o.reason, "BackendRejected");
+  EXPECT_NE(o.message.find("OutOfcpu"), std::string::npos);
+  EXPECT_FALSE(o.startedAt);
+}
+
+TEST(ObserveExecution, PodGoneWhileActiveIsUnknown) {
+  Observation o = Observe(BatchJob({{"active", 1}}), {});
+  EXPECT_EQ(o.phase, ExecutionPhase::kUnknown);
+  EXPECT_EQ(o.reason, "PodLost");
+}
+
+TEST(ObserveExecution, PodGoneAfterTheJobFailedIsUnknownNotFailed) {
+  json status = {{"failed", 1},
+                 {"conditions",
+                  {{{"type", "Failed"}, {"status", "True"}, {"reason", "BackoffLimitExceeded"}}}}};
+  Observation o = Observe(BatchJob(status), {});
+  EXPECT_EQ(o.phase, ExecutionPhase::kUnknown);
+  EXPECT_EQ(o.reason, "PodLost");
+  EXPECT_NE(o.message.find("BackoffLimitExceeded"), std::string::npos);
+}
+
+TEST(ObserveExecution, PodGoneAfterTheJobCompletedIsSucceeded) {
+  json status = {{"succeeded", 1},
+                 {"completionTime", "2026-11-29T08:05:00Z"},
+                 {"conditions", {{{"type", "Complete"}, {"status", "True"}}}}};
+  Observation o = Observe(BatchJob(status), {});
+  EXPECT_EQ(o.phase, ExecutionPhase::kSucceeded);
+  EXPECT_EQ(o.exitCode, 0);
+  EXPECT_EQ(o.finishedAt, T("2026-11-29T08:05:00Z"));
+}
+
+TEST(ObserveExecution, IgnoresPodsOfAnotherBatchJob) {
+  json stale = Pod("Failed", Terminated(1, "Error"));
+  stale["metadata"]["ownerReferences"][0]["uid"] = "another-batch-job";
+  Observation o = Observe(BatchJob(), {stale});
+  EXPECT_EQ(o.phase, ExecutionPhase::kPending);
+}
+
+TEST(ObserveExecution, PrefersAResultOverAWaitingPod) {
+  Observation o = Observe(BatchJob(), {Pod("Pending", Waiting("ContainerCreating")),
+                                       Pod("Failed", Terminated(2, "Error"))});
+  EXPECT_EQ(o.phase, ExecutionPhase::kFailed);
+  EXPECT_EQ(o.exitCode, 2);
+}
+
+TEST(ObserveExecution, ReadsTheMainContainer) {
+  json pod = Pod("Running", nullptr);
+  pod["status"]["containerStatuses"] = {{{"name", "sidecar"}, {"state", Terminated(9, "Error")}},
+                                        {{"name", "main"}, {"state", Running()}}};
+  EXPECT_EQ(Observe(BatchJob(), {pod}).phase, ExecutionPhase::kRunning);
+}
+
+TEST(ObserveExecution, BatchJobWithAnotherUidThanRecordedIsAMismatch) {
+  Observation o =
+      ObserveExecution(BatchJob(), {Pod("Running", Running())}, kNow, kPullTimeout, "recorded-uid");
+  EXPECT_EQ(o.phase, ExecutionPhase::kUnknown);
+  EXPECT_EQ(o.reason, "ExecutionMismatch");
+  EXPECT_EQ(ObserveExecution(BatchJob(), {Pod("Running", Running())}, kNow, kPullTimeout, kBatchUid)
+                .phase,
+            ExecutionPhase::kRunning);
+}
+
+TEST(ObserveExecution, PodsLeftAfterTheBatchJobWasDeletedStillReport) {
+  EXPECT_EQ(Observe(std::nullopt, {Pod("Running", Running())}).phase, ExecutionPhase::kRunning);
+  Observation o = Observe(std::nullopt, {Pod("Succeeded", Terminated(0, "Completed"))});
+  EXPECT_EQ(o.phase, ExecutionPhase::kSucceeded);
+  EXPECT_TRUE(o.references.empty());
+}
+
+TEST(ObserveExecution, MalformedObjectsDoNotCrash) {
+  json pod = {{"metadata", 5}, {"status", {{"containerStatuses", "nope"}}}};
+  Observation o =
+      ObserveExecution(json::array(), {pod, json(), json::object()}, kNow, kPullTimeout);
+  EXPECT_NE(o.phase, ExecutionPhase::kSucceeded);
+}
+
+// Cancellation.
+
+json Deleted(json pod, const char* at, int grace = 0) {
+  pod["metadata"]["deletionTimestamp"] = at;
+  pod["metadata"]["deletionGracePeriodSeconds"] = grace;
+  return pod;
+}
+
+TEST(ObserveCancellation, NothingLeftIsCancelled) {
+  Observation o = ObserveCancellation({}, kNow);
+  EXPECT_EQ(o.phase, ExecutionPhase::kCancelled);
+  EXPECT_EQ(o.reason, "Cancelled");
+  EXPECT_FALSE(o.startedAt);
+}
+
+TEST(ObserveCancellation, RunningPodIsStillStopping) {
+  Observation o =
+      ObserveCancellation({Deleted(Pod("Running", Running()), "2026-11-29T08:10:30Z", 30)}, kNow);
+  EXPECT_EQ(o.phase, ExecutionPhase::kRunning);
+}
+
+TEST(ObserveCancellation, PendingPodIsStillStoppingButNeverStarted) {
+  Observation o = ObserveCancellation({Pod("Pending", Waiting("ImagePullBackOff"))}, kNow);
+  EXPECT_EQ(o.phase, ExecutionPhase::kPending);
+  EXPECT_FALSE(o.startedAt);
+}
+
+TEST(ObserveCancellation, KilledPodIsCancelled) {
+  // Deletion requested at 08:09:30 (deletionTimestamp 08:10:00 minus 30 s of grace); killed at
+  // 08:09:31 with 137.
+  json pod = Deleted(Pod("Failed", Terminated(137, "Error", "2026-11-29T08:09:31Z")),
+                     "2026-11-29T08:10:00Z", 30);
+  Observation o = ObserveCancellation({pod}, kNow);
+  EXPECT_EQ(o.phase, ExecutionPhase::kCancelled);
+  EXPECT_EQ(o.startedAt, T("2026-11-29T08:01:00Z"));
+  EXPECT_EQ(o.finishedAt, T("2026-11-29T08:09:31Z"));
+  EXPECT_FALSE(o.exitCode);
+}
+
+TEST(ObserveCancellation, EvenAnExitZeroAfterTheRequestIsCancelled) {
+  json pod = Deleted(Pod("Succeeded", Terminated(0, "Completed", "2026-11-29T08:09:45Z")),
+                     "2026-11-29T08:10:00Z", 30);
+  EXPECT_EQ(ObserveCancellation({pod}, kNow).phase, ExecutionPhase::kCancelled);
+}
+
+TEST(ObserveCancellation, SuccessBeforeTheRequestWins) {
+  json pod = Deleted(Pod("Succeeded", Terminated(0, "Completed", "2026-11-29T08:05:00Z")),
+                     "2026-11-29T08:09:00Z");
+  Observation o = ObserveCancellation({pod}, kNow);
+  EXPECT_EQ(o.phase, ExecutionPhase::kSucceeded);
+  EXPECT_EQ(o.exitCode, 0);
+  // Not yet deleted at all: finished on its own.
+  EXPECT_EQ(ObserveCancellation({Pod("Succeeded", Terminated(0, "Completed"))}, kNow).phase,
+            ExecutionPhase::kSucceeded);
+}
+
+TEST(ObserveCancellation, FailureBeforeTheRequestKeepsItsResult) {
+  Observation o = ObserveCancellation({Pod("Failed", Terminated(3, "Error"))}, kNow);
+  EXPECT_EQ(o.phase, ExecutionPhase::kFailed);
+  EXPECT_EQ(o.reason, "ProcessFailed");
+  EXPECT_EQ(o.exitCode, 3);
+}
+
+TEST(ObserveCancellation, PodDeletedBeforeItStartedIsCancelled) {
+  json pod = Deleted(Pod("Failed", json{{"terminated",
+                                         {{"exitCode", 137},
+                                          {"reason", "ContainerStatusUnknown"},
+                                          {"finishedAt", "2026-11-29T08:09:01Z"}}}}),
+                     "2026-11-29T08:09:31Z", 30);
+  Observation o = ObserveCancellation({pod}, kNow);
+  EXPECT_EQ(o.phase, ExecutionPhase::kCancelled);
+  EXPECT_FALSE(o.startedAt);
+}
+
+TEST(ReferencedBatchJobUid, FindsTheJobReference) {
+  EXPECT_EQ(ReferencedBatchJobUid({{"Pod", "p"}, {"Job", "j"}}), "j");
+  EXPECT_EQ(ReferencedBatchJobUid({}), "");
+}
+
+}  // namespace
+}  // namespace ayatori::adapters::kubernetes
