@@ -1,8 +1,12 @@
 // resource.Quantity with the real Kubernetes grammar:
-//   <quantity> ::= <signedNumber><suffix>
-//   <suffix>   ::= Ki | Mi | Gi | Ti | Pi | Ei | n | u | m | "" | k | M | G | T | P | E
-//                | e<signedNumber> | E<signedNumber>
+//   <quantity>       ::= <signedNumber><suffix>
+//   <signedNumber>   ::= <number> | +<number> | -<number>
+//   <number>         ::= <digits> | <digits>.<digits> | <digits>. | .<digits>
+//   <suffix>         ::= Ki | Mi | Gi | Ti | Pi | Ei | n | u | m | "" | k | M | G | T | P | E
+//                      | e<signedInteger> | E<signedInteger>
 // Values are kept exactly (no floating point) so "1" == "1000m" and "1Gi" > "1G" compare right.
+// Like the apiserver, a value is rounded away from zero to nano precision (so a tiny positive
+// request never becomes zero) and capped at +-(2^63-1).
 #pragma once
 
 #include <compare>
@@ -24,21 +28,24 @@ class Quantity {
 
   // The text as written by the user (round-trips through JSON unchanged).
   const std::string& str() const { return text_; }
-  // Value in thousandths, rounded up (Kubernetes MilliValue semantics), saturating at int64.
+  // Value in thousandths, rounded away from zero (Kubernetes MilliValue semantics: 1n -> 1,
+  // -1n -> -1), saturating at the int64 range.
   int64_t MilliValue() const;
-  // Value rounded up to an integer (Kubernetes Value semantics), saturating at int64.
+  // Value rounded away from zero to an integer (Kubernetes Value semantics: 100m -> 1).
   int64_t Value() const;
-  bool IsZero() const { return unscaled_ == 0; }
-  bool IsNegative() const { return unscaled_ < 0; }
+  bool IsZero() const { return nanos_hi_ == 0 && nanos_lo_ == 0; }
+  bool IsNegative() const { return nanos_hi_ < 0; }
 
   // Numeric comparison: equal values written differently compare equal.
   std::strong_ordering operator<=>(const Quantity& other) const;
   bool operator==(const Quantity& other) const { return (*this <=> other) == 0; }
 
  private:
-  // value = unscaled_ * 10^-scale_ exactly; binary suffixes are expanded into the integer.
-  __int128 unscaled_ = 0;
-  int32_t scale_ = 0;
+  // The value in units of 10^-9 as a two's complement 128-bit integer, split into two words so
+  // that a Quantity keeps 8-byte alignment (an __int128 member would pad every
+  // std::optional<Quantity> the informer caches to 16 bytes).
+  uint64_t nanos_lo_ = 0;
+  int64_t nanos_hi_ = 0;
   std::string text_ = "0";
 };
 

@@ -1,0 +1,936 @@
+#include "api/json.h"
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ayatori::api {
+namespace {
+
+using json = nlohmann::json;
+
+// ---------------------------------------------------------------------------------------------
+// Decoding. Each Decode(j, out) fills `out` (default-constructed by the caller) from `j` and
+// returns nullopt, or what went wrong and where. The path is assembled from the failing value
+// outwards while the error propagates, so a successful decode never builds strings.
+
+struct DecodeError {
+  std::string path;  // "spec.task.env[1].name"
+  std::string what;  // "expected a string, got number"
+};
+using Decoded = std::optional<DecodeError>;
+
+Decoded Fail(std::string what) { return DecodeError{{}, std::move(what)}; }
+
+// A short rendering of an offending value for an error message.
+std::string Excerpt(const json& j) {
+  std::string text = j.dump();
+  if (text.size() > 64) text.replace(61, std::string::npos, "...");
+  return text;
+}
+
+Decoded WrongType(const json& j, const char* expected) {
+  return Fail(std::string("expected ") + expected + ", got " + j.type_name());
+}
+
+// Puts `segment` ("spec", "[1]", "[\"app\"]") in front of the error's path.
+void Prepend(DecodeError& e, std::string_view segment) {
+  if (!e.path.empty() && e.path[0] != '[') e.path.insert(0, 1, '.');
+  e.path.insert(0, segment);
+}
+
+Decoded InField(Decoded e, const char* name) {
+  if (e) Prepend(*e, name);
+  return e;
+}
+
+Decoded InElement(Decoded e, size_t index) {
+  if (e) Prepend(*e, "[" + std::to_string(index) + "]");
+  return e;
+}
+
+Decoded InKey(Decoded e, const std::string& key) {
+  if (e) Prepend(*e, "[\"" + key + "\"]");
+  return e;
+}
+
+// Every overload is declared before the templates and the ObjectDecoder that call them: they live
+// in an unnamed namespace, where argument-dependent lookup does not reach.
+Decoded Decode(const json& j, std::string& out);
+Decoded Decode(const json& j, bool& out);
+Decoded Decode(const json& j, int64_t& out);
+Decoded Decode(const json& j, int32_t& out);
+Decoded Decode(const json& j, Quantity& out);
+Decoded Decode(const json& j, Time& out);
+Decoded Decode(const json& j, std::map<std::string, std::string>& out);
+Decoded Decode(const json& j, OwnerReference& out);
+Decoded Decode(const json& j, ObjectMeta& out);
+Decoded Decode(const json& j, ResourceList& out);
+Decoded Decode(const json& j, ResourceRequirements& out);
+Decoded Decode(const json& j, KeySelector& out);
+Decoded Decode(const json& j, EnvVarSource& out);
+Decoded Decode(const json& j, EnvVar& out);
+Decoded Decode(const json& j, LocalObjectReference& out);
+Decoded Decode(const json& j, TaskSpec& out);
+Decoded Decode(const json& j, DesiredState& out);
+Decoded Decode(const json& j, JobSpec& out);
+Decoded Decode(const json& j, ConditionStatus& out);
+Decoded Decode(const json& j, Condition& out);
+Decoded Decode(const json& j, ParametersRef& out);
+Decoded Decode(const json& j, ResolvedJobClass& out);
+Decoded Decode(const json& j, ExecutionReference& out);
+Decoded Decode(const json& j, ExecutionStatus& out);
+Decoded Decode(const json& j, JobResult& out);
+Decoded Decode(const json& j, JobStatus& out);
+Decoded Decode(const json& j, Job& out);
+Decoded Decode(const json& j, SecretEnvForwarding& out);
+Decoded Decode(const json& j, ResourcePolicy& out);
+Decoded Decode(const json& j, JobClassSpec& out);
+Decoded Decode(const json& j, JobClass& out);
+Decoded Decode(const json& j, Toleration& out);
+Decoded Decode(const json& j, KubernetesExecutionParameters& out);
+Decoded Decode(const json& j, SecretKeyReference& out);
+Decoded Decode(const json& j, OpenSandboxExecutionParameters& out);
+Decoded Decode(const json& j, PullPolicy& out);
+Decoded Decode(const json& j, DockerExecutionParameters& out);
+
+template <class T>
+Decoded Decode(const json& j, std::optional<T>& out) {
+  out.emplace();
+  return Decode(j, *out);
+}
+
+template <class T>
+Decoded Decode(const json& j, std::vector<T>& out) {
+  if (!j.is_array()) return WrongType(j, "an array");
+  out.clear();
+  out.resize(j.size());
+  for (size_t i = 0; i < j.size(); ++i) {
+    if (Decoded e = Decode(j[i], out[i])) return InElement(std::move(e), i);
+  }
+  return {};
+}
+
+// Reads the fields of one JSON object. Unknown fields are ignored; absent and null fields leave
+// the output at its default. After the first error the remaining fields are skipped.
+class ObjectDecoder {
+ public:
+  explicit ObjectDecoder(const json& j) : j_(j) {
+    if (!j.is_object()) error_ = WrongType(j, "an object");
+  }
+
+  template <class T>
+  ObjectDecoder& operator()(const char* name, T& out) {
+    return With(name, [&out](const json& value) { return Decode(value, out); });
+  }
+
+  // Decodes field `name` with decode(value) -> Decoded.
+  template <class F>
+  ObjectDecoder& With(const char* name, F&& decode) {
+    if (error_) return *this;
+    auto it = j_.find(name);
+    if (it != j_.end() && !it->is_null()) error_ = InField(decode(*it), name);
+    return *this;
+  }
+
+  Decoded Done() { return std::move(error_); }
+
+ private:
+  const json& j_;
+  Decoded error_;
+};
+
+// Rejects an object whose kind or apiVersion is present and is not ours. Both may be absent (in
+// the items of some lists, and in nested use).
+Decoded CheckKind(const json& j, const char* kind) {
+  if (!j.is_object()) return {};
+  for (auto [field, want] : {std::pair<const char*, const char*>{"apiVersion", kApiVersion},
+                             std::pair<const char*, const char*>{"kind", kind}}) {
+    auto it = j.find(field);
+    if (it == j.end() || it->is_null()) continue;
+    if (!it->is_string() || it->get_ref<const std::string&>() != want) {
+      return InField(Fail(std::string("expected \"") + want + "\", got " + Excerpt(*it)), field);
+    }
+  }
+  return {};
+}
+
+template <class E>
+struct EnumName {
+  const char* name;
+  E value;
+};
+
+constexpr EnumName<DesiredState> kDesiredStateNames[] = {
+    {"Running", DesiredState::kRunning},
+    {"Cancelled", DesiredState::kCancelled},
+};
+constexpr EnumName<ConditionStatus> kConditionStatusNames[] = {
+    {"True", ConditionStatus::kTrue},
+    {"False", ConditionStatus::kFalse},
+    {"Unknown", ConditionStatus::kUnknown},
+};
+constexpr EnumName<SecretEnvForwarding> kSecretEnvForwardingNames[] = {
+    {"Allowed", SecretEnvForwarding::kAllowed},
+    {"Denied", SecretEnvForwarding::kDenied},
+};
+constexpr EnumName<PullPolicy> kPullPolicyNames[] = {
+    {"IfNotPresent", PullPolicy::kIfNotPresent},
+    {"Always", PullPolicy::kAlways},
+    {"Never", PullPolicy::kNever},
+};
+
+template <class E, size_t N>
+Decoded DecodeEnum(const json& j, const EnumName<E> (&names)[N], E& out) {
+  if (j.is_string()) {
+    const std::string& s = j.get_ref<const std::string&>();
+    for (const EnumName<E>& n : names) {
+      if (s == n.name) {
+        out = n.value;
+        return {};
+      }
+    }
+  }
+  std::string want = "expected one of";
+  for (size_t i = 0; i < N; ++i)
+    want += std::string(i == 0 ? " \"" : ", \"") + names[i].name + "\"";
+  return Fail(want + ", got " + Excerpt(j));
+}
+
+template <class E, size_t N>
+const char* EnumToString(const EnumName<E> (&names)[N], E value) {
+  for (const EnumName<E>& n : names) {
+    if (n.value == value) return n.name;
+  }
+  return names[0].name;
+}
+
+Decoded DecodeInteger(const json& j, int64_t min, int64_t max, int64_t& out) {
+  if (j.is_number_unsigned()) {
+    const uint64_t u = j.get<uint64_t>();
+    if (u > static_cast<uint64_t>(INT64_MAX)) return Fail("integer " + j.dump() + " out of range");
+    out = static_cast<int64_t>(u);
+  } else if (j.is_number_integer()) {
+    out = j.get<int64_t>();
+  } else if (j.is_number_float()) {
+    // Only integral values; the bound keeps the conversion defined.
+    const double d = j.get<double>();
+    if (d != std::floor(d) || std::fabs(d) > 9.0e18)
+      return Fail("expected an integer, got " + Excerpt(j));
+    out = static_cast<int64_t>(d);
+  } else {
+    return WrongType(j, "an integer");
+  }
+  if (out < min || out > max) {
+    return Fail("integer " + std::to_string(out) + " out of range [" + std::to_string(min) + ", " +
+                std::to_string(max) + "]");
+  }
+  return {};
+}
+
+Decoded Decode(const json& j, std::string& out) {
+  if (!j.is_string()) return WrongType(j, "a string");
+  out = j.get_ref<const std::string&>();
+  return {};
+}
+
+Decoded Decode(const json& j, bool& out) {
+  if (!j.is_boolean()) return WrongType(j, "a boolean");
+  out = j.get<bool>();
+  return {};
+}
+
+Decoded Decode(const json& j, int64_t& out) { return DecodeInteger(j, INT64_MIN, INT64_MAX, out); }
+
+Decoded Decode(const json& j, int32_t& out) {
+  int64_t v = 0;
+  if (Decoded e = DecodeInteger(j, INT32_MIN, INT32_MAX, v)) return e;
+  out = static_cast<int32_t>(v);
+  return {};
+}
+
+// A Quantity is a string on the wire; YAML authors also write bare numbers (cpu: 1, cpu: 0.5).
+Decoded Decode(const json& j, Quantity& out) {
+  std::string text;
+  if (j.is_string()) {
+    text = j.get_ref<const std::string&>();
+  } else if (j.is_number()) {
+    text = j.dump();
+  } else {
+    return WrongType(j, "a quantity string");
+  }
+  StatusOr<Quantity> q = Quantity::Parse(text);
+  if (!q.ok()) return Fail(q.status().message());
+  out = std::move(q).value();
+  return {};
+}
+
+Decoded Decode(const json& j, Time& out) {
+  if (!j.is_string()) return WrongType(j, "an RFC 3339 time string");
+  StatusOr<Time> t = ParseTime(j.get_ref<const std::string&>());
+  if (!t.ok()) return Fail(t.status().message());
+  out = *t;
+  return {};
+}
+
+Decoded Decode(const json& j, std::map<std::string, std::string>& out) {
+  if (!j.is_object()) return WrongType(j, "an object of strings");
+  out.clear();
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (!it->is_string()) return InKey(WrongType(*it, "a string"), it.key());
+    out.emplace_hint(out.end(), it.key(), it->get_ref<const std::string&>());
+  }
+  return {};
+}
+
+Decoded Decode(const json& j, OwnerReference& out) {
+  return ObjectDecoder(j)("apiVersion", out.apiVersion)("kind", out.kind)("name", out.name)(
+             "uid", out.uid)("controller", out.controller)("blockOwnerDeletion",
+                                                           out.blockOwnerDeletion)
+      .Done();
+}
+
+Decoded Decode(const json& j, ObjectMeta& out) {
+  return ObjectDecoder(j)("name", out.name)("generateName", out.generateName)(
+             "namespace", out.namespace_)("uid", out.uid)("resourceVersion", out.resourceVersion)(
+             "generation", out.generation)("creationTimestamp", out.creationTimestamp)(
+             "deletionTimestamp", out.deletionTimestamp)("labels", out.labels)(
+             "annotations", out.annotations)("finalizers", out.finalizers)("ownerReferences",
+                                                                           out.ownerReferences)
+      .Done();
+}
+
+Decoded Decode(const json& j, ResourceList& out) {
+  return ObjectDecoder(j)("cpu", out.cpu)("memory", out.memory).Done();
+}
+
+Decoded Decode(const json& j, ResourceRequirements& out) {
+  return ObjectDecoder(j)("requests", out.requests)("limits", out.limits).Done();
+}
+
+Decoded Decode(const json& j, KeySelector& out) {
+  return ObjectDecoder(j)("name", out.name)("key", out.key)("optional", out.optional).Done();
+}
+
+Decoded Decode(const json& j, EnvVarSource& out) {
+  return ObjectDecoder(j)("secretKeyRef", out.secretKeyRef)("configMapKeyRef", out.configMapKeyRef)
+      .Done();
+}
+
+Decoded Decode(const json& j, EnvVar& out) {
+  return ObjectDecoder(j)("name", out.name)("value", out.value)("valueFrom", out.valueFrom).Done();
+}
+
+Decoded Decode(const json& j, LocalObjectReference& out) {
+  return ObjectDecoder(j)("name", out.name).Done();
+}
+
+Decoded Decode(const json& j, TaskSpec& out) {
+  return ObjectDecoder(j)("image", out.image)("imagePullSecrets", out.imagePullSecrets)(
+             "command", out.command)("args", out.args)("workingDir", out.workingDir)("env", out.env)
+      .Done();
+}
+
+Decoded Decode(const json& j, DesiredState& out) { return DecodeEnum(j, kDesiredStateNames, out); }
+
+Decoded Decode(const json& j, JobSpec& out) {
+  return ObjectDecoder(j)("jobClassName", out.jobClassName)("task", out.task)(
+             "resources", out.resources)("activeDeadlineSeconds", out.activeDeadlineSeconds)(
+             "ttlSecondsAfterFinished", out.ttlSecondsAfterFinished)("desiredState",
+                                                                     out.desiredState)
+      .Done();
+}
+
+Decoded Decode(const json& j, ConditionStatus& out) {
+  return DecodeEnum(j, kConditionStatusNames, out);
+}
+
+Decoded Decode(const json& j, Condition& out) {
+  return ObjectDecoder(j)("type", out.type)("status", out.status)("reason", out.reason)(
+             "message", out.message)("observedGeneration", out.observedGeneration)(
+             "lastTransitionTime", out.lastTransitionTime)
+      .Done();
+}
+
+Decoded Decode(const json& j, ParametersRef& out) {
+  return ObjectDecoder(j)("group", out.group)("kind", out.kind)("name", out.name)("uid", out.uid)
+      .Done();
+}
+
+Decoded Decode(const json& j, ResolvedJobClass& out) {
+  return ObjectDecoder(j)("name", out.name)("uid", out.uid)("controllerName", out.controllerName)(
+             "parametersRef", out.parametersRef)
+      .Done();
+}
+
+Decoded Decode(const json& j, ExecutionReference& out) {
+  return ObjectDecoder(j)("type", out.type)("id", out.id).Done();
+}
+
+Decoded Decode(const json& j, ExecutionStatus& out) {
+  return ObjectDecoder(j)("adapter", out.adapter)("references", out.references).Done();
+}
+
+Decoded Decode(const json& j, JobResult& out) {
+  return ObjectDecoder(j)("exitCode", out.exitCode)("reason", out.reason).Done();
+}
+
+Decoded Decode(const json& j, JobStatus& out) {
+  return ObjectDecoder(j)("observedGeneration", out.observedGeneration)(
+             "conditions", out.conditions)("resolvedJobClass", out.resolvedJobClass)(
+             "effectiveResources", out.effectiveResources)("execution", out.execution)(
+             "startTime", out.startTime)("completionTime", out.completionTime)("result", out.result)
+      .Done();
+}
+
+Decoded Decode(const json& j, Job& out) {
+  if (Decoded e = CheckKind(j, "Job")) return e;
+  return ObjectDecoder(j)("metadata", out.metadata)("spec", out.spec)("status", out.status).Done();
+}
+
+Decoded Decode(const json& j, SecretEnvForwarding& out) {
+  return DecodeEnum(j, kSecretEnvForwardingNames, out);
+}
+
+Decoded Decode(const json& j, ResourcePolicy& out) {
+  return ObjectDecoder(j)("defaults", out.defaults)("min", out.min)("max", out.max).Done();
+}
+
+Decoded Decode(const json& j, JobClassSpec& out) {
+  return ObjectDecoder(j)("controllerName", out.controllerName)("parametersRef", out.parametersRef)(
+             "resources", out.resources)("secretEnvForwarding", out.secretEnvForwarding)
+      .Done();
+}
+
+Decoded Decode(const json& j, JobClass& out) {
+  if (Decoded e = CheckKind(j, "JobClass")) return e;
+  return ObjectDecoder(j)("metadata", out.metadata)("spec", out.spec).Done();
+}
+
+Decoded Decode(const json& j, Toleration& out) {
+  return ObjectDecoder(j)("key", out.key)("operator", out.operator_)("value", out.value)(
+             "effect", out.effect)("tolerationSeconds", out.tolerationSeconds)
+      .Done();
+}
+
+// The parameters kinds keep their spec fields directly in the struct, next to metadata.
+template <class T, class DecodeSpecFn>
+Decoded DecodeParameters(const json& j, const char* kind, T& out, DecodeSpecFn&& decode_spec) {
+  if (Decoded e = CheckKind(j, kind)) return e;
+  return ObjectDecoder(j)("metadata", out.metadata).With("spec", decode_spec).Done();
+}
+
+Decoded Decode(const json& j, KubernetesExecutionParameters& out) {
+  return DecodeParameters(j, "KubernetesExecutionParameters", out, [&out](const json& spec) {
+    return ObjectDecoder(spec)("serviceAccountName", out.serviceAccountName)(
+               "nodeSelector", out.nodeSelector)("tolerations", out.tolerations)(
+               "runtimeClassName", out.runtimeClassName)(
+               "priorityClassName", out.priorityClassName)("extraLabels", out.extraLabels)(
+               "extraAnnotations", out.extraAnnotations)("imagePullFailureTimeoutSeconds",
+                                                         out.imagePullFailureTimeoutSeconds)
+        .Done();
+  });
+}
+
+Decoded Decode(const json& j, SecretKeyReference& out) {
+  return ObjectDecoder(j)("namespace", out.namespace_)("name", out.name)("key", out.key).Done();
+}
+
+Decoded Decode(const json& j, OpenSandboxExecutionParameters& out) {
+  return DecodeParameters(j, "OpenSandboxExecutionParameters", out, [&out](const json& spec) {
+    return ObjectDecoder(spec)("endpoint", out.endpoint)("apiKeySecretRef", out.apiKeySecretRef)(
+               "sandboxTimeoutSeconds", out.sandboxTimeoutSeconds)(
+               "pollIntervalSeconds", out.pollIntervalSeconds)("extraMetadata", out.extraMetadata)
+        .Done();
+  });
+}
+
+Decoded Decode(const json& j, PullPolicy& out) { return DecodeEnum(j, kPullPolicyNames, out); }
+
+Decoded Decode(const json& j, DockerExecutionParameters& out) {
+  return DecodeParameters(j, "DockerExecutionParameters", out, [&out](const json& spec) {
+    return ObjectDecoder(spec)("endpoint", out.endpoint)("tlsSecretRef", out.tlsSecretRef)(
+               "networkMode", out.networkMode)("runtime", out.runtime)(
+               "pullPolicy", out.pullPolicy)("extraLabels", out.extraLabels)(
+               "stopGracePeriodSeconds", out.stopGracePeriodSeconds)
+        .Done();
+  });
+}
+
+// "cannot decode Job ci/hello-x: spec.task.image: expected a string, got number"
+std::string Describe(const char* what, const json& j, const DecodeError& e) {
+  std::string msg = std::string("cannot decode ") + what;
+  if (j.is_object()) {
+    auto meta = j.find("metadata");
+    if (meta != j.end() && meta->is_object()) {
+      auto ns = meta->find("namespace");
+      auto name = meta->find("name");
+      if (name != meta->end() && name->is_string()) {
+        msg += ' ';
+        if (ns != meta->end() && ns->is_string() && !ns->get_ref<const std::string&>().empty()) {
+          msg += ns->get_ref<const std::string&>() + "/";
+        }
+        msg += name->get_ref<const std::string&>();
+      }
+    }
+  }
+  msg += ": ";
+  if (!e.path.empty()) msg += e.path + ": ";
+  return msg + e.what;
+}
+
+template <class T>
+StatusOr<T> FromJson(const json& j, const char* what) {
+  T out{};
+  if (Decoded e = Decode(j, out)) {
+    return Status(StatusCode::kInvalidArgument, Describe(what, j, *e));
+  }
+  return out;
+}
+
+// For the nlohmann ADL hooks, which report errors by exception.
+template <class T>
+void DecodeOrThrow(const json& j, T& out, const char* what) {
+  out = T{};
+  if (Decoded e = Decode(j, out)) throw json::type_error::create(302, Describe(what, j, *e), &j);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Encoding helpers: omit what Go's omitempty would omit.
+
+void PutString(json& j, const char* key, const std::string& v) {
+  if (!v.empty()) j[key] = v;
+}
+
+template <class C>
+void PutNonEmpty(json& j, const char* key, const C& v) {
+  if (!v.empty()) j[key] = v;
+}
+
+template <class T>
+void PutOptional(json& j, const char* key, const std::optional<T>& v) {
+  if (v) j[key] = *v;
+}
+
+void PutNonZero(json& j, const char* key, int64_t v) {
+  if (v != 0) j[key] = v;
+}
+
+void PutTrue(json& j, const char* key, bool v) {
+  if (v) j[key] = true;
+}
+
+json KindHeader(const char* kind) {
+  json j = json::object();
+  j["apiVersion"] = kApiVersion;
+  j["kind"] = kind;
+  return j;
+}
+
+int DigitsAt(std::string_view s, size_t pos, size_t n, bool& ok) {
+  int v = 0;
+  for (size_t i = pos; i < pos + n; ++i) {
+    if (i >= s.size() || s[i] < '0' || s[i] > '9') {
+      ok = false;
+      return 0;
+    }
+    v = v * 10 + (s[i] - '0');
+  }
+  return v;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Time
+
+StatusOr<Time> ParseTime(std::string_view text) {
+  using namespace std::chrono;
+  auto fail = [text]() {
+    return Status(StatusCode::kInvalidArgument,
+                  "invalid time \"" + std::string(text.substr(0, 64)) +
+                      "\": want RFC 3339 such as 2026-11-29T08:00:00Z");
+  };
+  // 2026-11-29T08:00:00[.fraction](Z|+hh:mm|-hh:mm)
+  bool ok = text.size() >= 20;
+  const int y = DigitsAt(text, 0, 4, ok);
+  const int mo = DigitsAt(text, 5, 2, ok);
+  const int d = DigitsAt(text, 8, 2, ok);
+  const int h = DigitsAt(text, 11, 2, ok);
+  const int mi = DigitsAt(text, 14, 2, ok);
+  const int s = DigitsAt(text, 17, 2, ok);
+  if (!ok || text[4] != '-' || text[7] != '-' || (text[10] != 'T' && text[10] != 't') ||
+      text[13] != ':' || text[16] != ':') {
+    return fail();
+  }
+  size_t pos = 19;
+  if (text[pos] == '.') {
+    const size_t first = ++pos;
+    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') ++pos;
+    if (pos == first) return fail();
+  }
+  minutes offset{0};
+  if (pos < text.size() && (text[pos] == 'Z' || text[pos] == 'z')) {
+    ++pos;
+  } else if (pos < text.size() && (text[pos] == '+' || text[pos] == '-')) {
+    const int oh = DigitsAt(text, pos + 1, 2, ok);
+    const int om = DigitsAt(text, pos + 4, 2, ok);
+    if (!ok || pos + 3 >= text.size() || text[pos + 3] != ':' || oh > 23 || om > 59) {
+      return fail();
+    }
+    offset = hours(oh) + minutes(om);
+    if (text[pos] == '-') offset = -offset;
+    pos += 6;
+  } else {
+    return fail();
+  }
+  const year_month_day date{year(y), month(static_cast<unsigned>(mo)),
+                            day(static_cast<unsigned>(d))};
+  if (pos != text.size() || !date.ok() || h > 23 || mi > 59 || s > 59) return fail();
+  return Time(sys_days(date)) + hours(h) + minutes(mi) + seconds(s) - offset;
+}
+
+std::string FormatTime(Time t) {
+  using namespace std::chrono;
+  const sys_days day_point = floor<days>(t);
+  const year_month_day date(day_point);
+  const hh_mm_ss<seconds> clock(t - day_point);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02dZ", static_cast<int>(date.year()),
+                static_cast<unsigned>(date.month()), static_cast<unsigned>(date.day()),
+                static_cast<int>(clock.hours().count()), static_cast<int>(clock.minutes().count()),
+                static_cast<int>(clock.seconds().count()));
+  return buf;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Encoding (ADL hooks)
+
+void to_json(json& j, const Quantity& v) { j = v.str(); }
+
+void to_json(json& j, const OwnerReference& v) {
+  j = json::object();
+  j["apiVersion"] = v.apiVersion;
+  j["kind"] = v.kind;
+  j["name"] = v.name;
+  j["uid"] = v.uid;
+  PutTrue(j, "controller", v.controller);
+  PutTrue(j, "blockOwnerDeletion", v.blockOwnerDeletion);
+}
+
+void to_json(json& j, const ObjectMeta& v) {
+  j = json::object();
+  PutString(j, "name", v.name);
+  PutString(j, "generateName", v.generateName);
+  PutString(j, "namespace", v.namespace_);
+  PutString(j, "uid", v.uid);
+  PutString(j, "resourceVersion", v.resourceVersion);
+  PutNonZero(j, "generation", v.generation);
+  PutOptional(j, "creationTimestamp", v.creationTimestamp);
+  PutOptional(j, "deletionTimestamp", v.deletionTimestamp);
+  PutNonEmpty(j, "labels", v.labels);
+  PutNonEmpty(j, "annotations", v.annotations);
+  PutNonEmpty(j, "finalizers", v.finalizers);
+  PutNonEmpty(j, "ownerReferences", v.ownerReferences);
+}
+
+void to_json(json& j, const ResourceList& v) {
+  j = json::object();
+  PutOptional(j, "cpu", v.cpu);
+  PutOptional(j, "memory", v.memory);
+}
+
+void to_json(json& j, const ResourceRequirements& v) {
+  j = json::object();
+  if (!v.requests.empty()) j["requests"] = v.requests;
+  if (!v.limits.empty()) j["limits"] = v.limits;
+}
+
+void to_json(json& j, const KeySelector& v) {
+  j = json::object();
+  j["name"] = v.name;
+  j["key"] = v.key;
+  PutTrue(j, "optional", v.optional);
+}
+
+void to_json(json& j, const EnvVarSource& v) {
+  j = json::object();
+  PutOptional(j, "secretKeyRef", v.secretKeyRef);
+  PutOptional(j, "configMapKeyRef", v.configMapKeyRef);
+}
+
+void to_json(json& j, const EnvVar& v) {
+  j = json::object();
+  j["name"] = v.name;
+  PutOptional(j, "value", v.value);
+  PutOptional(j, "valueFrom", v.valueFrom);
+}
+
+void to_json(json& j, const LocalObjectReference& v) { j = json{{"name", v.name}}; }
+
+void to_json(json& j, const TaskSpec& v) {
+  j = json::object();
+  j["image"] = v.image;
+  PutNonEmpty(j, "imagePullSecrets", v.imagePullSecrets);
+  PutNonEmpty(j, "command", v.command);
+  PutNonEmpty(j, "args", v.args);
+  PutString(j, "workingDir", v.workingDir);
+  PutNonEmpty(j, "env", v.env);
+}
+
+void to_json(json& j, DesiredState v) { j = EnumToString(kDesiredStateNames, v); }
+
+void to_json(json& j, const JobSpec& v) {
+  j = json::object();
+  PutString(j, "jobClassName", v.jobClassName);
+  j["task"] = v.task;
+  PutOptional(j, "resources", v.resources);
+  PutOptional(j, "activeDeadlineSeconds", v.activeDeadlineSeconds);
+  PutOptional(j, "ttlSecondsAfterFinished", v.ttlSecondsAfterFinished);
+  j["desiredState"] = v.desiredState;
+}
+
+void to_json(json& j, ConditionStatus v) { j = EnumToString(kConditionStatusNames, v); }
+
+// metav1.Condition requires type, status, lastTransitionTime, reason and message (may be "").
+void to_json(json& j, const Condition& v) {
+  j = json::object();
+  j["type"] = v.type;
+  j["status"] = v.status;
+  PutNonZero(j, "observedGeneration", v.observedGeneration);
+  j["lastTransitionTime"] = v.lastTransitionTime;
+  j["reason"] = v.reason;
+  j["message"] = v.message;
+}
+
+void to_json(json& j, const ParametersRef& v) {
+  j = json::object();
+  j["group"] = v.group;
+  j["kind"] = v.kind;
+  j["name"] = v.name;
+  PutString(j, "uid", v.uid);
+}
+
+void to_json(json& j, const ResolvedJobClass& v) {
+  j = json::object();
+  j["name"] = v.name;
+  PutString(j, "uid", v.uid);
+  j["controllerName"] = v.controllerName;
+  PutOptional(j, "parametersRef", v.parametersRef);
+}
+
+void to_json(json& j, const ExecutionReference& v) { j = json{{"type", v.type}, {"id", v.id}}; }
+
+void to_json(json& j, const ExecutionStatus& v) {
+  j = json::object();
+  j["adapter"] = v.adapter;
+  PutNonEmpty(j, "references", v.references);
+}
+
+void to_json(json& j, const JobResult& v) {
+  j = json::object();
+  PutOptional(j, "exitCode", v.exitCode);
+  PutString(j, "reason", v.reason);
+}
+
+void to_json(json& j, const JobStatus& v) {
+  j = json::object();
+  PutNonZero(j, "observedGeneration", v.observedGeneration);
+  PutNonEmpty(j, "conditions", v.conditions);
+  PutOptional(j, "resolvedJobClass", v.resolvedJobClass);
+  PutOptional(j, "effectiveResources", v.effectiveResources);
+  PutOptional(j, "execution", v.execution);
+  PutOptional(j, "startTime", v.startTime);
+  PutOptional(j, "completionTime", v.completionTime);
+  PutOptional(j, "result", v.result);
+}
+
+void to_json(json& j, const Job& v) {
+  j = KindHeader("Job");
+  j["metadata"] = v.metadata;
+  j["spec"] = v.spec;
+  if (v.status != JobStatus{}) j["status"] = v.status;
+}
+
+void to_json(json& j, SecretEnvForwarding v) { j = EnumToString(kSecretEnvForwardingNames, v); }
+
+void to_json(json& j, const ResourcePolicy& v) {
+  j = json::object();
+  if (!v.defaults.empty()) j["defaults"] = v.defaults;
+  if (!v.min.empty()) j["min"] = v.min;
+  if (!v.max.empty()) j["max"] = v.max;
+}
+
+void to_json(json& j, const JobClassSpec& v) {
+  j = json::object();
+  j["controllerName"] = v.controllerName;
+  PutOptional(j, "parametersRef", v.parametersRef);
+  if (v.resources != ResourcePolicy{}) j["resources"] = v.resources;
+  j["secretEnvForwarding"] = v.secretEnvForwarding;
+}
+
+void to_json(json& j, const JobClass& v) {
+  j = KindHeader("JobClass");
+  j["metadata"] = v.metadata;
+  j["spec"] = v.spec;
+}
+
+void to_json(json& j, const Toleration& v) {
+  j = json::object();
+  PutString(j, "key", v.key);
+  PutString(j, "operator", v.operator_);
+  PutString(j, "value", v.value);
+  PutString(j, "effect", v.effect);
+  PutOptional(j, "tolerationSeconds", v.tolerationSeconds);
+}
+
+void to_json(json& j, const KubernetesExecutionParameters& v) {
+  json spec = json::object();
+  PutString(spec, "serviceAccountName", v.serviceAccountName);
+  PutNonEmpty(spec, "nodeSelector", v.nodeSelector);
+  PutNonEmpty(spec, "tolerations", v.tolerations);
+  PutString(spec, "runtimeClassName", v.runtimeClassName);
+  PutString(spec, "priorityClassName", v.priorityClassName);
+  PutNonEmpty(spec, "extraLabels", v.extraLabels);
+  PutNonEmpty(spec, "extraAnnotations", v.extraAnnotations);
+  spec["imagePullFailureTimeoutSeconds"] = v.imagePullFailureTimeoutSeconds;
+  j = KindHeader("KubernetesExecutionParameters");
+  j["metadata"] = v.metadata;
+  j["spec"] = std::move(spec);
+}
+
+void to_json(json& j, const SecretKeyReference& v) {
+  j = json::object();
+  PutString(j, "namespace", v.namespace_);
+  j["name"] = v.name;
+  PutString(j, "key", v.key);
+}
+
+void to_json(json& j, const OpenSandboxExecutionParameters& v) {
+  json spec = json::object();
+  spec["endpoint"] = v.endpoint;
+  PutOptional(spec, "apiKeySecretRef", v.apiKeySecretRef);
+  spec["sandboxTimeoutSeconds"] = v.sandboxTimeoutSeconds;
+  spec["pollIntervalSeconds"] = v.pollIntervalSeconds;
+  PutNonEmpty(spec, "extraMetadata", v.extraMetadata);
+  j = KindHeader("OpenSandboxExecutionParameters");
+  j["metadata"] = v.metadata;
+  j["spec"] = std::move(spec);
+}
+
+void to_json(json& j, PullPolicy v) { j = EnumToString(kPullPolicyNames, v); }
+
+void to_json(json& j, const DockerExecutionParameters& v) {
+  json spec = json::object();
+  spec["endpoint"] = v.endpoint;
+  PutOptional(spec, "tlsSecretRef", v.tlsSecretRef);
+  spec["networkMode"] = v.networkMode;
+  PutString(spec, "runtime", v.runtime);
+  spec["pullPolicy"] = v.pullPolicy;
+  PutNonEmpty(spec, "extraLabels", v.extraLabels);
+  spec["stopGracePeriodSeconds"] = v.stopGracePeriodSeconds;
+  j = KindHeader("DockerExecutionParameters");
+  j["metadata"] = v.metadata;
+  j["spec"] = std::move(spec);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decoding (ADL hooks)
+
+void from_json(const json& j, Quantity& v) { DecodeOrThrow(j, v, "Quantity"); }
+void from_json(const json& j, OwnerReference& v) { DecodeOrThrow(j, v, "OwnerReference"); }
+void from_json(const json& j, ObjectMeta& v) { DecodeOrThrow(j, v, "ObjectMeta"); }
+void from_json(const json& j, ResourceList& v) { DecodeOrThrow(j, v, "ResourceList"); }
+void from_json(const json& j, ResourceRequirements& v) {
+  DecodeOrThrow(j, v, "ResourceRequirements");
+}
+void from_json(const json& j, KeySelector& v) { DecodeOrThrow(j, v, "KeySelector"); }
+void from_json(const json& j, EnvVarSource& v) { DecodeOrThrow(j, v, "EnvVarSource"); }
+void from_json(const json& j, EnvVar& v) { DecodeOrThrow(j, v, "EnvVar"); }
+void from_json(const json& j, LocalObjectReference& v) {
+  DecodeOrThrow(j, v, "LocalObjectReference");
+}
+void from_json(const json& j, TaskSpec& v) { DecodeOrThrow(j, v, "TaskSpec"); }
+void from_json(const json& j, DesiredState& v) { DecodeOrThrow(j, v, "DesiredState"); }
+void from_json(const json& j, JobSpec& v) { DecodeOrThrow(j, v, "JobSpec"); }
+void from_json(const json& j, ConditionStatus& v) { DecodeOrThrow(j, v, "ConditionStatus"); }
+void from_json(const json& j, Condition& v) { DecodeOrThrow(j, v, "Condition"); }
+void from_json(const json& j, ParametersRef& v) { DecodeOrThrow(j, v, "ParametersRef"); }
+void from_json(const json& j, ResolvedJobClass& v) { DecodeOrThrow(j, v, "ResolvedJobClass"); }
+void from_json(const json& j, ExecutionReference& v) { DecodeOrThrow(j, v, "ExecutionReference"); }
+void from_json(const json& j, ExecutionStatus& v) { DecodeOrThrow(j, v, "ExecutionStatus"); }
+void from_json(const json& j, JobResult& v) { DecodeOrThrow(j, v, "JobResult"); }
+void from_json(const json& j, JobStatus& v) { DecodeOrThrow(j, v, "JobStatus"); }
+void from_json(const json& j, Job& v) { DecodeOrThrow(j, v, "Job"); }
+void from_json(const json& j, SecretEnvForwarding& v) {
+  DecodeOrThrow(j, v, "SecretEnvForwarding");
+}
+void from_json(const json& j, ResourcePolicy& v) { DecodeOrThrow(j, v, "ResourcePolicy"); }
+void from_json(const json& j, JobClassSpec& v) { DecodeOrThrow(j, v, "JobClassSpec"); }
+void from_json(const json& j, JobClass& v) { DecodeOrThrow(j, v, "JobClass"); }
+void from_json(const json& j, Toleration& v) { DecodeOrThrow(j, v, "Toleration"); }
+void from_json(const json& j, KubernetesExecutionParameters& v) {
+  DecodeOrThrow(j, v, "KubernetesExecutionParameters");
+}
+void from_json(const json& j, SecretKeyReference& v) { DecodeOrThrow(j, v, "SecretKeyReference"); }
+void from_json(const json& j, OpenSandboxExecutionParameters& v) {
+  DecodeOrThrow(j, v, "OpenSandboxExecutionParameters");
+}
+void from_json(const json& j, PullPolicy& v) { DecodeOrThrow(j, v, "PullPolicy"); }
+void from_json(const json& j, DockerExecutionParameters& v) {
+  DecodeOrThrow(j, v, "DockerExecutionParameters");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Entry points
+
+json ToJson(const Job& job) { return job; }
+json ToJson(const JobClass& jobClass) { return jobClass; }
+json ToJson(const KubernetesExecutionParameters& params) { return params; }
+json ToJson(const OpenSandboxExecutionParameters& params) { return params; }
+json ToJson(const DockerExecutionParameters& params) { return params; }
+json ToJson(const ObjectMeta& metadata) { return metadata; }
+json StatusToJson(const JobStatus& status) { return status; }
+
+StatusOr<Job> JobFromJson(const json& j) { return FromJson<Job>(j, "Job"); }
+StatusOr<JobStatus> JobStatusFromJson(const json& j) {
+  return FromJson<JobStatus>(j, "Job status");
+}
+StatusOr<JobClass> JobClassFromJson(const json& j) { return FromJson<JobClass>(j, "JobClass"); }
+StatusOr<KubernetesExecutionParameters> KubernetesExecutionParametersFromJson(const json& j) {
+  return FromJson<KubernetesExecutionParameters>(j, "KubernetesExecutionParameters");
+}
+StatusOr<OpenSandboxExecutionParameters> OpenSandboxExecutionParametersFromJson(const json& j) {
+  return FromJson<OpenSandboxExecutionParameters>(j, "OpenSandboxExecutionParameters");
+}
+StatusOr<DockerExecutionParameters> DockerExecutionParametersFromJson(const json& j) {
+  return FromJson<DockerExecutionParameters>(j, "DockerExecutionParameters");
+}
+StatusOr<ObjectMeta> ObjectMetaFromJson(const json& j) {
+  return FromJson<ObjectMeta>(j, "metadata");
+}
+
+}  // namespace ayatori::api
+
+namespace nlohmann {
+
+void adl_serializer<ayatori::api::Time>::to_json(json& j, const ayatori::api::Time& t) {
+  j = ayatori::api::FormatTime(t);
+}
+
+void adl_serializer<ayatori::api::Time>::from_json(const json& j, ayatori::api::Time& t) {
+  if (!j.is_string()) {
+    throw json::type_error::create(
+        302, std::string("expected an RFC 3339 time string, got ") + j.type_name(), &j);
+  }
+  ayatori::StatusOr<ayatori::api::Time> parsed =
+      ayatori::api::ParseTime(j.get_ref<const std::string&>());
+  if (!parsed.ok()) throw json::type_error::create(302, parsed.status().message(), &j);
+  t = *parsed;
+}
+
+}  // namespace nlohmann
