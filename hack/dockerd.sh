@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# The project's own dockerd, apart from any system Docker: no bridge network (containers get
+# network "none" or "host"), no iptables, its own socket, exec root and data root.
+#
+#   dockerd.sh up      start it (or reuse the one already running for this DIR), wait for /_ping,
+#                      build the local test images (hack/images/build.sh), write DIR/env.sh
+#   dockerd.sh down    remove its containers, stop it (TERM, KILL after a deadline), by pid only
+#   dockerd.sh kill    SIGKILL it without any cleanup: simulates a crash (containers keep running
+#                      thanks to --live-restore and are found again by the next `up`)
+#   dockerd.sh env     print DIR/env.sh (export DOCKER_HOST=unix://DIR/docker.sock)
+#   dockerd.sh purge   down, then delete its data root (images included)
+#
+# DIR is $AYATORI_DOCKERD_DIR (the CTest fixture passes a directory of the build tree), default
+# /tmp/ayatori-dockerd-$(id -u). The data root lives outside DIR so that images survive between
+# runs: /var/lib/ayatori-docker/<basename of DIR>-<hash of DIR>, one per DIR, so the tests of
+# several build trees and the demo never share one; a second dockerd on a data root that a running
+# dockerd uses fails with a clear message.
+#
+# --live-restore: a dockerd restart (or crash) does not kill running containers, so a Job that was
+# running while its backend was unreachable is found afterwards with its true result.
+set -euo pipefail
+
+H=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+D=${AYATORI_DOCKERD_DIR:-/tmp/ayatori-dockerd-$(id -u)}
+mkdir -p "$D"
+D=$(cd "$D" && pwd -P)
+ROOT_BASE=${AYATORI_DOCKER_ROOT:-/var/lib/ayatori-docker}
+DATA=$ROOT_BASE/$(basename "$D")-$(printf '%s' "$D" | sha256sum | cut -c1-10)
+SOCK=$D/docker.sock
+PIDFILE=$D/dockerd.pid
+LOG=$D/dockerd.log
+STOP_SECONDS=${AYATORI_DOCKERD_STOP_SECONDS:-30}
+
+log() { printf 'dockerd.sh: %s\n' "$*" >&2; }
+
+ping() { curl -sf --max-time 2 --unix-socket "$SOCK" http://localhost/_ping >/dev/null 2>&1; }
+
+# The pid of our dockerd if it is alive (and really a dockerd), else nothing.
+running_pid() {
+  local p
+  [ -f "$PIDFILE" ] || return 0
+  p=$(cat "$PIDFILE" 2>/dev/null || true)
+  [ -n "$p" ] && kill -0 "$p" 2>/dev/null || return 0
+  [ "$(cat "/proc/$p/comm" 2>/dev/null)" = dockerd ] || return 0
+  echo "$p"
+}
+
+# A dockerd (ours or not) that runs with our data root: dockerd does not lock its data root, and
+# two of them on one would corrupt it.
+data_root_user() {
+  local f p
+  for f in /proc/[0-9]*/cmdline; do
+    p=${f#/proc/}
+    p=${p%/cmdline}
+    [ "$(cat "/proc/$p/comm" 2>/dev/null)" = dockerd ] || continue
+    if tr '\0' '\n' <"$f" 2>/dev/null | grep -qxF -- "--data-root=$DATA"; then
+      echo "$p"
+      return 0
+    fi
+  done
+}
+
+preflight() {
+  [ "$(id -u)" -eq 0 ] || { log "dockerd needs root (it mounts overlays and creates cgroups)"; exit 1; }
+  command -v dockerd >/dev/null || { log "dockerd is not installed (hack/install-deps.sh installs docker.io)"; exit 1; }
+  # containerd's ttrpc socket is the longest path dockerd creates below DIR; unix sockets are
+  # limited to 108 bytes.
+  local longest="$D/exec/containerd/containerd.sock.ttrpc"
+  if [ ${#longest} -ge 104 ]; then
+    log "AYATORI_DOCKERD_DIR=$D is too long for unix socket paths (${#longest} >= 104 bytes)"
+    exit 1
+  fi
+  if [ -d /sys/fs/cgroup/memory ]; then
+    :  # cgroup v1 with the memory controller: memory limits and OOM detection work
+  elif [ -f /sys/fs/cgroup/cgroup.controllers ] && grep -qw memory /sys/fs/cgroup/cgroup.controllers; then
+    :  # cgroup v2 with the memory controller
+  else
+    log "warning: no memory cgroup controller found; memory limits will not be enforced"
+  fi
+}
+
+up() {
+  local p i
+  preflight
+  p=$(running_pid)
+  if [ -n "$p" ] && ping; then
+    log "dockerd (pid $p) for $D is already running; reusing it"
+  else
+    p=$(data_root_user)
+    if [ -n "$p" ]; then
+      log "data root $DATA is in use by another dockerd (pid $p);"
+      log "stop it first (AYATORI_DOCKERD_DIR=$D hack/dockerd.sh down), or use another AYATORI_DOCKERD_DIR"
+      exit 1
+    fi
+    mkdir -p "$DATA" "$D/exec"
+    rm -f "$SOCK" "$PIDFILE"
+    echo '{}' >"$D/daemon.json"  # never pick up the host's /etc/docker/daemon.json
+    log "starting dockerd on unix://$SOCK (data root $DATA)"
+    setsid nohup dockerd --config-file="$D/daemon.json" --host="unix://$SOCK" \
+      --data-root="$DATA" --exec-root="$D/exec" --pidfile="$PIDFILE" \
+      --bridge=none --iptables=false --ip6tables=false --ip-forward=false --ip-masq=false \
+      --live-restore --log-level=warn --log-opt max-size=10m --log-opt max-file=2 \
+      >"$LOG" 2>&1 </dev/null &
+    p=$!
+    for i in $(seq 600); do
+      ping && break
+      if ! kill -0 "$p" 2>/dev/null; then
+        log "dockerd exited during startup; last lines of $LOG:"
+        tail -n 30 "$LOG" >&2
+        exit 1
+      fi
+      sleep 0.1
+    done
+    if ! ping; then
+      log "dockerd (pid $p) did not answer /_ping within 60s; last lines of $LOG:"
+      tail -n 30 "$LOG" >&2
+      stop_pid "$p"
+      exit 1
+    fi
+  fi
+  cat >"$D/env.sh" <<EOF
+export DOCKER_HOST=unix://$SOCK
+export AYATORI_DOCKER_DATA_ROOT=$DATA
+EOF
+  if [ -z "${AYATORI_DOCKERD_SKIP_IMAGES:-}" ]; then
+    DOCKER_HOST=unix://$SOCK "$H/images/build.sh"
+  fi
+  log "up: source $D/env.sh"
+}
+
+stop_pid() {
+  local p=$1 i
+  kill -TERM "$p" 2>/dev/null || return 0
+  for i in $(seq $((STOP_SECONDS * 10))); do
+    kill -0 "$p" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  log "dockerd (pid $p) did not stop within ${STOP_SECONDS}s; sending KILL"
+  kill -KILL "$p" 2>/dev/null || true
+}
+
+down() {
+  local p ids
+  p=$(running_pid)
+  if [ -n "$p" ]; then
+    # With --live-restore, containers would outlive dockerd; this dockerd is ours alone, so its
+    # containers go with it.
+    if ping; then
+      ids=$(DOCKER_HOST=unix://$SOCK docker ps -aq 2>/dev/null || true)
+      if [ -n "$ids" ]; then
+        # shellcheck disable=SC2086
+        DOCKER_HOST=unix://$SOCK docker rm -f $ids >/dev/null 2>&1 || log "warning: could not remove all containers"
+      fi
+    fi
+    log "stopping dockerd (pid $p)"
+    stop_pid "$p"
+  fi
+  rm -rf "$D/exec" "$SOCK" "$PIDFILE" "$D/env.sh"
+}
+
+crash() {
+  local p
+  p=$(running_pid)
+  [ -n "$p" ] || { log "no dockerd running for $D"; return 0; }
+  log "killing dockerd (pid $p) with SIGKILL"
+  kill -KILL "$p"
+  while kill -0 "$p" 2>/dev/null; do sleep 0.05; done
+}
+
+case ${1:-} in
+  up) up ;;
+  down) down ;;
+  kill) crash ;;
+  env) cat "$D/env.sh" ;;
+  purge) down; rm -rf "$DATA" ;;
+  *) echo "usage: dockerd.sh up|down|kill|env|purge" >&2; exit 2 ;;
+esac

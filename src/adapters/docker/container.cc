@@ -1,0 +1,250 @@
+#include "adapters/docker/container.h"
+
+#include <chrono>
+#include <map>
+#include <set>
+
+#include "adapters/docker/json_get.h"
+#include "adapters/docker/registry_auth.h"
+#include "api/json.h"
+
+namespace ayatori::adapters::docker {
+
+namespace {
+
+using nlohmann::json;
+
+// Docker's lower bounds (daemon/daemon_unix.go): 6 MB for Memory and MemoryReservation, 0.01 CPU.
+constexpr int64_t kMinMemoryBytes = 6 * 1024 * 1024;
+constexpr int64_t kMinCpuMilli = 10;
+
+constexpr std::string_view kReservedLabelPrefix = "execution.ayatori.ddupan.top/";
+
+Status Invalid(const std::string& message) { return Status(StatusCode::kInvalidArgument, message); }
+
+bool IsNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '.' || c == '-';
+}
+
+bool IsValidUid(std::string_view uid) {
+  if (uid.empty() || uid.size() > 200 || uid.front() == '.' || uid.front() == '-' ||
+      uid.front() == '_') {
+    return false;
+  }
+  for (char c : uid) {
+    if (!IsNameChar(c)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+StatusOr<api::DockerExecutionParameters> ParseDockerParameters(const nlohmann::json& parameters) {
+  api::DockerExecutionParameters p;
+  if (!parameters.is_null()) {
+    auto decoded = api::DockerExecutionParametersFromJson(parameters);
+    if (!decoded.ok()) return decoded.status();
+    p = std::move(*decoded);
+  }
+  const json* spec = GetObject(parameters, "spec");
+  if (spec == nullptr || GetString(*spec, "endpoint").empty()) p.endpoint.clear();
+  if (p.networkMode.empty()) p.networkMode = "none";
+  return p;
+}
+
+Status ValidateRequest(const ExecutionRequest& request, const api::DockerExecutionParameters& p) {
+  const auto& meta = request.job.metadata;
+  if (!IsValidUid(meta.uid)) {
+    return Invalid("Job UID \"" + meta.uid + "\" cannot name a Docker container");
+  }
+  if (auto ref = ParseImageReference(request.job.spec.task.image); !ref.ok()) return ref.status();
+  if (p.networkMode != "none" && p.networkMode != "host") {
+    return Invalid("DockerExecutionParameters networkMode \"" + p.networkMode +
+                   "\" is not supported: use none (no network) or host");
+  }
+  for (char c : p.runtime) {
+    if (!IsNameChar(c))
+      return Invalid("DockerExecutionParameters runtime \"" + p.runtime +
+                     "\" is not a runtime name");
+  }
+  for (const auto& [k, v] : p.extraLabels) {
+    if (std::string_view(k).substr(0, kReservedLabelPrefix.size()) == kReservedLabelPrefix) {
+      return Invalid("DockerExecutionParameters extraLabels must not use the reserved prefix " +
+                     std::string(kReservedLabelPrefix) + " (" + k + ")");
+    }
+  }
+  const auto& r = request.resources;
+  if (r.limits.cpu && r.limits.cpu->MilliValue() < kMinCpuMilli) {
+    return Invalid("limits.cpu " + r.limits.cpu->str() + " is below Docker's minimum of 10m");
+  }
+  if (r.requests.cpu && r.requests.cpu->MilliValue() <= 0) {
+    return Invalid("requests.cpu " + r.requests.cpu->str() + " must be positive");
+  }
+  if (r.limits.memory && r.limits.memory->Value() < kMinMemoryBytes) {
+    return Invalid("limits.memory " + r.limits.memory->str() + " is below Docker's minimum of 6Mi");
+  }
+  if (r.requests.memory && r.requests.memory->Value() < kMinMemoryBytes) {
+    return Invalid("requests.memory " + r.requests.memory->str() +
+                   " is below Docker's minimum of 6Mi");
+  }
+  if (r.requests.memory && r.limits.memory && *r.requests.memory > *r.limits.memory) {
+    return Invalid("requests.memory " + r.requests.memory->str() + " exceeds limits.memory " +
+                   r.limits.memory->str());
+  }
+  return Status::Ok();
+}
+
+std::string ContainerName(std::string_view uid) { return "ayatori-" + std::string(uid); }
+
+std::string CancelledContainerName(std::string_view uid) {
+  return ContainerName(uid) + "-cancelled";
+}
+
+StatusOr<nlohmann::json> BuildCreateBody(const ExecutionRequest& request,
+                                         const api::DockerExecutionParameters& p) {
+  if (auto st = ValidateRequest(request, p); !st.ok()) return st;
+  const auto& meta = request.job.metadata;
+  const auto& task = request.job.spec.task;
+  json body = json::object();
+  body["Image"] = task.image;
+  if (!task.command.empty()) body["Entrypoint"] = task.command;
+  if (!task.args.empty()) body["Cmd"] = task.args;
+  if (!task.workingDir.empty()) body["WorkingDir"] = task.workingDir;
+
+  // Env: the spec's order, each value resolved by the controller (or the spec's literal), then
+  // anything else the controller resolved, then the Job identity (which a user cannot override).
+  const std::set<std::string> reserved = {kEnvJobNamespace, kEnvJobName, kEnvJobUid};
+  std::map<std::string, const SensitiveString*> resolved;
+  for (const auto& e : request.resolvedEnv) resolved[e.name] = &e.value;
+  json env = json::array();
+  std::set<std::string> seen;
+  for (const auto& e : task.env) {
+    if (reserved.count(e.name) > 0 || !seen.insert(e.name).second) continue;
+    if (auto it = resolved.find(e.name); it != resolved.end()) {
+      env.push_back(e.name + "=" + it->second->reveal());
+    } else if (e.value) {
+      env.push_back(e.name + "=" + *e.value);
+    } else {
+      return Status(
+          StatusCode::kFailedPrecondition,
+          "env " + e.name + " references a Secret or ConfigMap whose value was not resolved");
+    }
+  }
+  for (const auto& e : request.resolvedEnv) {
+    if (reserved.count(e.name) > 0 || !seen.insert(e.name).second) continue;
+    env.push_back(e.name + "=" + e.value.reveal());
+  }
+  env.push_back(std::string(kEnvJobNamespace) + "=" + meta.namespace_);
+  env.push_back(std::string(kEnvJobName) + "=" + meta.name);
+  env.push_back(std::string(kEnvJobUid) + "=" + meta.uid);
+  body["Env"] = std::move(env);
+
+  json labels = json::object();
+  for (const auto& [k, v] : p.extraLabels) labels[k] = v;
+  labels[api::kJobUidLabel] = meta.uid;
+  labels[api::kJobNamespaceLabel] = meta.namespace_;
+  labels[api::kJobNameLabel] = meta.name;
+  body["Labels"] = std::move(labels);
+  body["StopTimeout"] = p.stopGracePeriodSeconds;
+  body["Tty"] = false;
+  body["OpenStdin"] = false;
+  body["AttachStdin"] = false;
+  body["AttachStdout"] = false;
+  body["AttachStderr"] = false;
+
+  json host = json::object();
+  host["NetworkMode"] = p.networkMode;
+  if (!p.runtime.empty()) host["Runtime"] = p.runtime;
+  host["AutoRemove"] = false;
+  host["RestartPolicy"] = {{"Name", "no"}};
+  const auto& r = request.resources;
+  if (r.limits.cpu) host["NanoCpus"] = r.limits.cpu->MilliValue() * 1000000;
+  if (r.limits.memory) {
+    host["Memory"] = r.limits.memory->Value();
+    host["MemorySwap"] = r.limits.memory->Value();
+  }
+  if (r.requests.cpu)
+    host["CpuShares"] = std::max<int64_t>(2, r.requests.cpu->MilliValue() * 1024 / 1000);
+  if (r.requests.memory) host["MemoryReservation"] = r.requests.memory->Value();
+  body["HostConfig"] = std::move(host);
+  return body;
+}
+
+std::optional<api::Time> ParseEngineTime(std::string_view text) {
+  auto t = api::ParseTime(text);
+  if (!t.ok()) return std::nullopt;
+  // Go's zero time "0001-01-01T00:00:00Z" means "never".
+  if (std::chrono::year_month_day(std::chrono::floor<std::chrono::days>(*t)).year() <=
+      std::chrono::year(1)) {
+    return std::nullopt;
+  }
+  return *t;
+}
+
+Observation ObservationFromInspect(const nlohmann::json& inspect) {
+  Observation o;
+  const std::string id = GetString(inspect, "Id");
+  if (!id.empty()) o.references.push_back({kContainerReferenceType, id});
+  const json* state = GetObject(inspect, "State");
+  if (state == nullptr) {
+    o.phase = ExecutionPhase::kUnknown;
+    o.reason = kReasonUnexpectedState;
+    o.message = "docker inspect has no State";
+    return o;
+  }
+  const std::string status = GetString(*state, "Status");
+  const bool oomKilled = GetBool(*state, "OOMKilled");
+  const int64_t exitCode = GetInt(*state, "ExitCode");
+  const std::string error = GetString(*state, "Error");
+  o.startedAt = ParseEngineTime(GetString(*state, "StartedAt"));
+  auto finishedAt = ParseEngineTime(GetString(*state, "FinishedAt"));
+  const std::string uid = GetLabel(inspect, api::kJobUidLabel);
+  const bool cancelledByUs =
+      !uid.empty() && GetString(inspect, "Name") == "/" + CancelledContainerName(uid);
+
+  if (status == "created") {
+    o.startedAt.reset();
+    if (cancelledByUs) {
+      o.phase = ExecutionPhase::kCancelled;
+      o.message = "cancelled before it started";
+    } else if (!error.empty()) {
+      o.phase = ExecutionPhase::kFailed;
+      o.reason = kReasonStartFailed;
+      o.message = "the container could not start: " + error;
+    } else {
+      o.phase = ExecutionPhase::kPending;
+    }
+    return o;
+  }
+  if (status == "running" || status == "paused" || status == "restarting") {
+    o.phase = ExecutionPhase::kRunning;
+    return o;
+  }
+  if (status == "exited" || status == "dead" || (status == "removing" && finishedAt)) {
+    o.finishedAt = finishedAt;
+    o.exitCode = static_cast<int32_t>(exitCode);
+    if (exitCode == 0) {  // the main process says it succeeded, whatever a child hit
+      o.phase = ExecutionPhase::kSucceeded;
+    } else if (cancelledByUs) {
+      o.phase = ExecutionPhase::kCancelled;
+      o.message = "stopped on request; exit code " + std::to_string(exitCode);
+    } else if (oomKilled) {
+      o.phase = ExecutionPhase::kFailed;
+      o.reason = kReasonOOMKilled;
+      o.message = "the container exceeded its memory limit and was killed (exit code " +
+                  std::to_string(exitCode) + ")";
+    } else {
+      o.phase = ExecutionPhase::kFailed;
+      o.reason = kReasonProcessFailed;
+      o.message = "the container exited with code " + std::to_string(exitCode);
+    }
+    return o;
+  }
+  o.phase = ExecutionPhase::kUnknown;
+  o.reason = kReasonUnexpectedState;
+  o.message = "docker reports container state \"" + status + "\"";
+  return o;
+}
+
+}  // namespace ayatori::adapters::docker

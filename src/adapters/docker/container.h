@@ -1,0 +1,71 @@
+// The pure half of the Docker adapter: DockerExecutionParameters from the class's parameters
+// JSON, the container create body for a request, and the Observation for a container inspect.
+// No I/O here, so all of it is unit-tested.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "api/types.h"
+#include "ayatori/adapter.h"
+#include "ayatori/status.h"
+
+namespace ayatori::adapters::docker {
+
+inline constexpr const char* kAdapterName = "docker";
+inline constexpr const char* kContainerReferenceType = "Container";
+
+// Observation reasons (Observation::reason).
+inline constexpr const char* kReasonProcessFailed = "ProcessFailed";
+inline constexpr const char* kReasonOOMKilled = "OOMKilled";
+inline constexpr const char* kReasonImagePullFailed = "ImagePullFailed";
+inline constexpr const char* kReasonBackendRejected = "BackendRejected";
+inline constexpr const char* kReasonStartFailed = "StartFailed";  // the entrypoint could not run
+inline constexpr const char* kReasonBackendUnreachable = "BackendUnreachable";
+inline constexpr const char* kReasonUnexpectedState = "UnexpectedBackendState";
+
+// Env vars every execution gets (DESIGN.md § Correlation).
+inline constexpr const char* kEnvJobNamespace = "AYATORI_JOB_NAMESPACE";
+inline constexpr const char* kEnvJobName = "AYATORI_JOB_NAME";
+inline constexpr const char* kEnvJobUid = "AYATORI_JOB_UID";
+
+// The parameters JSON is the DockerExecutionParameters object ({"spec": {...}}, decoded by
+// api::DockerExecutionParametersFromJson; null = all defaults). `endpoint` stays empty when the
+// JSON names none, so that the adapter's default endpoint applies.
+StatusOr<api::DockerExecutionParameters> ParseDockerParameters(const nlohmann::json& parameters);
+
+// Checks that a request can be honoured (parameters, resources Docker can express, UID usable as
+// a container name). Pure; no engine round trip.
+Status ValidateRequest(const ExecutionRequest& request, const api::DockerExecutionParameters& p);
+
+// "ayatori-<uid>": deterministic, so a second create for the same Job conflicts (409).
+std::string ContainerName(std::string_view uid);
+// The name a container gets when we stop it on request (Cancel). Docker labels cannot change
+// after create; the name can, so it durably records that the stop was ours.
+std::string CancelledContainerName(std::string_view uid);
+
+// The body of POST /containers/create. Holds resolved env values (Secrets): never log it.
+//   command -> Entrypoint (replaces the image's; empty keeps it), args -> Cmd (replaces the
+//   image's CMD; with a command set the image's CMD is not used either, as in Kubernetes),
+//   limits.cpu -> NanoCpus, limits.memory -> Memory = MemorySwap (no swap),
+//   requests.cpu -> CpuShares (milli * 1024 / 1000, at least 2),
+//   requests.memory -> MemoryReservation, networkMode/runtime from the parameters.
+StatusOr<nlohmann::json> BuildCreateBody(const ExecutionRequest& request,
+                                         const api::DockerExecutionParameters& p);
+
+// GET /containers/{id}/json -> what the adapter reports:
+//   created -> Pending (Failed/StartFailed if the engine could not start the entrypoint;
+//              Cancelled if we cancelled it before it started)
+//   running, paused, restarting -> Running (startedAt)
+//   exited, dead -> exit 0: Succeeded (success wins over a concurrent cancel or a child OOM);
+//                   stopped by our Cancel: Cancelled; OOMKilled: Failed/OOMKilled;
+//                   else Failed/ProcessFailed; with exitCode, startedAt, finishedAt
+Observation ObservationFromInspect(const nlohmann::json& inspect);
+
+// Docker's RFC 3339 timestamps with nanoseconds; nullopt for the zero time "0001-01-01T00:00:00Z"
+// or anything unparsable.
+std::optional<api::Time> ParseEngineTime(std::string_view text);
+
+}  // namespace ayatori::adapters::docker

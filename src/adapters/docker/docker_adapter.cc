@@ -1,0 +1,378 @@
+#include "adapters/docker/docker_adapter.h"
+
+#include <sstream>
+
+#include "adapters/docker/container.h"
+#include "adapters/docker/json_get.h"
+#include "adapters/docker/registry_auth.h"
+#include "adapters/docker/stream.h"
+
+namespace ayatori::adapters::docker {
+
+namespace {
+
+using nlohmann::json;
+
+Observation Unknown(const std::string& message) {
+  Observation o;
+  o.phase = ExecutionPhase::kUnknown;
+  o.reason = kReasonBackendUnreachable;
+  o.message = message;
+  return o;
+}
+
+Observation Unreachable(const Status& st) { return Unknown(st.message()); }
+
+Observation Failed(const char* reason, const std::string& message) {
+  Observation o;
+  o.phase = ExecutionPhase::kFailed;
+  o.reason = reason;
+  o.message = message;
+  return o;
+}
+
+Observation Absent() {
+  Observation o;
+  o.phase = ExecutionPhase::kAbsent;
+  return o;
+}
+
+// An engine answer that is neither success nor a definite "no": a 5xx or something unexpected.
+Status EngineError(const std::string& what, const HttpResponse& r) {
+  return Status(r.status >= 500 ? StatusCode::kServerError : StatusCode::kInternal,
+                "docker engine " + what + ": " + EngineErrorMessage(r));
+}
+
+std::string UidFilter(const std::string& uid) {
+  json filters = {{"label", {std::string(api::kJobUidLabel) + "=" + uid}}};
+  return EngineClient::Escape(filters.dump());
+}
+
+// The first {"error": ...} message in a pull's progress stream, if any.
+std::optional<std::string> PullStreamError(const std::string& body) {
+  std::istringstream lines(body);
+  std::string line;
+  while (std::getline(lines, line)) {
+    auto msg = json::parse(line, nullptr, false);
+    if (!msg.is_object()) continue;
+    if (auto e = msg.find("error"); e != msg.end() && e->is_string()) return e->get<std::string>();
+    if (const json* d = GetObject(msg, "errorDetail")) {
+      std::string m = GetString(*d, "message");
+      return m.empty() ? "unknown error" : m;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+DockerAdapter::DockerAdapter(DockerAdapterOptions options) : options_(std::move(options)) {}
+
+DockerAdapter::~DockerAdapter() { Stop(); }
+
+std::shared_ptr<EngineClient> DockerAdapter::ClientFor(const std::string& endpoint, Status& error) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = clients_.find(endpoint);
+  if (it == clients_.end()) {
+    auto parsed = ParseEngineEndpoint(endpoint, !options_.tls.empty());
+    if (!parsed.ok()) {
+      error = parsed.status();
+      return nullptr;
+    }
+    auto client = std::make_shared<EngineClient>(
+        *parsed, options_.tls, options_.maxApiVersion,
+        EngineTimeouts{options_.connectTimeout, options_.requestTimeout});
+    it = clients_.emplace(endpoint, std::move(client)).first;
+  }
+  // Every engine the adapter talks to is watched once Start() ran, not only the default one.
+  if (notify_ && watchers_.count(endpoint) == 0) {
+    watchers_[endpoint] =
+        std::make_unique<EventWatcher>(it->second, notify_, options_.maxEventsBackoff);
+  }
+  return it->second;
+}
+
+StatusOr<DockerAdapter::Target> DockerAdapter::TargetFor(const nlohmann::json& parameters) {
+  auto params = ParseDockerParameters(parameters);
+  if (!params.ok()) return params.status();
+  std::string endpoint = params->endpoint.empty() ? options_.defaultEndpoint : params->endpoint;
+  Status error;
+  auto client = ClientFor(endpoint, error);
+  if (client == nullptr) return error;
+  return Target{std::move(client), std::move(*params)};
+}
+
+Status DockerAdapter::Start(std::function<void(const std::string&, const std::string&)> notify) {
+  if (!notify)
+    return Status(StatusCode::kInvalidArgument, "docker adapter: Start needs a notify function");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    notify_ = std::move(notify);
+  }
+  Status error;
+  if (ClientFor(options_.defaultEndpoint, error) == nullptr) return error;
+  return Status::Ok();
+}
+
+void DockerAdapter::Stop() {
+  std::map<std::string, std::unique_ptr<EventWatcher>> watchers;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    watchers.swap(watchers_);
+    notify_ = nullptr;
+  }
+  for (auto& [endpoint, watcher] : watchers) watcher->Stop();
+}
+
+Status DockerAdapter::Validate(const ExecutionRequest& request) {
+  auto params = ParseDockerParameters(request.parameters);
+  if (!params.ok()) return params.status();
+  std::string endpoint = params->endpoint.empty() ? options_.defaultEndpoint : params->endpoint;
+  if (auto parsed = ParseEngineEndpoint(endpoint, !options_.tls.empty()); !parsed.ok()) {
+    return parsed.status();
+  }
+  return ValidateRequest(request, *params);
+}
+
+StatusOr<std::optional<nlohmann::json>> DockerAdapter::Inspect(EngineClient& client,
+                                                               const std::string& id) {
+  auto r = client.Call("GET", "/containers/" + EngineClient::Escape(id) + "/json");
+  if (!r.ok()) return r.status();
+  if (r->status == 404) return std::optional<json>();
+  if (r->status != 200) return EngineError("inspect container", *r);
+  auto doc = json::parse(r->body, nullptr, false);
+  if (!doc.is_object())
+    return Status(StatusCode::kInternal, "docker engine: inspect answer is not JSON");
+  return std::optional<json>(std::move(doc));
+}
+
+StatusOr<std::optional<nlohmann::json>> DockerAdapter::FindContainer(
+    EngineClient& client, const std::string& uid,
+    const std::vector<api::ExecutionReference>& references) {
+  // The reference is a shortcut; the UID label is the authority.
+  for (const auto& ref : references) {
+    if (ref.type != kContainerReferenceType || ref.id.empty()) continue;
+    auto found = Inspect(client, ref.id);
+    if (!found.ok()) return found.status();
+    if (*found && GetLabel(**found, api::kJobUidLabel) == uid) {
+      return found;
+    }
+  }
+  auto r = client.Call("GET", "/containers/json?all=1&filters=" + UidFilter(uid));
+  if (!r.ok()) return r.status();
+  if (r->status != 200) return EngineError("list containers", *r);
+  auto list = json::parse(r->body, nullptr, false);
+  if (!list.is_array())
+    return Status(StatusCode::kInternal, "docker engine: container list is not an array");
+  if (list.empty()) return std::optional<json>();
+  // There is never more than one (deterministic name); should there be, the oldest is the one.
+  const json* oldest = &list[0];
+  for (const auto& c : list) {
+    if (GetInt(c, "Created") < GetInt(*oldest, "Created")) oldest = &c;
+  }
+  return Inspect(client, GetString(*oldest, "Id"));
+}
+
+std::optional<Observation> DockerAdapter::EnsureImage(
+    EngineClient& client, const ExecutionRequest& request,
+    const api::DockerExecutionParameters& params) {
+  const std::string& image = request.job.spec.task.image;
+  auto ref = ParseImageReference(image);
+  if (!ref.ok()) return Failed(kReasonImagePullFailed, ref.status().message());
+  if (params.pullPolicy != api::PullPolicy::kAlways) {
+    auto r = client.Call("GET", "/images/" + image + "/json");
+    if (!r.ok()) return Unreachable(r.status());
+    if (r->status == 200) return std::nullopt;
+    if (r->status != 404) return Unreachable(EngineError("inspect image", *r));
+    if (params.pullPolicy == api::PullPolicy::kNever) {
+      return Failed(kReasonImagePullFailed,
+                    "image \"" + image + "\" is not present on the engine and pullPolicy is Never");
+    }
+  }
+  auto creds = SelectRegistryCredentials(request.imagePullConfigs, *ref);
+  if (!creds.ok()) return Failed(kReasonImagePullFailed, creds.status().message());
+  std::vector<std::string> headers;
+  if (*creds) headers.push_back("X-Registry-Auth: " + RegistryAuthHeaderValue(**creds).reveal());
+  auto r = client.Call("POST",
+                       "/images/create?fromImage=" + EngineClient::Escape(ref->name) +
+                           "&tag=" + EngineClient::Escape(ref->PullTag()),
+                       "", headers, options_.pullTimeout);
+  if (!r.ok()) return Unreachable(r.status());
+  if (r->status != 200) {
+    return Failed(kReasonImagePullFailed,
+                  "pulling image \"" + image + "\" failed: " + EngineErrorMessage(*r));
+  }
+  if (auto error = PullStreamError(r->body)) {
+    return Failed(kReasonImagePullFailed, "pulling image \"" + image + "\" failed: " + *error);
+  }
+  return std::nullopt;
+}
+
+Observation DockerAdapter::StartAndObserve(EngineClient& client, const std::string& uid,
+                                           const std::string& id) {
+  auto r = client.Call("POST", "/containers/" + EngineClient::Escape(id) + "/start");
+  if (!r.ok()) return Unreachable(r.status());
+  // 204 started, 304 already started; otherwise the engine records why in State.Error, which
+  // the inspect below reports (StartFailed), or the container is gone.
+  auto found = FindContainer(client, uid, {{kContainerReferenceType, id}});
+  if (!found.ok()) return Unreachable(found.status());
+  if (!*found) return Absent();
+  return ObservationFromInspect(**found);
+}
+
+Observation DockerAdapter::Ensure(const ExecutionRequest& request) {
+  auto target = TargetFor(request.parameters);
+  if (!target.ok()) return Failed(kReasonBackendRejected, target.status().message());
+  EngineClient& client = *target->client;
+  if (auto st = ValidateRequest(request, target->params); !st.ok()) {
+    return Failed(kReasonBackendRejected, st.message());
+  }
+  const std::string& uid = request.job.metadata.uid;
+  std::vector<api::ExecutionReference> refs;
+  if (request.job.status.execution) refs = request.job.status.execution->references;
+
+  auto adopt = [&](const json& inspect) {
+    Observation o = ObservationFromInspect(inspect);
+    // Created but never started (a lost response between create and start): start it now.
+    if (o.phase == ExecutionPhase::kPending)
+      return StartAndObserve(client, uid, GetString(inspect, "Id"));
+    return o;
+  };
+
+  auto found = FindContainer(client, uid, refs);
+  if (!found.ok()) return Unreachable(found.status());
+  if (*found) return adopt(**found);
+
+  if (auto failure = EnsureImage(client, request, target->params)) return *failure;
+  auto body = BuildCreateBody(request, target->params);
+  if (!body.ok()) return Failed(kReasonBackendRejected, body.status().message());
+  auto r = client.Call(
+      "POST", "/containers/create?name=" + EngineClient::Escape(ContainerName(uid)), body->dump());
+  if (!r.ok()) return Unreachable(r.status());
+  switch (r->status) {
+    case 201: {
+      auto created = json::parse(r->body, nullptr, false);
+      std::string id = GetString(created, "Id");
+      if (id.empty()) return Unknown("docker engine: create answer has no container Id");
+      return StartAndObserve(client, uid, id);
+    }
+    case 409: {  // created by an earlier Ensure whose answer was lost: adopt it
+      auto again = FindContainer(client, uid, {});
+      if (!again.ok()) return Unreachable(again.status());
+      if (*again) return adopt(**again);
+      return Unknown(
+          "docker engine: the name " + ContainerName(uid) +
+          " is taken by a container without this Job's UID label: " + EngineErrorMessage(*r));
+    }
+    case 404:
+      return Failed(kReasonImagePullFailed, "creating the container: " + EngineErrorMessage(*r));
+    case 400:
+      return Failed(kReasonBackendRejected, "creating the container: " + EngineErrorMessage(*r));
+    default:
+      return Unreachable(EngineError("create container", *r));
+  }
+}
+
+Observation DockerAdapter::Observe(const ExecutionKey& key) {
+  auto target = TargetFor(key.parameters);
+  if (!target.ok()) return Unknown("docker adapter: " + target.status().message());
+  auto found = FindContainer(*target->client, key.uid, key.references);
+  if (!found.ok()) return Unreachable(found.status());
+  if (!*found) return Absent();
+  return ObservationFromInspect(**found);
+}
+
+Observation DockerAdapter::Cancel(const ExecutionKey& key) {
+  auto target = TargetFor(key.parameters);
+  if (!target.ok()) return Unknown("docker adapter: " + target.status().message());
+  EngineClient& client = *target->client;
+  auto found = FindContainer(client, key.uid, key.references);
+  if (!found.ok()) return Unreachable(found.status());
+  if (!*found) return Absent();
+  Observation before = ObservationFromInspect(**found);
+  if (IsStopped(before.phase)) return before;  // it ended by itself first: its true result
+  const std::string id = GetString(**found, "Id");
+  const std::string path = "/containers/" + EngineClient::Escape(id);
+
+  // Mark first, then stop: a crash in between leaves a mark and a running container, which the
+  // next Cancel stops; never a stopped container that looks as if it failed by itself.
+  if (GetString(**found, "Name") != "/" + CancelledContainerName(key.uid)) {
+    auto r = client.Call(
+        "POST", path + "/rename?name=" + EngineClient::Escape(CancelledContainerName(key.uid)));
+    if (!r.ok()) return Unreachable(r.status());
+    if (r->status == 404) return Absent();
+    if (r->status != 204 && r->status != 200)
+      return Unreachable(EngineError("rename container", *r));
+  }
+  if (before.phase == ExecutionPhase::kRunning) {
+    const int64_t grace = target->params.stopGracePeriodSeconds;
+    auto r = client.Call("POST", path + "/stop?t=" + std::to_string(grace), "", {},
+                         std::chrono::seconds(grace) + options_.stopSlack);
+    if (!r.ok()) return Unreachable(r.status());
+    if (r->status >= 500) return Unreachable(EngineError("stop container", *r));
+  }
+  auto after = Inspect(client, id);
+  if (!after.ok()) return Unreachable(after.status());
+  if (!*after) return Absent();
+  return ObservationFromInspect(**after);
+}
+
+Status DockerAdapter::Delete(const ExecutionKey& key) {
+  auto target = TargetFor(key.parameters);
+  if (!target.ok()) return target.status();
+  EngineClient& client = *target->client;
+  std::vector<std::string> ids;
+  for (const auto& ref : key.references) {
+    if (ref.type == kContainerReferenceType && !ref.id.empty()) ids.push_back(ref.id);
+  }
+  auto r = client.Call("GET", "/containers/json?all=1&filters=" + UidFilter(key.uid));
+  if (!r.ok()) return r.status();
+  if (r->status != 200) return EngineError("list containers", *r);
+  auto list = json::parse(r->body, nullptr, false);
+  if (list.is_array()) {
+    for (const auto& c : list) ids.push_back(GetString(c, "Id"));
+  }
+  for (const auto& id : ids) {
+    if (id.empty()) continue;
+    auto d = client.Call("DELETE", "/containers/" + EngineClient::Escape(id) + "?force=1&v=1");
+    if (!d.ok()) return d.status();
+    // 404: already gone; 409: a removal is already in progress.
+    if (d->status == 204 || d->status == 200 || d->status == 404 || d->status == 409) continue;
+    return EngineError("remove container", *d);
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::string> DockerAdapter::Logs(const ExecutionKey& key, size_t tailBytes) {
+  auto target = TargetFor(key.parameters);
+  if (!target.ok()) return target.status();
+  EngineClient& client = *target->client;
+  auto found = FindContainer(client, key.uid, key.references);
+  if (!found.ok()) return found.status();
+  if (!*found) return Status(StatusCode::kNotFound, "no container for Job UID " + key.uid);
+  TailBuffer tail(tailBytes);
+  LogDemuxer demux([&](LogStream, std::string_view bytes) { tail.Append(bytes); });
+  Status decode;
+  long httpStatus = 0;
+  std::string errorBody;
+  StreamStop stop;
+  Status st = client.Stream(
+      "/containers/" + EngineClient::Escape(GetString(**found, "Id")) + "/logs?stdout=1&stderr=1",
+      [&](long code) { httpStatus = code; },
+      [&](std::string_view data) {
+        if (httpStatus != 200) {
+          errorBody.append(data);
+          return errorBody.size() < 4096;
+        }
+        decode = demux.Feed(data);
+        return decode.ok();
+      },
+      stop);
+  if (!st.ok()) return st;
+  if (httpStatus != 200) return EngineError("container logs", HttpResponse{httpStatus, errorBody});
+  if (!decode.ok()) return decode;
+  if (auto fin = demux.Finish(); !fin.ok()) return fin;
+  return tail.str();
+}
+
+}  // namespace ayatori::adapters::docker

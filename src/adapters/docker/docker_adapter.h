@@ -1,0 +1,88 @@
+// The Docker Engine adapter (controllerName execution.ayatori.ddupan.top/docker): one container
+// per Job, named ayatori-<uid> and labelled with the Job's namespace, name and UID, driven through
+// the Engine HTTP API. Parameters come from the JobClass's DockerExecutionParameters.
+//
+//   Ensure   look up by UID label (adopt), else pull per pullPolicy (with the Job's
+//            imagePullSecrets), create (409 on the deterministic name -> adopt), start
+//   Observe  inspect; engine unreachable, 5xx or timeout -> Unknown/BackendUnreachable, never
+//   Failed Cancel   rename to ayatori-<uid>-cancelled (the durable "we stopped it" mark), then
+//            POST /stop?t=<stopGracePeriodSeconds> (SIGTERM, SIGKILL after the grace period)
+//   Delete   DELETE /containers/{id}?force=1 of everything with the UID label; 404 is fine
+//   Start    one /events stream per engine (not per Job) calls notify on container changes
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "adapters/docker/engine.h"
+#include "adapters/docker/events.h"
+#include "adapters/docker/logs.h"
+#include "api/types.h"
+#include "ayatori/adapter.h"
+
+namespace ayatori::adapters::docker {
+
+struct DockerAdapterOptions {
+  // Used when the parameters name no endpoint.
+  std::string defaultEndpoint = "unix:///var/run/docker.sock";
+  // Client TLS for tcp:// endpoints: the contents of the Secret that the parameters'
+  // tlsSecretRef names, loaded by the caller. Empty = plain HTTP.
+  TlsMaterial tls;
+  // Highest Engine API version used; an older engine's own version is used instead.
+  std::string maxApiVersion = "1.41";
+  std::chrono::milliseconds connectTimeout{5000};
+  std::chrono::milliseconds requestTimeout{30000};
+  std::chrono::milliseconds pullTimeout{std::chrono::minutes(10)};
+  // Extra time allowed for POST /stop beyond the stop grace period.
+  std::chrono::milliseconds stopSlack{30000};
+  // Reconnect backoff of the events stream (doubles from 100ms up to this).
+  std::chrono::milliseconds maxEventsBackoff{10000};
+};
+
+class DockerAdapter final : public Adapter, public LogSource {
+ public:
+  explicit DockerAdapter(DockerAdapterOptions options = {});
+  ~DockerAdapter() override;
+
+  std::string Name() const override { return "docker"; }
+  Status Start(std::function<void(const std::string&, const std::string&)> notify) override;
+  void Stop() override;
+  Status Validate(const ExecutionRequest& request) override;
+  Observation Ensure(const ExecutionRequest& request) override;
+  Observation Observe(const ExecutionKey& key) override;
+  Observation Cancel(const ExecutionKey& key) override;
+  Status Delete(const ExecutionKey& key) override;
+
+  StatusOr<std::string> Logs(const ExecutionKey& key, size_t tailBytes) override;
+
+ private:
+  struct Target {
+    std::shared_ptr<EngineClient> client;
+    api::DockerExecutionParameters params;
+  };
+  StatusOr<Target> TargetFor(const nlohmann::json& parameters);
+  std::shared_ptr<EngineClient> ClientFor(const std::string& endpoint, Status& error);
+  // The container of `uid` as GET /containers/{id}/json returns it; nullopt when there is none.
+  StatusOr<std::optional<nlohmann::json>> FindContainer(
+      EngineClient& client, const std::string& uid,
+      const std::vector<api::ExecutionReference>& references);
+  StatusOr<std::optional<nlohmann::json>> Inspect(EngineClient& client, const std::string& id);
+  // Makes the image available per pullPolicy; nullopt when it is, else the failure to report.
+  std::optional<Observation> EnsureImage(EngineClient& client, const ExecutionRequest& request,
+                                         const api::DockerExecutionParameters& params);
+  // Starts a created container and reports what it then is.
+  Observation StartAndObserve(EngineClient& client, const std::string& uid, const std::string& id);
+
+  DockerAdapterOptions options_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<EngineClient>> clients_;   // by endpoint
+  NotifyFn notify_;                                                // set by Start
+  std::map<std::string, std::unique_ptr<EventWatcher>> watchers_;  // by endpoint
+};
+
+}  // namespace ayatori::adapters::docker

@@ -1,0 +1,115 @@
+// A minimal Docker Engine HTTP API client over libcurl (no Docker client library): unix socket
+// (unix:///path) by default, tcp://host:port optionally, with TLS client certificates when given.
+// It knows HTTP, the API version prefix and the error body shape; what the calls mean lives in
+// the adapter. Request bodies may carry Secret values and are never logged.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ayatori/adapter.h"
+#include "ayatori/status.h"
+
+namespace ayatori::adapters::docker {
+
+// PEM material for tcp:// endpoints with TLS (the Secret behind DockerExecutionParameters'
+// tlsSecretRef: ca.crt, tls.crt, tls.key). Empty = plain HTTP.
+struct TlsMaterial {
+  std::string caPem;
+  SensitiveString certPem;
+  SensitiveString keyPem;
+  bool empty() const {
+    return caPem.empty() && certPem.reveal().empty() && keyPem.reveal().empty();
+  }
+};
+
+// Where the engine listens, parsed from unix:///path, tcp://host:port, http(s)://host:port.
+struct EngineEndpoint {
+  std::string socketPath;  // non-empty for unix sockets
+  std::string baseUrl;     // "http://localhost" for unix sockets, else scheme://host:port
+};
+StatusOr<EngineEndpoint> ParseEngineEndpoint(std::string_view endpoint, bool tls);
+
+struct HttpResponse {
+  long status = 0;
+  std::string body;
+};
+
+// The "message" of a Docker error body ({"message": "..."}), or a short excerpt of the body.
+std::string EngineErrorMessage(const HttpResponse& response);
+
+// Lets another thread end a Stream() promptly.
+class StreamStop {
+ public:
+  void Cancel();
+  bool cancelled() const { return cancelled_.load(); }
+
+ private:
+  friend class EngineClient;
+  std::atomic<bool> cancelled_{false};
+  std::mutex mu_;
+  void* multi_ = nullptr;  // the CURLM* of the stream in progress, woken up by Cancel()
+};
+
+struct EngineTimeouts {
+  std::chrono::milliseconds connect{5000};
+  std::chrono::milliseconds request{30000};
+};
+
+class EngineClient {
+ public:
+  // maxApiVersion: the highest API version used ("1.41"); an older engine's own version is used
+  // instead, learned from GET /version on first use.
+  EngineClient(EngineEndpoint endpoint, TlsMaterial tls, std::string maxApiVersion,
+               EngineTimeouts timeouts);
+  ~EngineClient();
+  EngineClient(const EngineClient&) = delete;
+  EngineClient& operator=(const EngineClient&) = delete;
+
+  // One request to /v<version><pathAndQuery>. Transport failures are kUnavailable (or
+  // kDeadlineExceeded on timeout); any HTTP answer is returned as a response.
+  StatusOr<HttpResponse> Call(std::string_view method, const std::string& pathAndQuery,
+                              const std::string& jsonBody = "",
+                              const std::vector<std::string>& extraHeaders = {},
+                              std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+
+  // A streaming GET: `onData` receives the body in chunks as they arrive and returns false to
+  // end the stream. `onStatus` is called once with the HTTP status before any data. Returns OK
+  // when the server ended the stream or onData/stop ended it; an error otherwise.
+  Status Stream(const std::string& pathAndQuery, const std::function<void(long)>& onStatus,
+                const std::function<bool(std::string_view)>& onData, StreamStop& stop);
+
+  // The API version in use ("1.41"), negotiating it first if needed.
+  StatusOr<std::string> ApiVersion();
+
+  // Percent-encodes a query parameter value.
+  static std::string Escape(std::string_view value);
+
+ private:
+  struct Handle;
+  std::unique_ptr<Handle> Acquire();
+  void Release(std::unique_ptr<Handle> handle);
+  void Configure(Handle& h, std::chrono::milliseconds timeout) const;
+  StatusOr<HttpResponse> Perform(Handle& h, std::string_view method, const std::string& url,
+                                 const std::string& body, const std::vector<std::string>& headers,
+                                 std::chrono::milliseconds timeout);
+
+  EngineEndpoint endpoint_;
+  TlsMaterial tls_;
+  std::string maxApiVersion_;
+  EngineTimeouts timeouts_;
+  std::mutex mu_;
+  std::string apiVersion_;  // empty until negotiated
+  std::vector<std::unique_ptr<Handle>> idle_;
+};
+
+// "1.40" < "1.41" < "1.100".
+int CompareApiVersions(std::string_view a, std::string_view b);
+
+}  // namespace ayatori::adapters::docker

@@ -1,0 +1,245 @@
+#include "adapters/docker/registry_auth.h"
+
+#include <algorithm>
+#include <cctype>
+#include <nlohmann/json.hpp>
+
+namespace ayatori::adapters::docker {
+
+namespace {
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+std::string NormalizeHost(std::string_view host) {
+  std::string h = Lower(host);
+  if (h == "index.docker.io" || h == "registry-1.docker.io" || h == "registry.hub.docker.com") {
+    return "docker.io";
+  }
+  return h;
+}
+
+bool IsRegistryComponent(std::string_view c) {
+  return c.find('.') != std::string_view::npos || c.find(':') != std::string_view::npos ||
+         c == "localhost";
+}
+
+}  // namespace
+
+std::string ImageReference::PullTag() const {
+  if (!digest.empty()) return digest;
+  if (!tag.empty()) return tag;
+  return "latest";
+}
+
+StatusOr<ImageReference> ParseImageReference(std::string_view image) {
+  auto invalid = [&](const std::string& why) {
+    return Status(StatusCode::kInvalidArgument,
+                  "invalid image reference \"" + std::string(image) + "\": " + why);
+  };
+  if (image.empty()) return invalid("empty");
+  for (char c : image) {
+    if (std::isspace(static_cast<unsigned char>(c)) ||
+        std::iscntrl(static_cast<unsigned char>(c))) {
+      return invalid("contains whitespace or control characters");
+    }
+  }
+  ImageReference ref;
+  std::string_view rest = image;
+  if (auto at = rest.find('@'); at != std::string_view::npos) {
+    ref.digest = std::string(rest.substr(at + 1));
+    rest = rest.substr(0, at);
+    if (ref.digest.find(':') == std::string::npos) return invalid("digest must be algorithm:hex");
+  }
+  auto slash = rest.rfind('/');
+  auto colon = rest.rfind(':');
+  if (colon != std::string_view::npos && (slash == std::string_view::npos || colon > slash)) {
+    ref.tag = std::string(rest.substr(colon + 1));
+    rest = rest.substr(0, colon);
+    if (ref.tag.empty()) return invalid("empty tag");
+  }
+  if (rest.empty() || rest.front() == '/' || rest.back() == '/' ||
+      rest.find("//") != std::string_view::npos) {
+    return invalid("empty name component");
+  }
+  ref.name = std::string(rest);
+  auto first = rest.find('/');
+  if (first != std::string_view::npos && IsRegistryComponent(rest.substr(0, first))) {
+    ref.registry = NormalizeHost(rest.substr(0, first));
+    ref.path = std::string(rest.substr(first + 1));
+  } else {
+    ref.registry = "docker.io";
+    ref.path = std::string(rest);
+  }
+  if (ref.registry == "docker.io" && ref.path.find('/') == std::string::npos) {
+    ref.path = "library/" + ref.path;
+  }
+  return ref;
+}
+
+RegistryKey NormalizeRegistryKey(std::string_view key) {
+  for (std::string_view scheme : {"https://", "http://"}) {
+    if (key.substr(0, scheme.size()) == scheme) {
+      key.remove_prefix(scheme.size());
+      break;
+    }
+  }
+  RegistryKey out;
+  auto slash = key.find('/');
+  out.host = NormalizeHost(key.substr(0, slash));
+  if (slash != std::string_view::npos) {
+    std::string_view path = key.substr(slash + 1);
+    while (!path.empty() && path.back() == '/') path.remove_suffix(1);
+    // Legacy index URLs ("https://index.docker.io/v1/") name the registry, not a repository.
+    if (path != "v1" && path != "v2") out.pathPrefix = std::string(path);
+  }
+  return out;
+}
+
+StatusOr<std::optional<RegistryCredentials>> SelectRegistryCredentials(
+    const std::vector<SensitiveString>& dockerConfigJsons, const ImageReference& image) {
+  if (dockerConfigJsons.empty()) return std::optional<RegistryCredentials>();
+  std::optional<RegistryCredentials> best;
+  size_t bestPrefix = 0;
+  std::vector<std::string> covered;
+  for (size_t i = 0; i < dockerConfigJsons.size(); ++i) {
+    const std::string where = "imagePullSecrets[" + std::to_string(i) + "]";
+    auto doc = nlohmann::json::parse(dockerConfigJsons[i].reveal(), nullptr, false);
+    if (doc.is_discarded() || !doc.is_object()) {
+      return Status(StatusCode::kInvalidArgument,
+                    where + " is not a valid .dockerconfigjson (not a JSON object)");
+    }
+    auto auths = doc.find("auths");
+    if (auths == doc.end() || !auths->is_object()) {
+      return Status(StatusCode::kInvalidArgument,
+                    where + " is not a valid .dockerconfigjson (no \"auths\" object)");
+    }
+    for (const auto& [key, entry] : auths->items()) {
+      RegistryKey rk = NormalizeRegistryKey(key);
+      const std::string entryName = where + " entry \"" + key + "\"";
+      if (!entry.is_object()) {
+        return Status(StatusCode::kInvalidArgument, entryName + " is not an object");
+      }
+      RegistryCredentials creds;
+      creds.serverAddress = rk.host == "docker.io" ? "https://index.docker.io/v1/" : rk.host;
+      auto str = [&](const char* field) -> std::optional<std::string> {
+        auto it = entry.find(field);
+        if (it == entry.end() || !it->is_string()) return std::nullopt;
+        return it->get<std::string>();
+      };
+      if (auto auth = str("auth"); auth && !auth->empty()) {
+        auto decoded = Base64Decode(*auth);
+        auto sep = decoded ? decoded->find(':') : std::string::npos;
+        if (!decoded || sep == std::string::npos) {
+          return Status(StatusCode::kInvalidArgument,
+                        entryName + ": \"auth\" is not base64 of username:password");
+        }
+        creds.username = decoded->substr(0, sep);
+        creds.password = SensitiveString(decoded->substr(sep + 1));
+      } else if (auto user = str("username"); user && !user->empty()) {
+        creds.username = *user;
+        creds.password = SensitiveString(str("password").value_or(""));
+      } else if (auto token = str("identitytoken"); token && !token->empty()) {
+        creds.identityToken = SensitiveString(*token);
+      } else {
+        return Status(StatusCode::kInvalidArgument,
+                      entryName + " has neither \"auth\" nor \"username\" nor \"identitytoken\"");
+      }
+      covered.push_back(rk.host + (rk.pathPrefix.empty() ? "" : "/" + rk.pathPrefix));
+      if (rk.host != image.registry) continue;
+      bool pathMatches = rk.pathPrefix.empty() || image.path == rk.pathPrefix ||
+                         image.path.rfind(rk.pathPrefix + "/", 0) == 0;
+      if (!pathMatches) continue;
+      size_t specificity = rk.pathPrefix.size() + 1;
+      if (!best || specificity > bestPrefix) {
+        best = std::move(creds);
+        bestPrefix = specificity;
+      }
+    }
+  }
+  if (!best) {
+    std::string list;
+    for (const auto& c : covered) list += (list.empty() ? "" : ", ") + c;
+    return Status(StatusCode::kInvalidArgument,
+                  "no imagePullSecret has credentials for registry \"" + image.registry +
+                      "\" (image \"" + image.name + "\"; the secrets cover: " +
+                      (list.empty() ? "nothing" : list) + "); not pulling anonymously");
+  }
+  return best;
+}
+
+SensitiveString RegistryAuthHeaderValue(const RegistryCredentials& credentials) {
+  nlohmann::json doc;
+  if (!credentials.identityToken.reveal().empty()) {
+    doc["identitytoken"] = credentials.identityToken.reveal();
+  } else {
+    doc["username"] = credentials.username;
+    doc["password"] = credentials.password.reveal();
+  }
+  doc["serveraddress"] = credentials.serverAddress;
+  return SensitiveString(Base64Encode(doc.dump(), /*urlSafe=*/true));
+}
+
+std::string Base64Encode(std::string_view data, bool urlSafe) {
+  const char* alphabet = urlSafe
+                             ? "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+                             : "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((data.size() + 2) / 3 * 4);
+  size_t i = 0;
+  auto byte = [&](size_t k) { return static_cast<uint32_t>(static_cast<unsigned char>(data[k])); };
+  for (; i + 2 < data.size(); i += 3) {
+    uint32_t v = (byte(i) << 16) | (byte(i + 1) << 8) | byte(i + 2);
+    out += alphabet[(v >> 18) & 63];
+    out += alphabet[(v >> 12) & 63];
+    out += alphabet[(v >> 6) & 63];
+    out += alphabet[v & 63];
+  }
+  if (i + 1 == data.size()) {
+    uint32_t v = byte(i) << 16;
+    out += alphabet[(v >> 18) & 63];
+    out += alphabet[(v >> 12) & 63];
+    out += "==";
+  } else if (i + 2 == data.size()) {
+    uint32_t v = (byte(i) << 16) | (byte(i + 1) << 8);
+    out += alphabet[(v >> 18) & 63];
+    out += alphabet[(v >> 12) & 63];
+    out += alphabet[(v >> 6) & 63];
+    out += '=';
+  }
+  return out;
+}
+
+std::optional<std::string> Base64Decode(std::string_view data) {
+  while (!data.empty() && data.back() == '=') data.remove_suffix(1);
+  if (data.size() % 4 == 1) return std::nullopt;
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  std::string out;
+  out.reserve(data.size() * 3 / 4);
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : data) {
+    int v = value(c);
+    if (v < 0) return std::nullopt;
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((acc >> bits) & 0xff);
+    }
+  }
+  return out;
+}
+
+}  // namespace ayatori::adapters::docker

@@ -1,0 +1,274 @@
+#include "adapters/docker/container.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace ayatori::adapters::docker {
+namespace {
+
+using api::Quantity;
+using nlohmann::json;
+
+ExecutionRequest Request() {
+  ExecutionRequest r;
+  r.job.metadata.namespace_ = "ci";
+  r.job.metadata.name = "hello-x";
+  r.job.metadata.uid = "5cb0e2a4-1111-2222-3333-444455556666";
+  r.job.spec.task.image = "ayatori.local/busybox:1";
+  return r;
+}
+
+json Body(const ExecutionRequest& r, const json& params = nullptr) {
+  auto p = ParseDockerParameters(params);
+  EXPECT_TRUE(p.ok()) << p.status().ToString();
+  auto body = BuildCreateBody(r, *p);
+  EXPECT_TRUE(body.ok()) << body.status().ToString();
+  return body.ok() ? *body : json();
+}
+
+TEST(DockerParametersTest, DefaultsAndFields) {
+  auto d = ParseDockerParameters(nullptr);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->endpoint, "") << "empty so that the adapter's default endpoint applies";
+  EXPECT_EQ(d->networkMode, "none");
+  EXPECT_EQ(d->pullPolicy, api::PullPolicy::kIfNotPresent);
+  EXPECT_EQ(d->stopGracePeriodSeconds, 10);
+
+  auto p = ParseDockerParameters(json::parse(R"({
+    "apiVersion": "execution.ayatori.ddupan.top/v1alpha1", "kind": "DockerExecutionParameters",
+    "metadata": {"name": "local"},
+    "spec": {"endpoint": "unix:///run/x.sock", "networkMode": "host", "runtime": "runsc",
+             "pullPolicy": "Never", "extraLabels": {"team": "a"}, "stopGracePeriodSeconds": 3}})"));
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->endpoint, "unix:///run/x.sock");
+  EXPECT_EQ(p->networkMode, "host");
+  EXPECT_EQ(p->runtime, "runsc");
+  EXPECT_EQ(p->pullPolicy, api::PullPolicy::kNever);
+  EXPECT_EQ(p->extraLabels.at("team"), "a");
+  EXPECT_EQ(p->stopGracePeriodSeconds, 3);
+
+  EXPECT_FALSE(ParseDockerParameters(json::parse(R"({"spec": {"pullPolicy": "Sometimes"}})")).ok());
+  EXPECT_FALSE(
+      ParseDockerParameters(json::parse(R"({"spec": {"stopGracePeriodSeconds": "x"}})")).ok());
+}
+
+TEST(CreateBodyTest, CommandReplacesEntrypointAndArgsReplaceCmd) {
+  auto r = Request();
+  json b = Body(r);
+  EXPECT_FALSE(b.contains("Entrypoint")) << "no command keeps the image's entrypoint";
+  EXPECT_FALSE(b.contains("Cmd")) << "no args keeps the image's CMD";
+
+  r.job.spec.task.args = {"a b", "$HOME", ""};
+  b = Body(r);
+  EXPECT_FALSE(b.contains("Entrypoint"));
+  EXPECT_EQ(b["Cmd"], json({"a b", "$HOME", ""})) << "argv passed literally, no shell";
+
+  r.job.spec.task.command = {"/bin/echo"};
+  r.job.spec.task.args = {};
+  b = Body(r);
+  EXPECT_EQ(b["Entrypoint"], json({"/bin/echo"}));
+  EXPECT_FALSE(b.contains("Cmd"));
+
+  r.job.spec.task.command = {"/bin/sh", "-c"};
+  r.job.spec.task.args = {"echo \"hello ${TARGET}\""};
+  r.job.spec.task.workingDir = "/workspace";
+  b = Body(r);
+  EXPECT_EQ(b["Entrypoint"], json({"/bin/sh", "-c"}));
+  EXPECT_EQ(b["Cmd"], json({"echo \"hello ${TARGET}\""}));
+  EXPECT_EQ(b["WorkingDir"], "/workspace");
+  EXPECT_EQ(b["Image"], "ayatori.local/busybox:1");
+}
+
+TEST(CreateBodyTest, EnvInSpecOrderWithResolvedValuesAndJobIdentity) {
+  auto r = Request();
+  r.job.spec.task.env = {
+      {"TARGET", std::string("world"), std::nullopt},
+      {"TOKEN", std::nullopt,
+       api::EnvVarSource{api::KeySelector{"tok", "token", false}, std::nullopt}},
+      {"AYATORI_JOB_UID", std::string("spoofed"), std::nullopt},
+  };
+  r.resolvedEnv = {{"TARGET", SensitiveString("world")},
+                   {"TOKEN", SensitiveString("s3cret=with=equals")},
+                   {"EXTRA", SensitiveString("from-controller")}};
+  json b = Body(r);
+  EXPECT_EQ(b["Env"], json({"TARGET=world", "TOKEN=s3cret=with=equals", "EXTRA=from-controller",
+                            "AYATORI_JOB_NAMESPACE=ci", "AYATORI_JOB_NAME=hello-x",
+                            "AYATORI_JOB_UID=5cb0e2a4-1111-2222-3333-444455556666"}));
+}
+
+TEST(CreateBodyTest, LiteralEnvWithoutResolvedEnvAndUnresolvedReferenceIsAnError) {
+  auto r = Request();
+  r.job.spec.task.env = {{"A", std::string("1"), std::nullopt}};
+  json b = Body(r);
+  EXPECT_EQ(b["Env"][0], "A=1");
+  r.job.spec.task.env.push_back(
+      {"B", std::nullopt, api::EnvVarSource{std::nullopt, api::KeySelector{"cm", "k", false}}});
+  auto p = ParseDockerParameters(nullptr);
+  auto body = BuildCreateBody(r, *p);
+  ASSERT_FALSE(body.ok());
+  EXPECT_NE(body.status().message().find("env B"), std::string::npos) << body.status().message();
+}
+
+TEST(CreateBodyTest, LabelsIdentifyTheJobAndCannotBeOverridden) {
+  auto r = Request();
+  json b = Body(r, json::parse(R"({"spec": {"extraLabels": {"team": "infra"}}})"));
+  EXPECT_EQ(b["Labels"]["execution.ayatori.ddupan.top/job-uid"], r.job.metadata.uid);
+  EXPECT_EQ(b["Labels"]["execution.ayatori.ddupan.top/job-namespace"], "ci");
+  EXPECT_EQ(b["Labels"]["execution.ayatori.ddupan.top/job-name"], "hello-x");
+  EXPECT_EQ(b["Labels"]["team"], "infra");
+
+  auto p = ParseDockerParameters(
+      json::parse(R"({"spec": {"extraLabels": {"execution.ayatori.ddupan.top/job-uid": "x"}}})"));
+  ASSERT_TRUE(p.ok());
+  EXPECT_FALSE(BuildCreateBody(r, *p).ok()) << "the reserved label prefix is refused";
+}
+
+TEST(CreateBodyTest, ResourcesNetworkAndRuntime) {
+  auto r = Request();
+  r.resources.limits.cpu = Quantity::MustParse("1500m");
+  r.resources.limits.memory = Quantity::MustParse("512Mi");
+  r.resources.requests.cpu = Quantity::MustParse("100m");
+  r.resources.requests.memory = Quantity::MustParse("128Mi");
+  json b = Body(r, json::parse(R"({"spec": {"runtime": "runsc", "stopGracePeriodSeconds": 7}})"));
+  const json& h = b["HostConfig"];
+  EXPECT_EQ(h["NanoCpus"], 1500000000);
+  EXPECT_EQ(h["Memory"], 512 * 1024 * 1024);
+  EXPECT_EQ(h["MemorySwap"], 512 * 1024 * 1024) << "equal to Memory: no swap";
+  EXPECT_EQ(h["CpuShares"], 102) << "100m * 1024 / 1000";
+  EXPECT_EQ(h["MemoryReservation"], 128 * 1024 * 1024);
+  EXPECT_EQ(h["NetworkMode"], "none") << "egress denied by default";
+  EXPECT_EQ(h["Runtime"], "runsc");
+  EXPECT_EQ(h["AutoRemove"], false);
+  EXPECT_EQ(h["RestartPolicy"]["Name"], "no");
+  EXPECT_EQ(b["StopTimeout"], 7);
+  EXPECT_EQ(b["Tty"], false) << "logs must stay multiplexed";
+
+  r.resources = {};
+  r.resources.requests.cpu = Quantity::MustParse("1m");
+  b = Body(r, json::parse(R"({"spec": {"networkMode": "host"}})"));
+  EXPECT_EQ(b["HostConfig"]["CpuShares"], 2) << "Docker's minimum";
+  EXPECT_FALSE(b["HostConfig"].contains("Memory"));
+  EXPECT_FALSE(b["HostConfig"].contains("NanoCpus"));
+  EXPECT_FALSE(b["HostConfig"].contains("Runtime"));
+  EXPECT_EQ(b["HostConfig"]["NetworkMode"], "host");
+}
+
+TEST(ValidateRequestTest, RefusesWhatDockerCannotHonour) {
+  auto params = *ParseDockerParameters(nullptr);
+  auto refused = [&](const ExecutionRequest& r, const api::DockerExecutionParameters& p) {
+    return !ValidateRequest(r, p).ok();
+  };
+  EXPECT_FALSE(refused(Request(), params));
+  auto r = Request();
+  r.resources.limits.memory = Quantity::MustParse("4Mi");
+  EXPECT_TRUE(refused(r, params)) << "below Docker's 6MB minimum";
+  r = Request();
+  r.resources.limits.cpu = Quantity::MustParse("5m");
+  EXPECT_TRUE(refused(r, params)) << "below 0.01 CPU";
+  r = Request();
+  r.resources.requests.memory = Quantity::MustParse("1Gi");
+  r.resources.limits.memory = Quantity::MustParse("512Mi");
+  EXPECT_TRUE(refused(r, params)) << "reservation above the limit";
+  r = Request();
+  r.job.metadata.uid = "bad/uid";
+  EXPECT_TRUE(refused(r, params));
+  r = Request();
+  r.job.spec.task.image = "bad image";
+  EXPECT_TRUE(refused(r, params));
+  auto bridge = params;
+  bridge.networkMode = "bridge";
+  EXPECT_TRUE(refused(Request(), bridge)) << "only none or host";
+  auto badRuntime = params;
+  badRuntime.runtime = "run c";
+  EXPECT_TRUE(refused(Request(), badRuntime));
+}
+
+TEST(ContainerNameTest, IsDeterministicFromTheUid) {
+  EXPECT_EQ(ContainerName("abc-1"), "ayatori-abc-1");
+  EXPECT_EQ(CancelledContainerName("abc-1"), "ayatori-abc-1-cancelled");
+}
+
+json Inspect(const std::string& status, int exitCode, bool oom = false,
+             const std::string& error = "", const std::string& name = "/ayatori-u1") {
+  return json{{"Id", "c0ffee"},
+              {"Name", name},
+              {"Config", {{"Labels", {{"execution.ayatori.ddupan.top/job-uid", "u1"}}}}},
+              {"State",
+               {{"Status", status},
+                {"Running", status == "running"},
+                {"OOMKilled", oom},
+                {"ExitCode", exitCode},
+                {"Error", error},
+                {"StartedAt",
+                 status == "created" ? "0001-01-01T00:00:00Z" : "2026-11-29T08:12:05.040198519Z"},
+                {"FinishedAt",
+                 status == "exited" ? "2026-11-29T08:13:06.126079364Z" : "0001-01-01T00:00:00Z"}}}};
+}
+
+TEST(ObservationFromInspectTest, MapsEngineStates) {
+  using P = ExecutionPhase;
+  const auto started = api::Time(std::chrono::sys_days(std::chrono::year(2026) / 11 / 29)) +
+                       std::chrono::hours(8) + std::chrono::minutes(12) + std::chrono::seconds(5);
+  const auto finished = started + std::chrono::minutes(1) + std::chrono::seconds(1);
+  struct Case {
+    const char* what;
+    json inspect;
+    P phase;
+    std::string reason;
+    std::optional<int32_t> exitCode;
+  } cases[] = {
+      {"created", Inspect("created", 0), P::kPending, "", std::nullopt},
+      {"created, start failed", Inspect("created", 127, false, "exec: \"/nope\": no such file"),
+       P::kFailed, kReasonStartFailed, std::nullopt},
+      {"created, cancelled", Inspect("created", 0, false, "", "/ayatori-u1-cancelled"),
+       P::kCancelled, "", std::nullopt},
+      {"running", Inspect("running", 0), P::kRunning, "", std::nullopt},
+      {"paused", Inspect("paused", 0), P::kRunning, "", std::nullopt},
+      {"exit 0", Inspect("exited", 0), P::kSucceeded, "", 0},
+      {"exit 3", Inspect("exited", 3), P::kFailed, kReasonProcessFailed, 3},
+      {"oom", Inspect("exited", 137, true), P::kFailed, kReasonOOMKilled, 137},
+      {"exit 0 after a child's oom", Inspect("exited", 0, true), P::kSucceeded, "", 0},
+      {"stopped by our cancel", Inspect("exited", 143, false, "", "/ayatori-u1-cancelled"),
+       P::kCancelled, "", 143},
+      {"success wins over cancel", Inspect("exited", 0, false, "", "/ayatori-u1-cancelled"),
+       P::kSucceeded, "", 0},
+      {"cancel mark of another uid is not ours",
+       Inspect("exited", 143, false, "", "/ayatori-u2-cancelled"), P::kFailed, kReasonProcessFailed,
+       143},
+      {"dead", Inspect("dead", 1), P::kFailed, kReasonProcessFailed, 1},
+      {"odd state", Inspect("weird", 0), P::kUnknown, kReasonUnexpectedState, std::nullopt},
+      {"no state", json{{"Id", "c0ffee"}}, P::kUnknown, kReasonUnexpectedState, std::nullopt},
+      {"wrong types", json{{"Id", 7}, {"State", {{"Status", 1}, {"ExitCode", "x"}}}}, P::kUnknown,
+       kReasonUnexpectedState, std::nullopt},
+  };
+  for (const auto& c : cases) {
+    Observation o = ObservationFromInspect(c.inspect);
+    EXPECT_EQ(o.phase, c.phase) << c.what << ": " << ExecutionPhaseName(o.phase);
+    EXPECT_EQ(o.reason, c.reason) << c.what;
+    EXPECT_EQ(o.exitCode, c.exitCode) << c.what;
+  }
+  Observation running = ObservationFromInspect(Inspect("running", 0));
+  EXPECT_EQ(running.startedAt, started);
+  EXPECT_FALSE(running.finishedAt.has_value());
+  ASSERT_EQ(running.references.size(), 1u);
+  EXPECT_EQ(running.references[0].type, "Container");
+  EXPECT_EQ(running.references[0].id, "c0ffee");
+  Observation done = ObservationFromInspect(Inspect("exited", 3));
+  EXPECT_EQ(done.startedAt, started);
+  EXPECT_EQ(done.finishedAt, finished);
+  EXPECT_NE(done.message.find("3"), std::string::npos);
+  EXPECT_FALSE(ObservationFromInspect(Inspect("created", 0)).startedAt.has_value());
+}
+
+TEST(ParseEngineTimeTest, ZeroTimeIsNever) {
+  EXPECT_FALSE(ParseEngineTime("0001-01-01T00:00:00Z").has_value());
+  EXPECT_FALSE(ParseEngineTime("").has_value());
+  EXPECT_FALSE(ParseEngineTime("yesterday").has_value());
+  auto t = ParseEngineTime("2026-11-29T08:12:05.999999999Z");
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->time_since_epoch().count() % 60, 5) << "fractions are truncated";
+}
+
+}  // namespace
+}  // namespace ayatori::adapters::docker

@@ -1,0 +1,192 @@
+#include "adapters/docker/registry_auth.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace ayatori::adapters::docker {
+namespace {
+
+SensitiveString Config(const nlohmann::json& auths) {
+  return SensitiveString(nlohmann::json{{"auths", auths}}.dump());
+}
+
+std::string AuthOf(const std::string& user, const std::string& password) {
+  return Base64Encode(user + ":" + password);
+}
+
+ImageReference Ref(const std::string& image) {
+  auto r = ParseImageReference(image);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? *r : ImageReference{};
+}
+
+TEST(ImageReferenceTest, NormalisesLikeDocker) {
+  struct Case {
+    std::string image, name, registry, path, pullTag;
+  } cases[] = {
+      {"alpine", "alpine", "docker.io", "library/alpine", "latest"},
+      {"alpine:3.22", "alpine", "docker.io", "library/alpine", "3.22"},
+      {"docker.io/library/alpine:3.22", "docker.io/library/alpine", "docker.io", "library/alpine",
+       "3.22"},
+      {"index.docker.io/team/app", "index.docker.io/team/app", "docker.io", "team/app", "latest"},
+      {"team/app:v1", "team/app", "docker.io", "team/app", "v1"},
+      {"127.0.0.1:5000/ayatori/private:1", "127.0.0.1:5000/ayatori/private", "127.0.0.1:5000",
+       "ayatori/private", "1"},
+      {"localhost/x", "localhost/x", "localhost", "x", "latest"},
+      {"Registry.Example.COM/a/b/c@sha256:abcd", "Registry.Example.COM/a/b/c",
+       "registry.example.com", "a/b/c", "sha256:abcd"},
+      {"r.io/a:tag@sha256:abcd", "r.io/a", "r.io", "a", "sha256:abcd"},
+  };
+  for (const auto& c : cases) {
+    auto r = ParseImageReference(c.image);
+    ASSERT_TRUE(r.ok()) << c.image << ": " << r.status().ToString();
+    EXPECT_EQ(r->name, c.name) << c.image;
+    EXPECT_EQ(r->registry, c.registry) << c.image;
+    EXPECT_EQ(r->path, c.path) << c.image;
+    EXPECT_EQ(r->PullTag(), c.pullTag) << c.image;
+  }
+}
+
+TEST(ImageReferenceTest, RejectsMalformedReferences) {
+  for (const char* bad : {"", "a b", "x:", "/x", "x/", "a//b", "x@nodigest"}) {
+    EXPECT_FALSE(ParseImageReference(bad).ok()) << "\"" << bad << "\"";
+  }
+}
+
+TEST(RegistryKeyTest, NormalisesDockerConfigKeys) {
+  EXPECT_EQ(NormalizeRegistryKey("https://index.docker.io/v1/").host, "docker.io");
+  EXPECT_EQ(NormalizeRegistryKey("https://index.docker.io/v1/").pathPrefix, "");
+  EXPECT_EQ(NormalizeRegistryKey("index.docker.io").host, "docker.io");
+  EXPECT_EQ(NormalizeRegistryKey("registry-1.docker.io").host, "docker.io");
+  EXPECT_EQ(NormalizeRegistryKey("docker.io").host, "docker.io");
+  EXPECT_EQ(NormalizeRegistryKey("http://127.0.0.1:5000").host, "127.0.0.1:5000");
+  EXPECT_EQ(NormalizeRegistryKey("127.0.0.1:5000/v2/").pathPrefix, "");
+  auto team = NormalizeRegistryKey("Registry.Example.com/team/");
+  EXPECT_EQ(team.host, "registry.example.com");
+  EXPECT_EQ(team.pathPrefix, "team");
+}
+
+TEST(SelectRegistryCredentialsTest, NoSecretsMeansAnonymous) {
+  auto r = SelectRegistryCredentials({}, Ref("alpine"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->has_value());
+}
+
+TEST(SelectRegistryCredentialsTest, MatchesTheImagesRegistryByAuthField) {
+  auto r = SelectRegistryCredentials(
+      {Config({{"other.io", {{"auth", AuthOf("x", "y")}}},
+               {"127.0.0.1:5000", {{"auth", AuthOf("alice", "s3:cr:et")}}}})},
+      Ref("127.0.0.1:5000/ayatori/private:1"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->has_value());
+  EXPECT_EQ((*r)->username, "alice");
+  EXPECT_EQ((*r)->password.reveal(), "s3:cr:et")
+      << "only the first ':' separates user and password";
+  EXPECT_EQ((*r)->serverAddress, "127.0.0.1:5000");
+}
+
+TEST(SelectRegistryCredentialsTest, AcceptsUsernameAndPasswordFields) {
+  auto r = SelectRegistryCredentials(
+      {Config({{"https://registry.example.com", {{"username", "bob"}, {"password", "pw"}}}})},
+      Ref("registry.example.com/app"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->has_value());
+  EXPECT_EQ((*r)->username, "bob");
+  EXPECT_EQ((*r)->password.reveal(), "pw");
+}
+
+TEST(SelectRegistryCredentialsTest, DockerHubKeysMatchImagesWithoutRegistry) {
+  for (const char* key : {"https://index.docker.io/v1/", "index.docker.io", "docker.io"}) {
+    auto r = SelectRegistryCredentials({Config({{key, {{"auth", AuthOf("hub", "pw")}}}})},
+                                       Ref("alpine:3.22"));
+    ASSERT_TRUE(r.ok()) << key << ": " << r.status().ToString();
+    ASSERT_TRUE(r->has_value()) << key;
+    EXPECT_EQ((*r)->username, "hub");
+    EXPECT_EQ((*r)->serverAddress, "https://index.docker.io/v1/");
+  }
+}
+
+TEST(SelectRegistryCredentialsTest, LaterSecretsAreSearchedAndTheLongestPathPrefixWins) {
+  auto r =
+      SelectRegistryCredentials({Config({{"other.io", {{"auth", AuthOf("o", "o")}}}}),
+                                 Config({{"r.io", {{"auth", AuthOf("general", "g")}}},
+                                         {"r.io/team", {{"auth", AuthOf("team", "t")}}},
+                                         {"r.io/teamother", {{"auth", AuthOf("wrong", "w")}}}})},
+                                Ref("r.io/team/app:1"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->has_value());
+  EXPECT_EQ((*r)->username, "team");
+}
+
+TEST(SelectRegistryCredentialsTest, NoMatchingRegistryIsAnErrorNotAnonymous) {
+  auto r = SelectRegistryCredentials({Config({{"other.io", {{"auth", AuthOf("u", "topsecret")}}}})},
+                                     Ref("127.0.0.1:5000/ayatori/private:1"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("127.0.0.1:5000"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("other.io"), std::string::npos) << r.status().message();
+  EXPECT_EQ(r.status().message().find("topsecret"), std::string::npos);
+  // A registry on another port is another registry.
+  EXPECT_FALSE(
+      SelectRegistryCredentials({Config({{"127.0.0.1:5001", {{"auth", AuthOf("u", "p")}}}})},
+                                Ref("127.0.0.1:5000/x"))
+          .ok());
+}
+
+TEST(SelectRegistryCredentialsTest, MalformedSecretsAreErrorsThatDoNotQuoteThem) {
+  const std::string secret = "hunter2-secret";
+  std::vector<SensitiveString> malformed = {
+      SensitiveString("{not json " + secret),
+      SensitiveString("[\"" + secret + "\"]"),
+      SensitiveString(nlohmann::json{{secret, {{"auth", AuthOf("u", "p")}}}}.dump()),  // no auths
+      Config({{"r.io", {{"auth", "!!!" + secret}}}}),                                  // not base64
+      Config({{"r.io", {{"auth", Base64Encode("no-colon-" + secret)}}}}),
+      Config({{"r.io", {{"email", secret}}}}),  // no credentials at all
+      Config({{"r.io", secret}}),
+  };
+  for (size_t i = 0; i < malformed.size(); ++i) {
+    auto r = SelectRegistryCredentials({malformed[i]}, Ref("r.io/app"));
+    ASSERT_FALSE(r.ok()) << "case " << i;
+    EXPECT_EQ(r.status().message().find(secret), std::string::npos)
+        << "case " << i << ": " << r.status().message();
+    EXPECT_NE(r.status().message().find("imagePullSecrets[0]"), std::string::npos)
+        << r.status().message();
+  }
+}
+
+TEST(RegistryAuthHeaderTest, IsBase64UrlOfTheDockerAuthConfig) {
+  RegistryCredentials c;
+  c.username = "alice";
+  c.password = SensitiveString("p?>>?w");  // bytes that differ between base64 alphabets
+  c.serverAddress = "127.0.0.1:5000";
+  std::string header = RegistryAuthHeaderValue(c).reveal();
+  EXPECT_EQ(header.find_first_of("+/"), std::string::npos) << header;
+  std::string standard = header;
+  for (char& ch : standard) {
+    if (ch == '-') ch = '+';
+    if (ch == '_') ch = '/';
+  }
+  auto decoded = Base64Decode(standard);
+  ASSERT_TRUE(decoded.has_value());
+  auto doc = nlohmann::json::parse(*decoded);
+  EXPECT_EQ(doc["username"], "alice");
+  EXPECT_EQ(doc["password"], "p?>>?w");
+  EXPECT_EQ(doc["serveraddress"], "127.0.0.1:5000");
+}
+
+TEST(Base64Test, RoundTripsAndRejectsGarbage) {
+  for (const std::string& s : std::vector<std::string>{"", "a", "ab", "abc", "abcd", "user:pass",
+                                                       std::string("\0\xff\x10", 3)}) {
+    auto d = Base64Decode(Base64Encode(s));
+    ASSERT_TRUE(d.has_value()) << s;
+    EXPECT_EQ(*d, s);
+  }
+  EXPECT_EQ(Base64Encode("user:pass"), "dXNlcjpwYXNz");
+  EXPECT_EQ(Base64Decode("dXNlcjpwYXNz").value_or(""), "user:pass");
+  EXPECT_EQ(Base64Decode("dXNlcjpwYXN").value_or(""), "user:pas") << "padding is optional";
+  EXPECT_FALSE(Base64Decode("dX*l").has_value());
+  EXPECT_FALSE(Base64Decode("a").has_value());
+}
+
+}  // namespace
+}  // namespace ayatori::adapters::docker
