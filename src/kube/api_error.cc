@@ -1,0 +1,93 @@
+#include "kube/api_error.h"
+
+#include <string>
+
+namespace ayatori::kube {
+
+StatusCode CodeFor(int httpCode, std::string_view reason) {
+  if (reason == "AlreadyExists") return StatusCode::kAlreadyExists;
+  if (reason == "Expired" || reason == "Gone") return StatusCode::kGone;
+  if (reason == "NotFound") return StatusCode::kNotFound;
+  if (reason == "Conflict") return StatusCode::kConflict;
+  if (reason == "Invalid") return StatusCode::kInvalid;
+  if (reason == "Forbidden") return StatusCode::kForbidden;
+  if (reason == "Unauthorized") return StatusCode::kUnauthorized;
+  if (reason == "TooManyRequests") return StatusCode::kTooManyRequests;
+  switch (httpCode) {
+    case 400:
+    case 405:
+    case 406:
+    case 413:
+    case 415:
+      return StatusCode::kInvalidArgument;
+    case 401:
+      return StatusCode::kUnauthorized;
+    case 403:
+      return StatusCode::kForbidden;
+    case 404:
+      return StatusCode::kNotFound;
+    case 409:
+      return StatusCode::kConflict;
+    case 410:
+      return StatusCode::kGone;
+    case 422:
+      return StatusCode::kInvalid;
+    case 429:
+      return StatusCode::kTooManyRequests;
+    default:
+      break;
+  }
+  if (httpCode >= 500) return StatusCode::kServerError;
+  if (httpCode >= 400) return StatusCode::kInvalidArgument;
+  return StatusCode::kInternal;
+}
+
+ApiError DecodeStatusObject(const nlohmann::json& s) {
+  ApiError e;
+  if (s.is_object()) {
+    e.httpCode = s.value("code", 0);
+    e.reason = s.value("reason", "");
+    e.message = s.value("message", "");
+    auto details = s.find("details");
+    if (details != s.end() && details->is_object()) {
+      e.retryAfterSeconds = details->value("retryAfterSeconds", 0);
+      auto causes = details->find("causes");
+      if (causes != details->end() && causes->is_array()) {
+        for (const auto& c : *causes) {
+          if (!c.is_object()) continue;
+          e.causes.push_back({c.value("reason", ""), c.value("message", ""), c.value("field", "")});
+        }
+      }
+    }
+  }
+  e.code = CodeFor(e.httpCode, e.reason);
+  if (e.message.empty()) {
+    e.message = "the server reported " + (e.reason.empty() ? "an error" : e.reason) + " (HTTP " +
+                std::to_string(e.httpCode) + ")";
+  }
+  return e;
+}
+
+ApiError DecodeApiError(int httpCode, std::string_view body) {
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_object() && j.value("kind", "") == "Status") {
+    ApiError e = DecodeStatusObject(j);
+    // The HTTP code is authoritative for the class when the body's code is missing or odd.
+    if (e.httpCode == 0 || e.httpCode != httpCode) {
+      e.httpCode = httpCode;
+      e.code = CodeFor(httpCode, e.reason);
+    }
+    return e;
+  }
+  ApiError e;
+  e.httpCode = httpCode;
+  e.code = CodeFor(httpCode, "");
+  std::string excerpt(body.substr(0, 200));
+  for (char& c : excerpt) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  e.message = "HTTP " + std::to_string(httpCode) + (excerpt.empty() ? "" : ": " + excerpt);
+  return e;
+}
+
+}  // namespace ayatori::kube

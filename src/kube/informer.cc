@@ -1,0 +1,394 @@
+#include "kube/informer.h"
+
+#include <cstdio>
+#include <exception>
+#include <random>
+
+#include "kube/resource.h"
+
+namespace ayatori::kube {
+namespace {
+
+struct Meta {
+  std::string ns, name, resourceVersion;
+};
+
+Meta MetaOf(const nlohmann::json& obj) {
+  Meta m;
+  auto md = obj.find("metadata");
+  if (md == obj.end() || !md->is_object()) return m;
+  m.ns = md->value("namespace", "");
+  m.name = md->value("name", "");
+  m.resourceVersion = md->value("resourceVersion", "");
+  return m;
+}
+
+}  // namespace
+
+InformerCore::InformerCore(KubeClient& client, ResourceRef ref, InformerOptions options,
+                           Decoder decode)
+    : client_(client),
+      ref_(std::move(ref)),
+      options_(std::move(options)),
+      decode_(std::move(decode)) {
+  name_ = options_.name.empty() ? ref_.GroupResource() : options_.name;
+  if (!options_.namespace_.empty()) name_ += " in " + options_.namespace_;
+}
+
+InformerCore::~InformerCore() { Stop(); }
+
+void InformerCore::Log(const std::string& line) const {
+  std::string msg = "informer " + name_ + ": " + line;
+  if (options_.log) {
+    options_.log(msg);
+  } else {
+    std::fprintf(stderr, "%s\n", msg.c_str());
+  }
+}
+
+void InformerCore::AddHandlers(Handlers handlers) {
+  std::lock_guard hl(handlersMu_);
+  if (handlers.onAdd) {
+    std::vector<std::pair<std::string, Object>> snapshot;
+    {
+      std::shared_lock lock(cacheMu_);
+      snapshot.reserve(cache_.size());
+      for (const auto& [k, e] : cache_) snapshot.emplace_back(k, e.obj);
+    }
+    for (const auto& [k, o] : snapshot) handlers.onAdd(k, o);
+  }
+  handlers_.push_back(std::move(handlers));
+}
+
+void InformerCore::AddIndex(const std::string& name, IndexFunc fn) {
+  std::unique_lock lock(cacheMu_);
+  Index& idx = indexes_[name];
+  idx.fn = std::move(fn);
+  idx.keys.clear();
+  for (const auto& [k, e] : cache_) {
+    for (auto& v : idx.fn(e.obj)) idx.keys[v].insert(k);
+  }
+}
+
+void InformerCore::IndexAddLocked(const std::string& key, const Object& obj) {
+  for (auto& [_, idx] : indexes_) {
+    for (auto& v : idx.fn(obj)) idx.keys[v].insert(key);
+  }
+}
+
+void InformerCore::IndexRemoveLocked(const std::string& key, const Object& obj) {
+  for (auto& [_, idx] : indexes_) {
+    for (auto& v : idx.fn(obj)) {
+      auto it = idx.keys.find(v);
+      if (it == idx.keys.end()) continue;
+      it->second.erase(key);
+      if (it->second.empty()) idx.keys.erase(it);
+    }
+  }
+}
+
+void InformerCore::Start() {
+  if (thread_.joinable()) return;
+  thread_ = std::jthread([this](std::stop_token stop) { Run(stop); });
+}
+
+void InformerCore::Stop() {
+  if (!thread_.joinable()) return;
+  thread_.request_stop();
+  thread_.join();
+}
+
+bool InformerCore::HasSynced() const {
+  std::lock_guard lock(stateMu_);
+  return synced_;
+}
+
+bool InformerCore::WaitForSync(std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(stateMu_);
+  return syncedCv_.wait_for(lock, timeout, [this] { return synced_; });
+}
+
+InformerCore::Object InformerCore::Get(std::string_view key) const {
+  std::shared_lock lock(cacheMu_);
+  auto it = cache_.find(std::string(key));
+  return it == cache_.end() ? nullptr : it->second.obj;
+}
+
+std::vector<InformerCore::Object> InformerCore::List() const {
+  std::shared_lock lock(cacheMu_);
+  std::vector<Object> out;
+  out.reserve(cache_.size());
+  for (const auto& [_, e] : cache_) out.push_back(e.obj);
+  return out;
+}
+
+std::vector<std::string> InformerCore::Keys() const {
+  std::shared_lock lock(cacheMu_);
+  std::vector<std::string> out;
+  out.reserve(cache_.size());
+  for (const auto& [k, _] : cache_) out.push_back(k);
+  return out;
+}
+
+std::vector<InformerCore::Object> InformerCore::ByIndex(const std::string& index,
+                                                        const std::string& value) const {
+  std::shared_lock lock(cacheMu_);
+  std::vector<Object> out;
+  auto idx = indexes_.find(index);
+  if (idx == indexes_.end()) return out;
+  auto keys = idx->second.keys.find(value);
+  if (keys == idx->second.keys.end()) return out;
+  for (const auto& k : keys->second) {
+    auto it = cache_.find(k);
+    if (it != cache_.end()) out.push_back(it->second.obj);
+  }
+  return out;
+}
+
+size_t InformerCore::Size() const {
+  std::shared_lock lock(cacheMu_);
+  return cache_.size();
+}
+
+InformerStats InformerCore::Stats() const {
+  std::lock_guard lock(stateMu_);
+  return stats_;
+}
+
+void InformerCore::AbortWatchForTest() {
+  std::lock_guard lock(stateMu_);
+  if (currentWatch_ != nullptr) currentWatch_->request_stop();
+}
+
+InformerCore::Object InformerCore::Decode(nlohmann::json& obj) {
+  auto md = obj.find("metadata");
+  if (md != obj.end() && md->is_object()) {
+    md->erase("managedFields");
+    auto ann = md->find("annotations");
+    if (ann != md->end() && ann->is_object()) {
+      for (const auto& a : options_.dropAnnotations) ann->erase(a);
+    }
+  }
+  try {
+    return decode_(obj);
+  } catch (const std::exception& e) {
+    Log(std::string("decode failed: ") + e.what());
+    return nullptr;
+  }
+}
+
+bool InformerCore::SleepFor(std::stop_token stop, std::chrono::milliseconds d) {
+  std::mutex m;
+  std::condition_variable_any cv;
+  std::unique_lock lock(m);
+  cv.wait_for(lock, stop, d, [] { return false; });
+  return !stop.stop_requested();
+}
+
+Status InformerCore::ListAndReplace(std::stop_token stop) {
+  std::unordered_map<std::string, Entry> fresh;
+  uint64_t decodeErrors = 0;
+  ListOptions lo;
+  lo.labelSelector = options_.labelSelector;
+  lo.fieldSelector = options_.fieldSelector;
+  lo.limit = options_.pageSize;
+  auto rv = ListAll(client_, ref_, options_.namespace_, lo, [&](nlohmann::json&& item) {
+    Meta m = MetaOf(item);
+    Object o = Decode(item);
+    if (o == nullptr) {
+      ++decodeErrors;
+      return;
+    }
+    fresh[ObjectKey(m.ns, m.name)] = Entry{std::move(o), std::move(m.resourceVersion)};
+  });
+  if (!rv.ok()) return rv.status();
+  if (stop.stop_requested()) return Status(StatusCode::kCancelled, "stopped");
+
+  // Swap the cache, remembering what changed for the handlers.
+  std::vector<std::pair<std::string, Object>> added, deleted;
+  std::vector<std::tuple<std::string, Object, Object>> updated;
+  {
+    std::unique_lock lock(cacheMu_);
+    for (const auto& [k, e] : fresh) {
+      auto old = cache_.find(k);
+      if (old == cache_.end()) {
+        added.emplace_back(k, e.obj);
+      } else if (old->second.resourceVersion != e.resourceVersion) {
+        updated.emplace_back(k, old->second.obj, e.obj);
+      }
+    }
+    for (const auto& [k, e] : cache_) {
+      if (fresh.find(k) == fresh.end()) deleted.emplace_back(k, e.obj);
+    }
+    cache_.swap(fresh);
+    for (auto& [_, idx] : indexes_) idx.keys.clear();
+    for (const auto& [k, e] : cache_) IndexAddLocked(k, e.obj);
+  }
+  fresh.clear();
+  {
+    std::lock_guard hl(handlersMu_);
+    for (const auto& h : handlers_) {
+      if (h.onAdd) {
+        for (const auto& [k, o] : added) h.onAdd(k, o);
+      }
+      if (h.onUpdate) {
+        for (const auto& [k, o, n] : updated) h.onUpdate(k, o, n);
+      }
+      if (h.onDelete) {
+        for (const auto& [k, o] : deleted) h.onDelete(k, o);
+      }
+    }
+  }
+  {
+    std::lock_guard lock(stateMu_);
+    ++stats_.lists;
+    stats_.decodeErrors += decodeErrors;
+    stats_.lastResourceVersion = *rv;
+    synced_ = true;
+  }
+  syncedCv_.notify_all();
+  return Status::Ok();
+}
+
+bool InformerCore::HandleEvent(WatchEvent&& ev) {
+  Meta m = MetaOf(ev.object);
+  if (ev.type == WatchEventType::kBookmark) {
+    std::lock_guard lock(stateMu_);
+    ++stats_.bookmarks;
+    if (!m.resourceVersion.empty()) stats_.lastResourceVersion = m.resourceVersion;
+    return true;
+  }
+  const std::string key = ObjectKey(m.ns, m.name);
+  Object decoded = Decode(ev.object);
+  if (decoded == nullptr && ev.type != WatchEventType::kDeleted) {
+    std::lock_guard lock(stateMu_);
+    ++stats_.decodeErrors;
+    stats_.lastResourceVersion = m.resourceVersion;
+    return true;
+  }
+  Object old;
+  {
+    std::unique_lock lock(cacheMu_);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) {
+      old = it->second.obj;
+      IndexRemoveLocked(key, old);
+    }
+    if (ev.type == WatchEventType::kDeleted) {
+      if (it != cache_.end()) cache_.erase(it);
+    } else {
+      if (it != cache_.end()) {
+        it->second = Entry{decoded, m.resourceVersion};
+      } else {
+        cache_.emplace(key, Entry{decoded, m.resourceVersion});
+      }
+      IndexAddLocked(key, decoded);
+    }
+  }
+  {
+    std::lock_guard hl(handlersMu_);
+    for (const auto& h : handlers_) {
+      if (ev.type == WatchEventType::kDeleted) {
+        Object last = decoded != nullptr ? decoded : old;
+        if (h.onDelete && last != nullptr) h.onDelete(key, last);
+      } else if (old == nullptr) {
+        if (h.onAdd) h.onAdd(key, decoded);
+      } else if (h.onUpdate) {
+        h.onUpdate(key, old, decoded);
+      }
+    }
+  }
+  std::lock_guard lock(stateMu_);
+  ++stats_.events;
+  stats_.lastResourceVersion = m.resourceVersion;
+  return true;
+}
+
+Status InformerCore::WatchOnce(std::stop_token stop) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  const int64_t base = std::max<int64_t>(1, options_.watchTimeout.count());
+  WatchOptions wo;
+  wo.labelSelector = options_.labelSelector;
+  wo.fieldSelector = options_.fieldSelector;
+  wo.allowWatchBookmarks = true;
+  wo.timeoutSeconds = base + static_cast<int64_t>(rng() % static_cast<uint64_t>(base));
+
+  std::stop_source watchStop;
+  std::stop_callback forward(stop, [&watchStop] { watchStop.request_stop(); });
+  {
+    std::lock_guard lock(stateMu_);
+    wo.resourceVersion = stats_.lastResourceVersion;
+    currentWatch_ = &watchStop;
+    ++stats_.watches;
+  }
+  Status s = client_.Watch(ref_, options_.namespace_, wo, watchStop.get_token(),
+                           [this](WatchEvent&& ev) { return HandleEvent(std::move(ev)); });
+  {
+    std::lock_guard lock(stateMu_);
+    currentWatch_ = nullptr;
+  }
+  return s;
+}
+
+void InformerCore::Run(std::stop_token stop) {
+  std::chrono::milliseconds backoff = options_.initialBackoff;
+  auto growBackoff = [&] { backoff = std::min(backoff * 2, options_.maxBackoff); };
+  bool needList = true;
+  while (!stop.stop_requested()) {
+    if (needList) {
+      Status s = ListAndReplace(stop);
+      if (stop.stop_requested()) break;
+      if (!s.ok()) {
+        {
+          std::lock_guard lock(stateMu_);
+          ++stats_.listErrors;
+        }
+        Log("list failed (retrying in " + std::to_string(backoff.count()) +
+            " ms): " + s.ToString());
+        SleepFor(stop, backoff);
+        growBackoff();
+        continue;
+      }
+      needList = false;
+      backoff = options_.initialBackoff;
+    }
+    auto started = std::chrono::steady_clock::now();
+    uint64_t eventsBefore = Stats().events;
+    Status s = WatchOnce(stop);
+    if (stop.stop_requested()) break;
+    if (s.ok() || s.code() == StatusCode::kCancelled) {
+      // The server's timeout, or a stream aborted by AbortWatchForTest: resume. Guard against a
+      // server that closes every watch at once.
+      if (std::chrono::steady_clock::now() - started < std::chrono::seconds(1) &&
+          Stats().events == eventsBefore && s.ok()) {
+        SleepFor(stop, backoff);
+        growBackoff();
+      } else {
+        backoff = options_.initialBackoff;
+      }
+      continue;
+    }
+    if (s.code() == StatusCode::kGone) {
+      {
+        std::lock_guard lock(stateMu_);
+        ++stats_.relistsAfterGone;
+        Log("resourceVersion " + stats_.lastResourceVersion + " is too old (" + s.message() +
+            "); relisting");
+      }
+      needList = true;
+      continue;
+    }
+    {
+      std::lock_guard lock(stateMu_);
+      ++stats_.watchErrors;
+    }
+    Log("watch failed (retrying in " + std::to_string(backoff.count()) + " ms): " + s.ToString());
+    SleepFor(stop, backoff);
+    growBackoff();
+    // Transport failures (API server restarting) resume from the last resourceVersion; errors
+    // from the server (Forbidden, ...) start over with a list, like client-go.
+    if (s.code() != StatusCode::kUnavailable) needList = true;
+  }
+}
+
+}  // namespace ayatori::kube

@@ -1,0 +1,39 @@
+// Resource addressing: ResourceRef + namespace + name -> URL path, query strings, cache keys, and
+// the ResourceRefs of the built-in kinds this project talks to.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ayatori/kube_client.h"
+
+namespace ayatori::kube {
+
+// /api/v1/namespaces/{ns}/{resource}/{name}/{subresource} or /apis/{group}/{version}/...; the
+// namespace segment is left out for cluster-scoped resources and when `ns` is empty (all
+// namespaces); name and subresource are optional. Segments are percent-encoded.
+std::string ResourcePath(const ResourceRef& ref, std::string_view ns, std::string_view name = {},
+                         std::string_view subresource = {});
+
+// Percent-encodes a query value or path segment (RFC 3986 unreserved characters pass).
+std::string UrlEncode(std::string_view s);
+
+// Builds "?a=1&b=2" from the non-empty values (empty string when all are empty).
+std::string QueryString(const std::vector<std::pair<std::string, std::string>>& params);
+
+// The cache and workqueue key of an object: "namespace/name", or "name" when cluster-scoped.
+std::string ObjectKey(std::string_view ns, std::string_view name);
+// The inverse of ObjectKey: {"", name} for a key without '/'.
+std::pair<std::string, std::string> SplitObjectKey(std::string_view key);
+
+// Built-in kinds.
+ResourceRef ConfigMapsResource();
+ResourceRef SecretsResource();
+ResourceRef NamespacesResource();
+ResourceRef LeasesResource();                     // coordination.k8s.io/v1
+ResourceRef EventsResource();                     // events.k8s.io/v1
+ResourceRef CustomResourceDefinitionsResource();  // apiextensions.k8s.io/v1
+
+}  // namespace ayatori::kube

@@ -1,0 +1,383 @@
+#include "kube/rest_client.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "kube/api_error.h"
+#include "kube/resource.h"
+
+namespace ayatori::kube {
+namespace {
+
+const Clock& ClockOr(const Clock* c) { return c != nullptr ? *c : SystemClock::Instance(); }
+
+bool Is2xx(int code) { return code >= 200 && code < 300; }
+
+// Retry-After in seconds (the API server sends an integer); -1 if absent or not a number.
+int ParseRetryAfter(const std::string& v) {
+  if (v.empty() || v.size() > 9) return -1;
+  int n = 0;
+  for (char c : v) {
+    if (c < '0' || c > '9') return -1;
+    n = n * 10 + (c - '0');
+  }
+  return n;
+}
+
+std::string TrimToken(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+const char* PatchContentType(PatchType t) {
+  switch (t) {
+    case PatchType::kMerge:
+      return "application/merge-patch+json";
+    case PatchType::kJson:
+      return "application/json-patch+json";
+    case PatchType::kStrategicMerge:
+      return "application/strategic-merge-patch+json";
+    case PatchType::kApply:
+      return "application/apply-patch+yaml";
+  }
+  return "application/merge-patch+json";
+}
+
+}  // namespace
+
+std::unique_ptr<RestClient> RestClient::New(const RestConfig& config, RestClientOptions options) {
+  CurlTransportOptions t;
+  t.connectTimeout = options.connectTimeout;
+  return std::make_unique<RestClient>(config, std::move(options), NewCurlTransport(config, t));
+}
+
+RestClient::RestClient(const RestConfig& config, RestClientOptions options,
+                       std::unique_ptr<HttpTransport> transport)
+    : config_(config),
+      options_(std::move(options)),
+      transport_(std::move(transport)),
+      limiter_(options_.qps, options_.burst, ClockOr(options_.clock)) {}
+
+std::string RestClient::BearerToken() {
+  if (config_.bearerTokenFile.empty()) return config_.bearerToken;
+  struct stat st {};
+  std::lock_guard lock(tokenMu_);
+  if (stat(config_.bearerTokenFile.c_str(), &st) != 0) {
+    return fileToken_.empty() ? config_.bearerToken : fileToken_;  // keep the last good token
+  }
+  FileStamp stamp{static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size),
+                  static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+  if (!(stamp == tokenStamp_)) {
+    std::ifstream in(config_.bearerTokenFile);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    std::string token = TrimToken(ss.str());
+    if (in && !token.empty()) {
+      fileToken_ = std::move(token);
+      tokenStamp_ = stamp;
+    }
+  }
+  return fileToken_.empty() ? config_.bearerToken : fileToken_;
+}
+
+std::vector<std::pair<std::string, std::string>> RestClient::Headers(std::string_view contentType) {
+  std::vector<std::pair<std::string, std::string>> h;
+  h.emplace_back("Accept", "application/json");
+  h.emplace_back("User-Agent", options_.userAgent);
+  if (!contentType.empty()) h.emplace_back("Content-Type", std::string(contentType));
+  std::string token = BearerToken();
+  if (!token.empty()) h.emplace_back("Authorization", "Bearer " + token);
+  return h;
+}
+
+void RestClient::Record(const Target& t, int httpCode, std::chrono::nanoseconds latency,
+                        int attempt) {
+  {
+    std::lock_guard lock(countsMu_);
+    ++counts_[{std::string(t.verb), httpCode == 0 ? "<error>" : std::to_string(httpCode)}];
+  }
+  if (observer_) {
+    std::string resource = t.ref != nullptr ? t.ref->GroupResource() : "";
+    observer_(
+        RequestRecord{t.verb, resource, t.ns, t.name, t.subresource, httpCode, latency, attempt});
+  }
+}
+
+std::map<std::pair<std::string, std::string>, uint64_t> RestClient::RequestCounts() const {
+  std::lock_guard lock(countsMu_);
+  return counts_;
+}
+
+uint64_t RestClient::RequestCount(std::string_view verb, std::string_view code) const {
+  std::lock_guard lock(countsMu_);
+  auto it = counts_.find({std::string(verb), std::string(code)});
+  return it == counts_.end() ? 0 : it->second;
+}
+
+StatusOr<HttpResponse> RestClient::Execute(const Target& target, const char* method,
+                                           std::string url, std::string body,
+                                           std::string_view contentType) {
+  HttpRequest req;
+  req.method = method;
+  req.url = std::move(url);
+  req.body = std::move(body);
+  req.timeout = options_.timeout;
+  for (int attempt = 0;; ++attempt) {
+    limiter_.Wait();
+    req.headers = Headers(contentType);
+    auto start = std::chrono::steady_clock::now();
+    auto resp = transport_->Do(req);
+    auto latency = std::chrono::steady_clock::now() - start;
+    if (!resp.ok()) {
+      Record(target, 0, latency, attempt);
+      return resp.status();
+    }
+    Record(target, resp->status, latency, attempt);
+    if (Is2xx(resp->status)) return resp;
+    int retryAfter = ParseRetryAfter(resp->retryAfter);
+    if ((resp->status == 429 || resp->status >= 500) && retryAfter >= 0 &&
+        attempt < options_.maxRetries) {
+      auto delay = std::min<std::chrono::nanoseconds>(std::chrono::seconds(retryAfter),
+                                                      options_.maxRetryAfter);
+      if (options_.sleep) {
+        options_.sleep(delay);
+      } else {
+        std::this_thread::sleep_for(delay);
+      }
+      continue;
+    }
+    return DecodeApiError(resp->status, resp->body).ToStatus();
+  }
+}
+
+StatusOr<nlohmann::json> RestClient::ExecuteJson(const Target& target, const char* method,
+                                                 std::string url, std::string body,
+                                                 std::string_view contentType) {
+  auto resp = Execute(target, method, std::move(url), std::move(body), contentType);
+  if (!resp.ok()) return resp.status();
+  nlohmann::json j = nlohmann::json::parse(resp->body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    return Status(StatusCode::kInternal,
+                  std::string(method) + " " +
+                      std::string(target.ref ? target.ref->GroupResource() : "") +
+                      ": the server's response is not JSON");
+  }
+  return j;
+}
+
+StatusOr<nlohmann::json> RestClient::GetPath(std::string_view path) {
+  Target t{"get", nullptr, {}, {}, {}};
+  return ExecuteJson(t, "GET", config_.server + std::string(path), "", "");
+}
+
+StatusOr<nlohmann::json> RestClient::Get(const ResourceRef& ref, std::string_view ns,
+                                         std::string_view name) {
+  Target t{"get", &ref, ns, name, {}};
+  return ExecuteJson(t, "GET", config_.server + ResourcePath(ref, ns, name), "", "");
+}
+
+StatusOr<ObjectList> RestClient::List(const ResourceRef& ref, std::string_view ns,
+                                      const ListOptions& o) {
+  Target t{"list", &ref, ns, {}, {}};
+  std::string url = config_.server + ResourcePath(ref, ns) +
+                    QueryString({{"labelSelector", o.labelSelector},
+                                 {"fieldSelector", o.fieldSelector},
+                                 {"resourceVersion", o.resourceVersion},
+                                 {"resourceVersionMatch", o.resourceVersionMatch},
+                                 {"limit", o.limit > 0 ? std::to_string(o.limit) : ""},
+                                 {"continue", o.continueToken}});
+  auto j = ExecuteJson(t, "GET", std::move(url), "", "");
+  if (!j.ok()) return j.status();
+  ObjectList list;
+  auto meta = j->find("metadata");
+  if (meta != j->end() && meta->is_object()) {
+    list.resourceVersion = meta->value("resourceVersion", "");
+    list.continueToken = meta->value("continue", "");
+  }
+  auto items = j->find("items");
+  if (items != j->end() && items->is_array()) {
+    list.items.reserve(items->size());
+    // The list's kind is "XList"; items of built-in lists omit kind/apiVersion, so restore them.
+    std::string kind = j->value("kind", "");
+    if (kind.size() > 4 && kind.ends_with("List")) kind.resize(kind.size() - 4);
+    for (auto& item : *items) {
+      if (item.is_object()) {
+        if (!item.contains("kind") && !kind.empty()) item["kind"] = kind;
+        if (!item.contains("apiVersion")) item["apiVersion"] = ref.GroupVersion();
+      }
+      list.items.push_back(std::move(item));
+    }
+  }
+  return list;
+}
+
+namespace {
+std::string WriteQuery(const WriteOptions& o) {
+  return QueryString({{"fieldManager", o.fieldManager}, {"dryRun", o.dryRun ? "All" : ""}});
+}
+std::string NameOf(const nlohmann::json& object) {
+  auto m = object.find("metadata");
+  if (m == object.end() || !m->is_object()) return "";
+  return m->value("name", "");
+}
+}  // namespace
+
+StatusOr<nlohmann::json> RestClient::Create(const ResourceRef& ref, std::string_view ns,
+                                            const nlohmann::json& object,
+                                            const WriteOptions& options) {
+  Target t{"create", &ref, ns, {}, {}};
+  std::string name = NameOf(object);
+  t.name = name;
+  return ExecuteJson(t, "POST", config_.server + ResourcePath(ref, ns) + WriteQuery(options),
+                     object.dump(), "application/json");
+}
+
+StatusOr<nlohmann::json> RestClient::Update(const ResourceRef& ref, std::string_view ns,
+                                            const nlohmann::json& object,
+                                            const WriteOptions& options) {
+  std::string name = NameOf(object);
+  if (name.empty()) {
+    return Status(StatusCode::kInvalidArgument,
+                  "update of " + ref.GroupResource() + ": the object has no metadata.name");
+  }
+  Target t{"update", &ref, ns, name, {}};
+  return ExecuteJson(t, "PUT", config_.server + ResourcePath(ref, ns, name) + WriteQuery(options),
+                     object.dump(), "application/json");
+}
+
+StatusOr<nlohmann::json> RestClient::UpdateStatus(const ResourceRef& ref, std::string_view ns,
+                                                  const nlohmann::json& object,
+                                                  const WriteOptions& options) {
+  std::string name = NameOf(object);
+  if (name.empty()) {
+    return Status(StatusCode::kInvalidArgument,
+                  "status update of " + ref.GroupResource() + ": the object has no metadata.name");
+  }
+  Target t{"update", &ref, ns, name, "status"};
+  return ExecuteJson(t, "PUT",
+                     config_.server + ResourcePath(ref, ns, name, "status") + WriteQuery(options),
+                     object.dump(), "application/json");
+}
+
+StatusOr<nlohmann::json> RestClient::Patch(const ResourceRef& ref, std::string_view ns,
+                                           std::string_view name, PatchType type,
+                                           const nlohmann::json& patch,
+                                           const PatchOptions& options) {
+  Target t{"patch", &ref, ns, name, options.subresource};
+  std::string fieldManager = options.fieldManager;
+  if (type == PatchType::kApply && fieldManager.empty()) fieldManager = options_.userAgent;
+  std::string url = config_.server + ResourcePath(ref, ns, name, options.subresource) +
+                    QueryString({{"fieldManager", fieldManager},
+                                 {"force", options.force ? "true" : ""},
+                                 {"dryRun", options.dryRun ? "All" : ""}});
+  return ExecuteJson(t, "PATCH", std::move(url), patch.dump(), PatchContentType(type));
+}
+
+Status RestClient::Delete(const ResourceRef& ref, std::string_view ns, std::string_view name,
+                          const DeleteOptions& options) {
+  Target t{"delete", &ref, ns, name, {}};
+  nlohmann::json body = {{"kind", "DeleteOptions"}, {"apiVersion", "v1"}};
+  if (options.preconditionUid) body["preconditions"]["uid"] = *options.preconditionUid;
+  if (options.preconditionResourceVersion) {
+    body["preconditions"]["resourceVersion"] = *options.preconditionResourceVersion;
+  }
+  if (!options.propagationPolicy.empty()) body["propagationPolicy"] = options.propagationPolicy;
+  if (options.gracePeriodSeconds) body["gracePeriodSeconds"] = *options.gracePeriodSeconds;
+  if (options.dryRun) body["dryRun"] = {"All"};
+  auto resp = Execute(t, "DELETE", config_.server + ResourcePath(ref, ns, name), body.dump(),
+                      "application/json");
+  return resp.status();
+}
+
+Status RestClient::Watch(const ResourceRef& ref, std::string_view ns, const WatchOptions& o,
+                         std::stop_token stop, const WatchHandler& handler) {
+  Target t{"watch", &ref, ns, {}, {}};
+  HttpRequest req;
+  req.method = "GET";
+  req.url = config_.server + ResourcePath(ref, ns) +
+            QueryString(
+                {{"watch", "true"},
+                 {"resourceVersion", o.resourceVersion},
+                 {"allowWatchBookmarks", o.allowWatchBookmarks ? "true" : ""},
+                 {"labelSelector", o.labelSelector},
+                 {"fieldSelector", o.fieldSelector},
+                 {"timeoutSeconds", o.timeoutSeconds > 0 ? std::to_string(o.timeoutSeconds) : ""}});
+  // The server ends the stream after timeoutSeconds; the client limit only catches a server that
+  // went silent without closing the connection.
+  req.timeout = o.timeoutSeconds > 0 ? std::chrono::milliseconds((o.timeoutSeconds + 30) * 1000)
+                                     : std::chrono::milliseconds(0);
+  if (!limiter_.Wait(stop)) return Status(StatusCode::kCancelled, "watch stopped");
+  req.headers = Headers("");
+
+  std::string pending;  // bytes of an incomplete line
+  Status eventError;    // a watch ERROR event or an undecodable line
+  auto onLine = [&](std::string_view line) -> bool {
+    if (line.empty()) return true;
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object()) {
+      eventError = Status(StatusCode::kInternal,
+                          "watch " + ref.GroupResource() + ": undecodable event from the server");
+      return false;
+    }
+    std::string type = j.value("type", "");
+    auto obj = j.find("object");
+    if (obj == j.end()) {
+      eventError = Status(StatusCode::kInternal,
+                          "watch " + ref.GroupResource() + ": event without object (" + type + ")");
+      return false;
+    }
+    WatchEvent ev;
+    if (type == "ADDED") {
+      ev.type = WatchEventType::kAdded;
+    } else if (type == "MODIFIED") {
+      ev.type = WatchEventType::kModified;
+    } else if (type == "DELETED") {
+      ev.type = WatchEventType::kDeleted;
+    } else if (type == "BOOKMARK") {
+      ev.type = WatchEventType::kBookmark;
+    } else if (type == "ERROR") {
+      eventError = DecodeStatusObject(*obj).ToStatus();
+      return false;
+    } else {
+      eventError = Status(StatusCode::kInternal,
+                          "watch " + ref.GroupResource() + ": unknown event type " + type);
+      return false;
+    }
+    ev.object = std::move(*obj);
+    return handler(std::move(ev));
+  };
+  bool handlerEnded = false;
+  auto onData = [&](std::string_view chunk) -> bool {
+    pending.append(chunk);
+    size_t start = 0;
+    for (;;) {
+      size_t nl = pending.find('\n', start);
+      if (nl == std::string::npos) break;
+      if (!onLine(std::string_view(pending).substr(start, nl - start))) {
+        handlerEnded = true;
+        return false;
+      }
+      start = nl + 1;
+    }
+    pending.erase(0, start);
+    return true;
+  };
+  auto begin = std::chrono::steady_clock::now();
+  auto resp = transport_->Stream(req, stop, onData);
+  auto latency = std::chrono::steady_clock::now() - begin;
+  Record(t, resp.ok() ? resp->status : 0, latency, 0);
+  if (!resp.ok()) return resp.status();
+  if (!Is2xx(resp->status)) return DecodeApiError(resp->status, resp->body).ToStatus();
+  if (!eventError.ok()) return eventError;
+  if (!handlerEnded && !pending.empty()) {
+    onLine(pending);  // a final event without its newline
+    if (!eventError.ok()) return eventError;
+  }
+  return Status::Ok();
+}
+
+}  // namespace ayatori::kube

@@ -1,0 +1,91 @@
+// A rate-limited work queue of object keys with client-go's semantics
+// (k8s.io/client-go/util/workqueue):
+//  - a key is queued at most once (dirty set), and never handed to two workers at once;
+//  - a key added while it is being processed is queued again only after Done();
+//  - AddAfter delays an add; when a key is waiting more than once the earliest time wins;
+//  - AddRateLimited delays by the key's exponential backoff (base * 2^failures, capped), and
+//    Forget resets it after a success;
+//  - ShutDown makes Get return shutdown=true once the ready keys are handed out; later adds are
+//    ignored and waiting (delayed) keys are dropped.
+// Delays are measured with the Clock's steady time. Blocked Get() calls sleep until the earliest
+// delayed key is due; with a fake clock, call PromoteDue() after advancing it.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ayatori/clock.h"
+
+namespace ayatori::kube {
+
+struct WorkqueueOptions {
+  std::chrono::nanoseconds baseDelay = std::chrono::milliseconds(5);
+  std::chrono::nanoseconds maxDelay = std::chrono::seconds(1000);
+};
+
+class Workqueue {
+ public:
+  explicit Workqueue(const Clock& clock, WorkqueueOptions options = {});
+  Workqueue(const Workqueue&) = delete;
+  Workqueue& operator=(const Workqueue&) = delete;
+
+  void Add(const std::string& key);
+  void AddAfter(const std::string& key, std::chrono::nanoseconds delay);
+  // AddAfter(key, the key's next backoff delay) and counts a failure.
+  void AddRateLimited(const std::string& key);
+  // Clears the key's failure count (call after it was processed successfully).
+  void Forget(const std::string& key);
+  int NumRequeues(const std::string& key) const;
+  // The delay the next AddRateLimited(key) will use.
+  std::chrono::nanoseconds NextBackoff(const std::string& key) const;
+
+  struct Item {
+    std::string key;
+    bool shutdown = false;
+  };
+  // Blocks until a key is ready (or shutdown). The caller must call Done(key) when finished.
+  Item Get();
+  // Like Get but waits at most `timeout` of real time; nullopt when nothing became ready.
+  std::optional<Item> GetFor(std::chrono::nanoseconds timeout);
+  void Done(const std::string& key);
+
+  void ShutDown();
+  bool ShuttingDown() const;
+
+  // Moves delayed keys whose time has come into the ready queue; returns how many.
+  size_t PromoteDue();
+
+  size_t Len() const;         // ready keys (the depth metric)
+  size_t WaitingLen() const;  // delayed keys
+  size_t ProcessingLen() const;
+
+ private:
+  void AddLocked(const std::string& key);
+  size_t PromoteDueLocked(std::chrono::steady_clock::time_point now);
+  std::optional<std::chrono::steady_clock::time_point> NextDueLocked() const;
+  std::chrono::nanoseconds BackoffFor(int failures) const;
+
+  const Clock& clock_;
+  const WorkqueueOptions options_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::string> queue_;
+  std::unordered_set<std::string> dirty_;
+  std::unordered_set<std::string> processing_;
+  // Delayed keys: by due time, and each key's current due time (earliest wins).
+  std::multimap<std::chrono::steady_clock::time_point, std::string> waiting_;
+  std::unordered_map<std::string, std::chrono::steady_clock::time_point> waitingDue_;
+  std::unordered_map<std::string, int> failures_;
+  bool shuttingDown_ = false;
+};
+
+}  // namespace ayatori::kube

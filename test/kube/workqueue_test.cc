@@ -1,0 +1,220 @@
+#include "kube/workqueue.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <map>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "kube/testing/fake_clock.h"
+#include "test/kube/wait.h"
+
+namespace ayatori::kube {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::FakeClock;
+using testing::WaitUntil;
+
+TEST(WorkqueueTest, DeduplicatesKeysWaitingInTheQueue) {
+  FakeClock clock;
+  Workqueue q(clock);
+  q.Add("ns/a");
+  q.Add("ns/b");
+  q.Add("ns/a");
+  EXPECT_EQ(q.Len(), 2u);
+  auto first = q.Get();
+  auto second = q.Get();
+  EXPECT_EQ(first.key, "ns/a");
+  EXPECT_EQ(second.key, "ns/b");
+  EXPECT_FALSE(first.shutdown);
+  EXPECT_EQ(q.Len(), 0u);
+  EXPECT_EQ(q.ProcessingLen(), 2u);
+}
+
+TEST(WorkqueueTest, AddsWhileProcessingAreCoalescedAndRunAgainAfterDone) {
+  FakeClock clock;
+  Workqueue q(clock);
+  q.Add("k");
+  auto item = q.Get();
+  ASSERT_EQ(item.key, "k");
+  q.Add("k");
+  q.Add("k");
+  // Never handed out while it is being processed...
+  EXPECT_EQ(q.Len(), 0u);
+  EXPECT_FALSE(q.GetFor(20ms).has_value());
+  q.Done("k");
+  // ...and exactly once afterwards.
+  EXPECT_EQ(q.Len(), 1u);
+  EXPECT_EQ(q.Get().key, "k");
+  q.Done("k");
+  EXPECT_EQ(q.Len(), 0u);
+}
+
+TEST(WorkqueueTest, DoneWithoutNewAddsDoesNotRequeue) {
+  FakeClock clock;
+  Workqueue q(clock);
+  q.Add("k");
+  q.Get();
+  q.Done("k");
+  EXPECT_EQ(q.Len(), 0u);
+  EXPECT_EQ(q.ProcessingLen(), 0u);
+}
+
+TEST(WorkqueueTest, NoKeyIsProcessedByTwoWorkersAtOnce) {
+  FakeClock clock;
+  Workqueue q(clock);
+  std::mutex mu;
+  std::set<std::string> inFlight;
+  std::atomic<int> overlaps{0}, processed{0};
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 4; ++w) {
+    workers.emplace_back([&] {
+      for (;;) {
+        auto item = q.Get();
+        if (item.shutdown) return;
+        {
+          std::lock_guard lock(mu);
+          if (!inFlight.insert(item.key).second) ++overlaps;
+        }
+        std::this_thread::yield();
+        {
+          std::lock_guard lock(mu);
+          inFlight.erase(item.key);
+        }
+        ++processed;
+        q.Done(item.key);
+      }
+    });
+  }
+  for (int i = 0; i < 2000; ++i) q.Add("key-" + std::to_string(i % 5));
+  EXPECT_TRUE(WaitUntil([&] { return q.Len() == 0 && q.ProcessingLen() == 0; }));
+  q.ShutDown();
+  for (auto& t : workers) t.join();
+  EXPECT_EQ(overlaps.load(), 0);
+  EXPECT_GE(processed.load(), 5);
+}
+
+TEST(WorkqueueTest, BackoffGrowsExponentiallyFrom5msAndIsCappedAt1000s) {
+  FakeClock clock;
+  Workqueue q(clock);
+  std::vector<std::chrono::nanoseconds> delays;
+  for (int i = 0; i < 40; ++i) {
+    delays.push_back(q.NextBackoff("k"));
+    q.AddRateLimited("k");
+  }
+  EXPECT_EQ(delays[0], 5ms);
+  EXPECT_EQ(delays[1], 10ms);
+  EXPECT_EQ(delays[2], 20ms);
+  EXPECT_EQ(delays[10], 5ms * 1024);
+  for (size_t i = 1; i < delays.size(); ++i) EXPECT_GE(delays[i], delays[i - 1]);
+  EXPECT_EQ(delays.back(), 1000s);
+  EXPECT_EQ(q.NumRequeues("k"), 40);
+}
+
+TEST(WorkqueueTest, RateLimitedAddBecomesReadyAfterItsBackoff) {
+  FakeClock clock;
+  Workqueue q(clock);
+  q.AddRateLimited("k");  // 5 ms
+  EXPECT_EQ(q.Len(), 0u);
+  EXPECT_EQ(q.WaitingLen(), 1u);
+  clock.Advance(4ms);
+  EXPECT_EQ(q.PromoteDue(), 0u);
+  clock.Advance(1ms);
+  EXPECT_EQ(q.PromoteDue(), 1u);
+  EXPECT_EQ(q.Len(), 1u);
+  EXPECT_EQ(q.WaitingLen(), 0u);
+}
+
+TEST(WorkqueueTest, ForgetResetsTheBackoff) {
+  FakeClock clock;
+  Workqueue q(clock);
+  q.AddRateLimited("k");
+  q.AddRateLimited("k");
+  q.AddRateLimited("k");
+  EXPECT_EQ(q.NextBackoff("k"), 40ms);
+  q.Forget("k");
+  EXPECT_EQ(q.NumRequeues("k"), 0);
+  EXPECT_EQ(q.NextBackoff("k"), 5ms);
+  // Backoff is per key.
+  q.AddRateLimited("other");
+  EXPECT_EQ(q.NextBackoff("k"), 5ms);
+}
+
+TEST(WorkqueueTest, AddAfterReleasesKeysInDueOrderAndTheEarliestTimeWins) {
+  FakeClock clock;
+  Workqueue q(clock);
+  q.AddAfter("a", 10s);
+  q.AddAfter("b", 5s);
+  q.AddAfter("a", 2s);   // earlier: replaces 10 s
+  q.AddAfter("b", 30s);  // later: ignored
+  EXPECT_EQ(q.WaitingLen(), 2u);
+  clock.Advance(2s);
+  q.PromoteDue();
+  EXPECT_EQ(q.Len(), 1u);
+  EXPECT_EQ(q.Get().key, "a");
+  clock.Advance(3s);
+  q.PromoteDue();
+  EXPECT_EQ(q.Get().key, "b");
+  clock.Advance(60s);
+  EXPECT_EQ(q.PromoteDue(), 0u);  // the replaced and the ignored times left nothing behind
+  EXPECT_EQ(q.WaitingLen(), 0u);
+}
+
+TEST(WorkqueueTest, AddAfterWithoutDelayAddsAtOnceAndDelayedKeyDeduplicatesWithQueued) {
+  FakeClock clock;
+  Workqueue q(clock);
+  q.AddAfter("a", 0s);
+  EXPECT_EQ(q.Len(), 1u);
+  q.AddAfter("a", 1s);
+  clock.Advance(1s);
+  q.PromoteDue();
+  EXPECT_EQ(q.Len(), 1u);  // "a" was still queued: not twice
+}
+
+TEST(WorkqueueTest, BlockedGetWakesWhenADelayedKeyBecomesDue) {
+  FakeClock clock;
+  Workqueue q(clock);
+  q.AddAfter("later", 30s);
+  auto got = std::async(std::launch::async, [&] { return q.Get(); });
+  EXPECT_EQ(got.wait_for(50ms), std::future_status::timeout);
+  clock.Advance(30s);
+  q.PromoteDue();
+  ASSERT_EQ(got.wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(got.get().key, "later");
+}
+
+TEST(WorkqueueTest, ShutDownWakesBlockedGetAndIgnoresLaterAdds) {
+  FakeClock clock;
+  Workqueue q(clock);
+  auto got = std::async(std::launch::async, [&] { return q.Get(); });
+  EXPECT_EQ(got.wait_for(20ms), std::future_status::timeout);
+  q.ShutDown();
+  ASSERT_EQ(got.wait_for(5s), std::future_status::ready);
+  EXPECT_TRUE(got.get().shutdown);
+  EXPECT_TRUE(q.ShuttingDown());
+  q.Add("k");
+  q.AddAfter("k", 1s);
+  EXPECT_EQ(q.Len(), 0u);
+  EXPECT_EQ(q.WaitingLen(), 0u);
+  EXPECT_TRUE(q.Get().shutdown);
+}
+
+TEST(WorkqueueTest, ShutDownStillHandsOutKeysQueuedBeforeIt) {
+  FakeClock clock;
+  Workqueue q(clock);
+  q.Add("a");
+  q.AddAfter("delayed", 1s);
+  q.ShutDown();
+  auto item = q.Get();
+  EXPECT_EQ(item.key, "a");
+  EXPECT_FALSE(item.shutdown);
+  q.Done("a");
+  EXPECT_TRUE(q.Get().shutdown);  // the delayed key was dropped
+}
+
+}  // namespace
+}  // namespace ayatori::kube
