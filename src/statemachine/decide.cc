@@ -1,0 +1,522 @@
+// Decide(): the transition function. Reads like the spec's tables: first what this round's adapter
+// call taught us (ApplyResult), then the facts that need no backend (admin confirmation,
+// cancellation before acceptance, resolution), then the Succeeded reason of an active Job, then
+// the next call, and last the timers. The resulting status is checked against CheckInvariants.
+#include <algorithm>
+#include <cassert>
+
+#include "api/conditions.h"
+#include "statemachine/invariants.h"
+#include "statemachine/statemachine.h"
+
+namespace ayatori::statemachine {
+namespace {
+
+using api::Condition;
+using api::ConditionStatus;
+using std::chrono::seconds;
+
+// Calls are ordered; a plan decided from a call's result only names a later call, so every
+// round terminates (Ensure and Observe share a rank: neither follows the other).
+int Rank(AdapterCall call) {
+  switch (call) {
+    case AdapterCall::kNone:
+      return 0;
+    case AdapterCall::kEnsure:
+      return 1;
+    case AdapterCall::kObserve:
+      return 1;
+    case AdapterCall::kCancel:
+      return 2;
+    case AdapterCall::kDelete:
+      return 3;
+  }
+  return 0;
+}
+
+// metav1.Condition.message allows 32 KiB; keep statuses small.
+constexpr size_t kMaxMessage = 1024;
+
+std::string Truncate(std::string s) {
+  if (s.size() > kMaxMessage) s.resize(kMaxMessage);
+  return s;
+}
+
+// metav1.Condition.reason: ^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$, at most 1024 characters.
+bool IsValidReason(const std::string& r) {
+  if (r.empty() || r.size() > 1024) return false;
+  auto alpha = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); };
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (!alpha(r.front())) return false;
+  for (char c : r) {
+    if (!alpha(c) && !digit(c) && c != '_' && c != ',' && c != ':') return false;
+  }
+  return r.back() != ',' && r.back() != ':';
+}
+
+// A failure reason from an adapter or the resolver, passed through unless it is malformed or
+// would be read as another state (a Failed Job must never look Cancelled or active).
+std::string FailureReason(const std::string& reported, const char* fallback) {
+  static const char* const kReserved[] = {kReasonCancelled, kReasonCompleted,
+                                          kReasonPending,   kReasonScheduling,
+                                          kReasonRunning,   kReasonResultUnknown};
+  if (!IsValidReason(reported)) return fallback;
+  for (const char* r : kReserved) {
+    if (reported == r) return fallback;
+  }
+  return reported;
+}
+
+const char* ActiveMessage(const std::string& reason) {
+  if (reason == kReasonPending) return "Waiting for the Job to be accepted";
+  if (reason == kReasonScheduling) return "Waiting for the backend to start the task";
+  if (reason == kReasonRunning) return "The task is running";
+  return "";
+}
+
+// Canonical condition order, so that equal statuses compare equal.
+int ConditionOrder(const std::string& type) {
+  if (type == api::kConditionAccepted) return 0;
+  if (type == api::kConditionScheduled) return 1;
+  if (type == api::kConditionSucceeded) return 2;
+  return 3;
+}
+
+enum class StopCause {
+  kNone,      // nobody asked the execution to stop
+  kCancel,    // desiredState=Cancelled or deletion
+  kDeadline,  // activeDeadlineSeconds expired
+};
+
+class Decider {
+ public:
+  Decider(const api::Job& job, const Facts& facts)
+      : job_(job), facts_(facts), now_(facts.now), st_(job.status) {}
+
+  Plan Run();
+
+ private:
+  bool Deleting() const { return job_.metadata.deletionTimestamp.has_value(); }
+  bool Cancelled() const { return job_.spec.desiredState == api::DesiredState::kCancelled; }
+  bool Terminal() const { return IsTerminal(st_); }
+  bool ConditionTrue(const char* type) const { return api::IsConditionTrue(st_.conditions, type); }
+  const Condition* Succeeded() const {
+    return api::FindCondition(st_.conditions, api::kConditionSucceeded);
+  }
+  std::optional<api::Time> DeadlineAtNow() const {
+    if (!st_.startTime || !job_.spec.activeDeadlineSeconds) return std::nullopt;
+    return *st_.startTime + seconds(*job_.spec.activeDeadlineSeconds);
+  }
+  bool DeadlinePassed() const {
+    std::optional<api::Time> at = DeadlineAtNow();
+    return at && *at <= now_;
+  }
+  StopCause Cause() const {
+    if (Deleting() || Cancelled()) return StopCause::kCancel;
+    if (DeadlinePassed()) return StopCause::kDeadline;
+    return StopCause::kNone;
+  }
+
+  // observedGeneration is kept here and set for all conditions at once in Normalize(), so that
+  // a generation bump alone is not mistaken for a change of the condition.
+  void SetCondition(const char* type, ConditionStatus status, std::string reason,
+                    std::string message) {
+    const Condition* existing = api::FindCondition(st_.conditions, type);
+    const int64_t generation =
+        existing != nullptr ? existing->observedGeneration : job_.metadata.generation;
+    api::SetCondition(st_.conditions,
+                      Condition{type, status, std::move(reason), Truncate(std::move(message)),
+                                generation, api::Time{}},
+                      now_);
+  }
+
+  void ApplyResult(const CallResult& r);
+  void ApplyStopped(const Observation& o);
+  bool LearnReferences(const Observation& o);
+  void MarkScheduled();
+  void SetStart(std::optional<api::Time> startedAt);
+  void MarkUnknown(const Observation& o, const std::string& fallbackMessage);
+  void Terminate(ConditionStatus status, const std::string& reason, std::string message,
+                 std::optional<int32_t> exitCode, std::optional<api::Time> finishedAt);
+  void ApplyJobFacts();
+  void ApplyResolution(const Resolution& r);
+  void SetActiveReason();
+  AdapterCall NextCall();
+  void SetTimers();
+  void Normalize();
+  void AddEvents();
+
+  const api::Job& job_;
+  const Facts& facts_;
+  const api::Time now_;
+  api::JobStatus st_;
+  Plan plan_;
+  // Succeeded=Unknown/ResultUnknown holds: persisted and not cleared by a definite observation
+  // this round, or set by an ambiguous one.
+  bool unknown_ = false;
+  bool definiteResult_ = false;
+};
+
+void Decider::MarkScheduled() {
+  if (ConditionTrue(api::kConditionScheduled)) return;
+  SetCondition(api::kConditionScheduled, ConditionStatus::kTrue, kReasonBackendCreated,
+               "The backend execution exists");
+}
+
+bool Decider::LearnReferences(const Observation& o) {
+  if (st_.execution && !st_.execution->references.empty()) return true;  // never replaced
+  if (o.references.empty()) return false;
+  if (!st_.execution) st_.execution.emplace();
+  st_.execution->references = o.references;
+  return true;
+}
+
+// startTime: when the adapter says the main process started (never in the future of our clock),
+// else now; once; only after Scheduled=True.
+void Decider::SetStart(std::optional<api::Time> startedAt) {
+  if (st_.startTime || !ConditionTrue(api::kConditionScheduled)) return;
+  st_.startTime = startedAt ? std::min(*startedAt, now_) : now_;
+}
+
+void Decider::MarkUnknown(const Observation& o, const std::string& fallbackMessage) {
+  plan_.backoff = true;
+  if (Terminal()) return;
+  const Condition* s = Succeeded();
+  unknown_ = true;
+  if (s != nullptr && s->reason == kReasonResultUnknown) return;  // keep the first message
+  std::string message = !o.message.empty() ? o.message : fallbackMessage;
+  if (!o.reason.empty()) message = o.reason + ": " + message;
+  SetCondition(api::kConditionSucceeded, ConditionStatus::kUnknown, kReasonResultUnknown,
+               std::move(message));
+}
+
+void Decider::Terminate(ConditionStatus status, const std::string& reason, std::string message,
+                        std::optional<int32_t> exitCode, std::optional<api::Time> finishedAt) {
+  if (Terminal()) return;
+  api::Time completion = finishedAt ? std::min(*finishedAt, now_) : now_;
+  if (st_.startTime && completion < *st_.startTime) completion = *st_.startTime;
+  st_.completionTime = completion;
+  st_.result = api::JobResult{exitCode, reason};
+  SetCondition(api::kConditionSucceeded, status, reason, std::move(message));
+}
+
+// The execution stopped without succeeding or failing by itself (kCancelled), or is gone after we
+// asked it to stop (kAbsent on Cancel).
+void Decider::ApplyStopped(const Observation& o) {
+  switch (Cause()) {
+    case StopCause::kCancel:
+      Terminate(ConditionStatus::kFalse, kReasonCancelled,
+                Deleting() ? "Cancelled because the Job is being deleted"
+                           : "Cancelled on request (desiredState=Cancelled)",
+                o.exitCode, o.finishedAt);
+      return;
+    case StopCause::kDeadline:
+      Terminate(
+          ConditionStatus::kFalse, kReasonDeadlineExceeded,
+          "Stopped after activeDeadlineSeconds=" + std::to_string(*job_.spec.activeDeadlineSeconds),
+          o.exitCode, o.finishedAt);
+      return;
+    case StopCause::kNone:
+      Terminate(ConditionStatus::kFalse, kReasonExecutionStopped,
+                o.message.empty() ? "The backend stopped the execution" : o.message, o.exitCode,
+                o.finishedAt);
+      return;
+  }
+}
+
+void Decider::ApplyResult(const CallResult& r) {
+  const Observation& o = r.observation;
+  if (o.phase == ExecutionPhase::kUnknown) {
+    MarkUnknown(o, "The backend did not answer");
+    return;
+  }
+  if (r.call == AdapterCall::kDelete) return;  // handled by NextCall
+  if (Terminal()) return;                      // terminal results are irreversible
+  switch (o.phase) {
+    case ExecutionPhase::kUnknown:
+      return;
+    case ExecutionPhase::kAbsent:
+      if (r.call == AdapterCall::kCancel) {
+        definiteResult_ = true;
+        ApplyStopped(o);  // nothing exists, nothing will run
+      } else {
+        // Observe found nothing under the references we persisted (or Ensure adopted nothing):
+        // the execution is lost, but we cannot prove how it ended.
+        MarkUnknown(o, "The backend has no execution for this Job");
+      }
+      return;
+    case ExecutionPhase::kPending:
+    case ExecutionPhase::kRunning:
+      if (!LearnReferences(o)) {
+        // Cancel without references is just "not stopped yet"; an Ensure that cannot name what
+        // it established leaves the result unknown (the next Ensure looks it up by UID).
+        if (r.call != AdapterCall::kCancel) {
+          MarkUnknown(o, "The adapter reported an execution without references");
+        }
+        return;
+      }
+      definiteResult_ = true;
+      MarkScheduled();
+      if (o.phase == ExecutionPhase::kRunning) SetStart(o.startedAt);
+      return;
+    case ExecutionPhase::kSucceeded:
+    case ExecutionPhase::kFailed:
+    case ExecutionPhase::kCancelled:
+      break;
+  }
+  definiteResult_ = true;
+  if (LearnReferences(o)) MarkScheduled();
+  if (o.startedAt) SetStart(o.startedAt);
+  if (o.phase == ExecutionPhase::kSucceeded) {
+    // Success wins over a concurrent cancel or deadline: it is the backend's irreversible fact.
+    Terminate(ConditionStatus::kTrue, kReasonCompleted,
+              o.message.empty() ? "The task exited 0" : o.message, o.exitCode, o.finishedAt);
+  } else if (o.phase == ExecutionPhase::kFailed) {
+    std::string reason = FailureReason(o.reason, kReasonProcessFailed);
+    std::optional<api::Time> deadline = DeadlineAtNow();
+    // Stopped by our deadline-triggered Cancel unless it provably failed before the deadline. A
+    // failure that Observe found is the task's own.
+    if (r.call == AdapterCall::kCancel && Cause() == StopCause::kDeadline &&
+        !(o.finishedAt && deadline && *o.finishedAt < *deadline)) {
+      ApplyStopped(o);
+      return;
+    }
+    std::string message = o.message;
+    if (message.empty()) {
+      message = o.exitCode ? "The task exited with code " + std::to_string(*o.exitCode)
+                           : "The task failed";
+    }
+    Terminate(ConditionStatus::kFalse, reason, std::move(message), o.exitCode, o.finishedAt);
+  } else {
+    ApplyStopped(o);
+  }
+}
+
+void Decider::ApplyResolution(const Resolution& r) {
+  switch (r.outcome) {
+    case Resolution::Outcome::kPending:
+      SetCondition(api::kConditionAccepted, ConditionStatus::kFalse,
+                   FailureReason(r.reason, "Pending"), r.message);
+      return;
+    case Resolution::Outcome::kRejected: {
+      std::string reason = FailureReason(r.reason, "Rejected");
+      SetCondition(api::kConditionAccepted, ConditionStatus::kFalse, reason, r.message);
+      Terminate(ConditionStatus::kFalse, reason, r.message, std::nullopt, std::nullopt);
+      return;
+    }
+    case Resolution::Outcome::kResolved:
+      st_.resolvedJobClass = r.jobClass;
+      st_.effectiveResources = r.resources;
+      if (!st_.execution) st_.execution.emplace();
+      st_.execution->adapter = r.adapter;
+      SetCondition(api::kConditionAccepted, ConditionStatus::kTrue, kReasonValid,
+                   "Resolved JobClass " + r.jobClass.name);
+      return;
+  }
+}
+
+// Facts that need no backend call.
+void Decider::ApplyJobFacts() {
+  if (Terminal()) return;
+  // The administrator's confirmation that a backend is lost counts only for a Job that was
+  // persisted as ResultUnknown and that this round did not find again.
+  const Condition* persisted = api::FindCondition(job_.status.conditions, api::kConditionSucceeded);
+  const bool persistedUnknown = persisted != nullptr && persisted->reason == kReasonResultUnknown;
+  auto confirmation = job_.metadata.annotations.find(api::kConfirmBackendLostAnnotation);
+  if (confirmation != job_.metadata.annotations.end()) {
+    if (persistedUnknown && unknown_) {
+      Terminate(ConditionStatus::kFalse, kReasonBackendLost,
+                "An administrator confirmed the execution is lost: " + confirmation->second,
+                std::nullopt, std::nullopt);
+      return;
+    }
+    if (persistedUnknown && definiteResult_) {
+      plan_.events.push_back({Event::Type::kWarning, "StaleBackendLostConfirmation",
+                              std::string("The execution was found again; remove the ") +
+                                  api::kConfirmBackendLostAnnotation + " annotation"});
+    }
+  }
+  if (Deleting() || ConditionTrue(api::kConditionAccepted)) return;
+  if (Cancelled()) {
+    // Never accepted, so no Ensure ever ran: nothing to stop.
+    Terminate(ConditionStatus::kFalse, kReasonCancelled,
+              "Cancelled before an execution was created", std::nullopt, std::nullopt);
+    return;
+  }
+  if (facts_.resolution && !facts_.result) ApplyResolution(*facts_.resolution);
+}
+
+void Decider::SetActiveReason() {
+  if (Terminal()) return;
+  if (unknown_) {
+    const Condition* s = Succeeded();
+    if (s == nullptr || s->reason != kReasonResultUnknown) {
+      MarkUnknown(Observation{}, "The backend result is unknown");
+    }
+    return;
+  }
+  const char* reason = st_.startTime                            ? kReasonRunning
+                       : ConditionTrue(api::kConditionAccepted) ? kReasonScheduling
+                                                                : kReasonPending;
+  SetCondition(api::kConditionSucceeded, ConditionStatus::kUnknown, reason, ActiveMessage(reason));
+}
+
+AdapterCall Decider::NextCall() {
+  const CallResult* r = facts_.result ? &*facts_.result : nullptr;
+  const int done = r != nullptr ? Rank(r->call) : 0;
+  auto after = [&](AdapterCall c) { return Rank(c) > done ? c : AdapterCall::kNone; };
+
+  if (Deleting()) {
+    if (!ExecutionMayExist(st_)) {
+      plan_.finalizer = FinalizerChange::kRemove;
+      return AdapterCall::kNone;
+    }
+    if (r != nullptr && r->call == AdapterCall::kDelete) {
+      if (r->observation.phase == ExecutionPhase::kAbsent) {
+        plan_.finalizer = FinalizerChange::kRemove;
+      } else {
+        plan_.backoff = true;  // cleanup not confirmed: keep the finalizer and retry
+      }
+      return AdapterCall::kNone;
+    }
+    if (Terminal()) return after(AdapterCall::kDelete);
+    if (r != nullptr && r->call == AdapterCall::kCancel) {
+      plan_.backoff = true;  // still stopping, or unknown: keep asking
+      return AdapterCall::kNone;
+    }
+    return after(AdapterCall::kCancel);
+  }
+  if (Terminal()) return AdapterCall::kNone;
+  if (!HasFinalizer(job_)) {
+    // Before any execution can be created; decide again once it is there.
+    plan_.finalizer = FinalizerChange::kAdd;
+    return AdapterCall::kNone;
+  }
+  if (!ConditionTrue(api::kConditionAccepted)) return AdapterCall::kNone;
+  if (Cause() != StopCause::kNone) {
+    if (r != nullptr && r->call == AdapterCall::kCancel) {
+      plan_.backoff = true;
+      return AdapterCall::kNone;
+    }
+    return after(AdapterCall::kCancel);
+  }
+  if (r != nullptr) return AdapterCall::kNone;
+  // Without references an execution may still exist (crash between Ensure and the status
+  // write): Ensure looks it up by UID before creating, which is the spec's recovery rule.
+  const bool haveReferences = st_.execution && !st_.execution->references.empty();
+  return haveReferences ? AdapterCall::kObserve : AdapterCall::kEnsure;
+}
+
+void Decider::SetTimers() {
+  auto until = [&](api::Time t) { return std::max(seconds(1), t - now_); };
+  if (Terminal()) {
+    if (Deleting()) return;
+    api::Job after = job_;
+    after.status = st_;
+    if (std::optional<api::Time> at = TtlDeadline(after)) {
+      if (*at <= now_) {
+        plan_.deleteJob = true;
+      } else {
+        plan_.requeueAfter = until(*at);
+      }
+    }
+    return;
+  }
+  if (Deleting() || Cause() != StopCause::kNone) return;
+  if (std::optional<api::Time> at = DeadlineAtNow()) plan_.requeueAfter = until(*at);
+}
+
+void Decider::Normalize() {
+  std::stable_sort(st_.conditions.begin(), st_.conditions.end(),
+                   [](const Condition& a, const Condition& b) {
+                     return ConditionOrder(a.type) < ConditionOrder(b.type);
+                   });
+  // observedGeneration says which spec this status reflects. A Job being deleted does not get a
+  // write for that alone (deletion bumps the generation).
+  if (Deleting() && st_ == job_.status) return;
+  st_.observedGeneration = job_.metadata.generation;
+  for (Condition& c : st_.conditions) c.observedGeneration = job_.metadata.generation;
+}
+
+void Decider::AddEvents() {
+  const api::JobStatus& before = job_.status;
+  using T = Event::Type;
+  const Condition* ab = api::FindCondition(before.conditions, api::kConditionAccepted);
+  const Condition* aa = api::FindCondition(st_.conditions, api::kConditionAccepted);
+  if (aa != nullptr && (ab == nullptr || ab->status != aa->status || ab->reason != aa->reason)) {
+    if (aa->status == ConditionStatus::kTrue) {
+      plan_.events.push_back({T::kNormal, "Accepted", aa->message});
+    } else {
+      plan_.events.push_back({T::kWarning, aa->reason, aa->message});
+    }
+  }
+  if (!api::IsConditionTrue(before.conditions, api::kConditionScheduled) &&
+      ConditionTrue(api::kConditionScheduled)) {
+    plan_.events.push_back({T::kNormal, kReasonBackendCreated, "The backend execution exists"});
+  }
+  if (!before.startTime && st_.startTime) {
+    plan_.events.push_back({T::kNormal, "Started", "The task started"});
+  }
+  const Condition* sb = api::FindCondition(before.conditions, api::kConditionSucceeded);
+  const Condition* sa = Succeeded();
+  if (sa == nullptr) return;
+  const bool wasUnknownResult = sb != nullptr && sb->reason == kReasonResultUnknown;
+  if (!IsTerminal(before) && Terminal()) {
+    const bool normal = sa->status == ConditionStatus::kTrue || sa->reason == kReasonCancelled;
+    plan_.events.push_back({normal ? T::kNormal : T::kWarning, sa->reason, sa->message});
+  } else if (!wasUnknownResult && sa->reason == kReasonResultUnknown) {
+    plan_.events.push_back({T::kWarning, kReasonResultUnknown, sa->message});
+  } else if (wasUnknownResult && sa->reason != kReasonResultUnknown) {
+    plan_.events.push_back({T::kNormal, "ResultRecovered", "The backend answered again"});
+  }
+}
+
+Plan Decider::Run() {
+  if (Deleting() && !HasFinalizer(job_)) return plan_;  // nothing of ours is left to clean up
+  {
+    const Condition* s = Succeeded();
+    unknown_ =
+        s != nullptr && s->status == ConditionStatus::kUnknown && s->reason == kReasonResultUnknown;
+  }
+  if (facts_.result) {
+    ApplyResult(*facts_.result);
+    if (definiteResult_) unknown_ = false;  // found again: back to Scheduling/Running/terminal
+  }
+  ApplyJobFacts();
+  SetActiveReason();
+  plan_.call = NextCall();
+  SetTimers();
+  Normalize();
+  if (!(st_ == job_.status)) {
+    AddEvents();
+    // Invariants: only violations this status introduces count (a status damaged by someone
+    // else must not wedge the Job).
+    std::vector<std::string> introduced;
+    const std::vector<std::string> existing = CheckInvariants(job_.status, job_.status);
+    for (std::string& v : CheckInvariants(job_.status, st_)) {
+      if (std::find(existing.begin(), existing.end(), v) == existing.end()) {
+        introduced.push_back(std::move(v));
+      }
+    }
+    if (!introduced.empty()) {
+      assert(false && "Decide computed a status that breaks an invariant");
+      Plan broken;
+      broken.invariantViolations = std::move(introduced);
+      broken.backoff = true;
+      return broken;
+    }
+    plan_.status = std::move(st_);
+  }
+  if (facts_.result && plan_.call != AdapterCall::kNone &&
+      Rank(plan_.call) <= Rank(facts_.result->call)) {
+    assert(false && "Decide repeated a call within a round");
+    plan_.call = AdapterCall::kNone;
+  }
+  return plan_;
+}
+
+}  // namespace
+
+Plan Decide(const api::Job& job, const Facts& facts) { return Decider(job, facts).Run(); }
+
+}  // namespace ayatori::statemachine

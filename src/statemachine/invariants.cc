@@ -1,0 +1,103 @@
+#include "statemachine/invariants.h"
+
+#include "api/conditions.h"
+
+namespace ayatori::statemachine {
+namespace {
+
+using api::ConditionStatus;
+
+std::string Seconds(api::Time t) { return std::to_string(t.time_since_epoch().count()); }
+
+std::string Describe(const api::Condition* c) {
+  if (c == nullptr) return "<absent>";
+  return api::ToString(c->status) + "/" + c->reason;
+}
+
+bool IsFinal(const api::Condition* succeeded) {
+  return succeeded != nullptr && succeeded->status != ConditionStatus::kUnknown;
+}
+
+// Invariants of one status on its own.
+void CheckAlone(const api::JobStatus& s, std::vector<std::string>& out) {
+  const api::Condition* succeeded = api::FindCondition(s.conditions, api::kConditionSucceeded);
+  const bool empty = s == api::JobStatus{};
+  if (!empty && succeeded == nullptr) {
+    out.push_back("status has no Succeeded condition (a non-terminal Job must say Unknown)");
+  }
+  if (IsFinal(succeeded) && !s.completionTime) {
+    out.push_back("Succeeded=" + Describe(succeeded) + " without completionTime");
+  }
+  if (succeeded != nullptr && succeeded->status == ConditionStatus::kUnknown) {
+    if (s.completionTime) {
+      out.push_back("Succeeded=" + Describe(succeeded) + " with completionTime " +
+                    Seconds(*s.completionTime));
+    }
+    if (s.result) out.push_back("Succeeded=" + Describe(succeeded) + " with a result");
+  }
+  if (s.startTime && s.completionTime && *s.completionTime < *s.startTime) {
+    out.push_back("completionTime " + Seconds(*s.completionTime) + " is before startTime " +
+                  Seconds(*s.startTime));
+  }
+  if (s.startTime && !api::IsConditionTrue(s.conditions, api::kConditionScheduled)) {
+    out.push_back("startTime is set but Scheduled is not True");
+  }
+}
+
+template <typename T>
+void CheckSetOnce(const char* field, const std::optional<T>& before, const std::optional<T>& after,
+                  std::vector<std::string>& out) {
+  if (before && (!after || !(*after == *before))) {
+    out.push_back(std::string(field) + " changed after it was set");
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> CheckInvariants(const api::JobStatus& before,
+                                         const api::JobStatus& after) {
+  std::vector<std::string> out;
+  CheckAlone(after, out);
+
+  const api::Condition* sb = api::FindCondition(before.conditions, api::kConditionSucceeded);
+  const api::Condition* sa = api::FindCondition(after.conditions, api::kConditionSucceeded);
+  if (IsFinal(sb)) {
+    if (sa == nullptr || sa->status != sb->status || sa->reason != sb->reason) {
+      out.push_back("terminal Succeeded=" + Describe(sb) + " changed to " + Describe(sa));
+    }
+    if (after.result != before.result) out.push_back("result changed after the terminal state");
+    if (!before.startTime && after.startTime) {
+      out.push_back("startTime set after the terminal state");
+    }
+  }
+  CheckSetOnce("startTime", before.startTime, after.startTime, out);
+  CheckSetOnce("completionTime", before.completionTime, after.completionTime, out);
+  CheckSetOnce("resolvedJobClass", before.resolvedJobClass, after.resolvedJobClass, out);
+  CheckSetOnce("effectiveResources", before.effectiveResources, after.effectiveResources, out);
+
+  if (api::IsConditionTrue(before.conditions, api::kConditionScheduled) &&
+      !api::IsConditionTrue(after.conditions, api::kConditionScheduled)) {
+    out.push_back("Scheduled=True reverted");
+  }
+  if (api::IsConditionTrue(before.conditions, api::kConditionAccepted) &&
+      !api::IsConditionTrue(after.conditions, api::kConditionAccepted)) {
+    out.push_back("Accepted=True reverted");
+  }
+  if (before.execution) {
+    if (!after.execution) {
+      out.push_back("execution removed");
+    } else {
+      if (!before.execution->adapter.empty() &&
+          after.execution->adapter != before.execution->adapter) {
+        out.push_back("execution.adapter replaced");
+      }
+      if (!before.execution->references.empty() &&
+          after.execution->references != before.execution->references) {
+        out.push_back("execution.references replaced");
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace ayatori::statemachine

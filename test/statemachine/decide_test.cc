@@ -1,0 +1,437 @@
+// Direct tests of the pure functions: DeriveState's priority, the call protocol, time fields,
+// reason handling, TTL helpers and CheckInvariants.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "api/conditions.h"
+#include "statemachine/invariants.h"
+#include "statemachine/statemachine.h"
+#include "test/statemachine/sim.h"
+
+namespace ayatori::statemachine::testing {
+namespace {
+
+using api::ConditionStatus;
+using std::chrono::seconds;
+using ::testing::Contains;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+const Time kNow = At(1'700'000'000);
+
+void Set(api::Job& j, const char* type, ConditionStatus s, const std::string& reason) {
+  api::SetCondition(j.status.conditions, api::Condition{type, s, reason, "", 1, {}}, kNow);
+}
+
+std::string SucceededOf(const api::JobStatus& s) {
+  const api::Condition* c = api::FindCondition(s.conditions, api::kConditionSucceeded);
+  return c == nullptr ? "<absent>" : api::ToString(c->status) + "/" + c->reason;
+}
+
+api::Job NewJob() {
+  api::Job j;
+  j.metadata.name = "j";
+  j.metadata.uid = "uid-1";
+  j.metadata.generation = 1;
+  j.spec = BasicSpec();
+  return j;
+}
+
+// A Job persisted as Starting: accepted, finalizer, references, Scheduled=True.
+api::Job Starting() {
+  api::Job j = NewJob();
+  j.metadata.finalizers = {api::kFinalizer};
+  Set(j, api::kConditionAccepted, ConditionStatus::kTrue, kReasonValid);
+  Set(j, api::kConditionScheduled, ConditionStatus::kTrue, kReasonBackendCreated);
+  Set(j, api::kConditionSucceeded, ConditionStatus::kUnknown, kReasonScheduling);
+  j.status.resolvedJobClass = api::ResolvedJobClass{"standard", "c1", api::kControllerDocker, {}};
+  j.status.effectiveResources = api::ResourceRequirements{};
+  j.status.execution = api::ExecutionStatus{"docker", {{"Container", "abc"}}};
+  j.status.observedGeneration = 1;
+  return j;
+}
+
+api::Job Running(Time started) {
+  api::Job j = Starting();
+  j.status.startTime = started;
+  Set(j, api::kConditionSucceeded, ConditionStatus::kUnknown, kReasonRunning);
+  return j;
+}
+
+// The fixture as Decide itself would have written it (messages, order, generations).
+api::Job Settled(api::Job j) {
+  Plan p = Decide(j, Facts{kNow, std::nullopt, std::nullopt});
+  if (p.status) j.status = *p.status;
+  EXPECT_FALSE(Decide(j, Facts{kNow, std::nullopt, std::nullopt}).status);
+  return j;
+}
+
+Facts With(AdapterCall call, Observation o, Time now = kNow) {
+  Facts f;
+  f.now = now;
+  f.result = CallResult{call, std::move(o)};
+  return f;
+}
+
+Observation Obs(ExecutionPhase phase) {
+  Observation o;
+  o.phase = phase;
+  return o;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+TEST(DeriveState, FollowsTheSpecPriority) {
+  api::Job j = NewJob();
+  EXPECT_EQ(DeriveState(j), State::kResolving);
+  Set(j, api::kConditionAccepted, ConditionStatus::kTrue, kReasonValid);
+  EXPECT_EQ(DeriveState(j), State::kScheduling);
+  Set(j, api::kConditionScheduled, ConditionStatus::kTrue, kReasonBackendCreated);
+  EXPECT_EQ(DeriveState(j), State::kStarting);
+  j.status.startTime = kNow;
+  Set(j, api::kConditionSucceeded, ConditionStatus::kUnknown, kReasonRunning);
+  EXPECT_EQ(DeriveState(j), State::kRunning);
+  Set(j, api::kConditionSucceeded, ConditionStatus::kUnknown, kReasonResultUnknown);
+  EXPECT_EQ(DeriveState(j), State::kResultUnknown);  // ResultUnknown beats Running
+  j.spec.desiredState = api::DesiredState::kCancelled;
+  EXPECT_EQ(DeriveState(j), State::kCancelling);  // Cancelling beats ResultUnknown
+  Set(j, api::kConditionSucceeded, ConditionStatus::kFalse, kReasonCancelled);
+  EXPECT_EQ(DeriveState(j), State::kCancelled);  // terminal beats Cancelling
+  Set(j, api::kConditionSucceeded, ConditionStatus::kFalse, kReasonDeadlineExceeded);
+  EXPECT_EQ(DeriveState(j), State::kFailed);
+  Set(j, api::kConditionSucceeded, ConditionStatus::kTrue, kReasonCompleted);
+  EXPECT_EQ(DeriveState(j), State::kSucceeded);
+  j.metadata.deletionTimestamp = kNow;
+  EXPECT_EQ(DeriveState(j), State::kDeleting);  // Deleting beats everything
+  EXPECT_STREQ(StateName(State::kResultUnknown), "ResultUnknown");
+}
+
+TEST(DeriveState, DeadlineStoppingStaysRunning) {
+  api::Job j = Running(kNow - seconds(100));
+  j.spec.activeDeadlineSeconds = 10;
+  EXPECT_EQ(DeriveState(j), State::kRunning);
+  EXPECT_TRUE(DeadlineExpired(j, kNow));
+  EXPECT_EQ(DeadlineAt(j), kNow - seconds(90));
+  EXPECT_EQ(Decide(j, Facts{kNow, {}, {}}).call, AdapterCall::kCancel);
+}
+
+TEST(Decide, HeaderExampleSequence) {
+  api::Job j = NewJob();
+  Facts facts;
+  facts.now = kNow;
+  facts.resolution = Resolution::Resolved(
+      api::ResolvedJobClass{"standard", "c1", api::kControllerDocker, {}}, {}, "docker");
+
+  Plan p = Decide(j, facts);
+  EXPECT_EQ(p.finalizer, FinalizerChange::kAdd);
+  EXPECT_EQ(p.call, AdapterCall::kNone);  // no adapter call before the finalizer is there
+  ASSERT_TRUE(p.status);
+  EXPECT_TRUE(api::IsConditionTrue(p.status->conditions, api::kConditionAccepted));
+  EXPECT_EQ(SucceededOf(*p.status), "Unknown/Scheduling");
+  ASSERT_TRUE(p.status->resolvedJobClass);
+  EXPECT_EQ(p.status->execution->adapter, "docker");
+  j.metadata.finalizers = {api::kFinalizer};
+  j.status = *p.status;
+
+  p = Decide(j, facts);
+  EXPECT_EQ(p.call, AdapterCall::kEnsure);
+  EXPECT_FALSE(p.status);
+
+  Observation running = Obs(ExecutionPhase::kRunning);
+  running.references = {{"Container", "abc"}};
+  running.startedAt = kNow - seconds(1);
+  facts.result = CallResult{AdapterCall::kEnsure, running};
+  p = Decide(j, facts);
+  EXPECT_EQ(p.call, AdapterCall::kNone);
+  ASSERT_TRUE(p.status);
+  EXPECT_TRUE(api::IsConditionTrue(p.status->conditions, api::kConditionScheduled));
+  EXPECT_EQ(p.status->startTime, kNow - seconds(1));
+  EXPECT_EQ(SucceededOf(*p.status), "Unknown/Running");
+  EXPECT_EQ(p.status->execution->references, running.references);
+  j.status = *p.status;
+
+  p = Decide(j, Facts{kNow, {}, {}});
+  EXPECT_EQ(p.call, AdapterCall::kObserve);
+  Observation done = Obs(ExecutionPhase::kSucceeded);
+  done.exitCode = 0;
+  done.finishedAt = kNow;
+  j.spec.ttlSecondsAfterFinished = 60;
+  p = Decide(j, With(AdapterCall::kObserve, done));
+  ASSERT_TRUE(p.status);
+  EXPECT_EQ(SucceededOf(*p.status), "True/Completed");
+  EXPECT_EQ(p.requeueAfter, seconds(60));
+  j.status = *p.status;
+
+  j.metadata.deletionTimestamp = kNow;
+  p = Decide(j, Facts{kNow, {}, {}});
+  EXPECT_EQ(p.call, AdapterCall::kDelete);
+  p = Decide(j, With(AdapterCall::kDelete, DeleteObservation(Status::Ok())));
+  EXPECT_EQ(p.finalizer, FinalizerChange::kRemove);
+  EXPECT_EQ(p.call, AdapterCall::kNone);
+}
+
+TEST(Decide, NeverRepeatsACallWithinARound) {
+  const std::vector<api::Job> jobs = [] {
+    std::vector<api::Job> v = {NewJob(), Starting(), Running(kNow - seconds(5))};
+    api::Job cancelling = Running(kNow - seconds(5));
+    cancelling.spec.desiredState = api::DesiredState::kCancelled;
+    v.push_back(cancelling);
+    api::Job deleting = Running(kNow - seconds(5));
+    deleting.metadata.deletionTimestamp = kNow;
+    v.push_back(deleting);
+    return v;
+  }();
+  for (const api::Job& j : jobs) {
+    for (AdapterCall call : {AdapterCall::kEnsure, AdapterCall::kObserve, AdapterCall::kCancel,
+                             AdapterCall::kDelete}) {
+      for (ExecutionPhase phase :
+           {ExecutionPhase::kAbsent, ExecutionPhase::kPending, ExecutionPhase::kRunning,
+            ExecutionPhase::kSucceeded, ExecutionPhase::kFailed, ExecutionPhase::kCancelled,
+            ExecutionPhase::kUnknown}) {
+        Plan p = Decide(j, With(call, Obs(phase)));
+        EXPECT_THAT(p.invariantViolations, IsEmpty());
+        if (call == AdapterCall::kEnsure || call == AdapterCall::kObserve) {
+          EXPECT_NE(p.call, AdapterCall::kEnsure);
+          EXPECT_NE(p.call, AdapterCall::kObserve);
+        }
+        if (call == AdapterCall::kCancel) {
+          EXPECT_TRUE(p.call == AdapterCall::kNone || p.call == AdapterCall::kDelete);
+        }
+        if (call == AdapterCall::kDelete) {
+          EXPECT_EQ(p.call, AdapterCall::kNone);
+        }
+      }
+    }
+  }
+}
+
+TEST(Decide, StartTimeNeverInTheFutureAndCompletionNeverBeforeStart) {
+  api::Job j = Starting();
+  Observation o = Obs(ExecutionPhase::kRunning);
+  o.startedAt = kNow + seconds(30);  // the backend's clock runs ahead
+  Plan p = Decide(j, With(AdapterCall::kObserve, o));
+  ASSERT_TRUE(p.status);
+  EXPECT_EQ(p.status->startTime, kNow);
+  j.status = *p.status;
+  Observation done = Obs(ExecutionPhase::kFailed);
+  done.exitCode = 1;
+  done.finishedAt = kNow - seconds(100);  // ...or behind
+  p = Decide(j, With(AdapterCall::kObserve, done, kNow + seconds(5)));
+  ASSERT_TRUE(p.status);
+  EXPECT_EQ(p.status->completionTime, kNow);
+  EXPECT_EQ(SucceededOf(*p.status), "False/ProcessFailed");
+  EXPECT_EQ(p.status->result->exitCode, 1);
+}
+
+TEST(Decide, StartTimeOnlyWithScheduled) {
+  api::Job j = NewJob();
+  j.metadata.finalizers = {api::kFinalizer};
+  Set(j, api::kConditionAccepted, ConditionStatus::kTrue, kReasonValid);
+  Set(j, api::kConditionSucceeded, ConditionStatus::kUnknown, kReasonScheduling);
+  j.status.resolvedJobClass = api::ResolvedJobClass{"standard", "c1", api::kControllerDocker, {}};
+  Observation o = Obs(ExecutionPhase::kRunning);  // no references: cannot be Scheduled
+  o.startedAt = kNow;
+  Plan p = Decide(j, With(AdapterCall::kEnsure, o));
+  ASSERT_TRUE(p.status);
+  EXPECT_FALSE(p.status->startTime);
+  EXPECT_EQ(SucceededOf(*p.status), "Unknown/ResultUnknown");
+  EXPECT_FALSE(api::IsConditionTrue(p.status->conditions, api::kConditionScheduled));
+}
+
+TEST(Decide, FailureReasonsArePassedThroughButNeverMasquerade) {
+  for (const auto& [reported, expected] :
+       std::vector<std::pair<std::string, std::string>>{{"OOMKilled", "OOMKilled"},
+                                                        {"ImagePullFailed", "ImagePullFailed"},
+                                                        {"", "ProcessFailed"},
+                                                        {"Cancelled", "ProcessFailed"},
+                                                        {"Completed", "ProcessFailed"},
+                                                        {"not a reason!", "ProcessFailed"}}) {
+    Observation o = Obs(ExecutionPhase::kFailed);
+    o.reason = reported;
+    Plan p = Decide(Running(kNow - seconds(5)), With(AdapterCall::kObserve, o));
+    ASSERT_TRUE(p.status);
+    EXPECT_EQ(SucceededOf(*p.status), "False/" + expected) << reported;
+    EXPECT_EQ(p.status->result->reason, expected);
+  }
+}
+
+TEST(Decide, AbsentUnderPersistedReferencesIsUnknownNotFailure) {
+  Plan p =
+      Decide(Running(kNow - seconds(5)), With(AdapterCall::kObserve, Obs(ExecutionPhase::kAbsent)));
+  ASSERT_TRUE(p.status);
+  EXPECT_EQ(SucceededOf(*p.status), "Unknown/ResultUnknown");
+  EXPECT_FALSE(p.status->completionTime);
+  EXPECT_TRUE(p.backoff);
+}
+
+TEST(Decide, DeadlineMapsOnlyWhatOurCancelStopped) {
+  api::Job j = Running(kNow - seconds(100));
+  j.spec.activeDeadlineSeconds = 50;
+  Observation failed = Obs(ExecutionPhase::kFailed);
+  failed.exitCode = 143;
+  Plan p = Decide(j, With(AdapterCall::kCancel, failed));
+  EXPECT_EQ(SucceededOf(*p.status), "False/DeadlineExceeded");
+  EXPECT_EQ(p.status->result->exitCode, 143);
+  failed.finishedAt = kNow - seconds(70);  // failed on its own before the deadline
+  p = Decide(j, With(AdapterCall::kCancel, failed));
+  EXPECT_EQ(SucceededOf(*p.status), "False/ProcessFailed");
+  Observation ok = Obs(ExecutionPhase::kSucceeded);  // success wins
+  p = Decide(j, With(AdapterCall::kCancel, ok));
+  EXPECT_EQ(SucceededOf(*p.status), "True/Completed");
+}
+
+TEST(Decide, ExternalStopIsAFailureNotACancellation) {
+  Plan p = Decide(Running(kNow - seconds(5)),
+                  With(AdapterCall::kObserve, Obs(ExecutionPhase::kCancelled)));
+  ASSERT_TRUE(p.status);
+  EXPECT_EQ(SucceededOf(*p.status), "False/ExecutionStopped");
+  EXPECT_EQ(DeriveState(api::Job{{}, {}, *p.status}), State::kFailed);
+}
+
+TEST(Decide, ConfirmationOnlyCountsForPersistedResultUnknown) {
+  api::Job j = Running(kNow - seconds(5));
+  j.metadata.annotations[api::kConfirmBackendLostAnnotation] = "bob";
+  EXPECT_EQ(Decide(j, Facts{kNow, {}, {}}).call, AdapterCall::kObserve);
+  // An unknown observation this round is not enough: it must have been persisted first.
+  Plan p = Decide(j, With(AdapterCall::kObserve, Obs(ExecutionPhase::kUnknown)));
+  EXPECT_EQ(SucceededOf(*p.status), "Unknown/ResultUnknown");
+  j.status = *p.status;
+  // Found again in the same round as the confirmation: the execution wins.
+  Observation running = Obs(ExecutionPhase::kRunning);
+  p = Decide(j, With(AdapterCall::kObserve, running));
+  EXPECT_EQ(SucceededOf(*p.status), "Unknown/Running");
+  // Otherwise: BackendLost without asking the backend again.
+  p = Decide(j, Facts{kNow, {}, {}});
+  EXPECT_EQ(p.call, AdapterCall::kNone);
+  EXPECT_EQ(SucceededOf(*p.status), "False/BackendLost");
+  EXPECT_EQ(p.status->completionTime, kNow);
+}
+
+TEST(Decide, DeletionDoesNotWriteForTheGenerationBumpAlone) {
+  api::Job j = Settled(Running(kNow - seconds(5)));
+  j.metadata.deletionTimestamp = kNow;
+  j.metadata.generation = 2;
+  Plan p = Decide(j, Facts{kNow, {}, {}});
+  EXPECT_EQ(p.call, AdapterCall::kCancel);
+  EXPECT_FALSE(p.status);
+  // Without our finalizer a deleting Job is none of our business.
+  j.metadata.finalizers.clear();
+  p = Decide(j, Facts{kNow, {}, {}});
+  EXPECT_EQ(p.call, AdapterCall::kNone);
+  EXPECT_EQ(p.finalizer, FinalizerChange::kNone);
+  EXPECT_FALSE(p.status);
+}
+
+TEST(Decide, ResolutionIsIgnoredOnceAccepted) {
+  api::Job j = Settled(Starting());
+  Facts f{kNow, Resolution::Pending("JobClassNotFound", "gone"), std::nullopt};
+  EXPECT_FALSE(NeedsResolution(j));
+  Plan p = Decide(j, f);
+  EXPECT_FALSE(p.status);
+  EXPECT_EQ(p.call, AdapterCall::kObserve);
+}
+
+TEST(Decide, DamagedStatusDoesNotWedgeTheJob) {
+  api::Job j = Running(kNow - seconds(5));
+  Set(j, api::kConditionScheduled, ConditionStatus::kFalse, "SomebodyElse");  // startTime w/o it
+  Plan p = Decide(j, With(AdapterCall::kObserve, Obs(ExecutionPhase::kSucceeded)));
+  EXPECT_THAT(p.invariantViolations, IsEmpty());
+  ASSERT_TRUE(p.status);
+  EXPECT_EQ(SucceededOf(*p.status), "True/Completed");
+}
+
+TEST(Ttl, OnlyTerminalJobsWithCompletionTime) {
+  api::Job j = Running(kNow - seconds(5));
+  j.spec.ttlSecondsAfterFinished = 0;
+  EXPECT_FALSE(TtlDeadline(j));
+  Set(j, api::kConditionSucceeded, ConditionStatus::kUnknown, kReasonResultUnknown);
+  EXPECT_FALSE(TtlDeadline(j));
+  EXPECT_FALSE(TtlExpired(j, kNow + seconds(1'000'000)));
+  Set(j, api::kConditionSucceeded, ConditionStatus::kFalse, kReasonCancelled);
+  j.status.completionTime = kNow;
+  EXPECT_EQ(TtlDeadline(j), kNow);
+  EXPECT_TRUE(TtlExpired(j, kNow));
+  EXPECT_TRUE(Decide(j, Facts{kNow, {}, {}}).deleteJob);
+  j.spec.ttlSecondsAfterFinished = std::nullopt;  // no TTL: kept forever
+  EXPECT_FALSE(TtlExpired(j, kNow + seconds(1'000'000)));
+  j.spec.ttlSecondsAfterFinished = 10;
+  j.metadata.deletionTimestamp = kNow;  // already being deleted
+  EXPECT_FALSE(TtlExpired(j, kNow + seconds(100)));
+}
+
+// ---------------------------------------------------------------------------------------------
+
+TEST(CheckInvariants, AcceptsTheNormalLifecycle) {
+  api::Job a = Starting();
+  api::Job b = Running(kNow);
+  api::Job c = b;
+  Set(c, api::kConditionSucceeded, ConditionStatus::kTrue, kReasonCompleted);
+  c.status.completionTime = kNow + seconds(1);
+  c.status.result = api::JobResult{0, kReasonCompleted};
+  EXPECT_THAT(CheckInvariants(api::JobStatus{}, api::JobStatus{}), IsEmpty());
+  EXPECT_THAT(CheckInvariants(api::JobStatus{}, a.status), IsEmpty());
+  EXPECT_THAT(CheckInvariants(a.status, b.status), IsEmpty());
+  EXPECT_THAT(CheckInvariants(b.status, c.status), IsEmpty());
+  EXPECT_THAT(CheckInvariants(c.status, c.status), IsEmpty());
+}
+
+TEST(CheckInvariants, ReportsEachViolation) {
+  const api::Job running = Running(kNow);
+  api::Job done = running;
+  Set(done, api::kConditionSucceeded, ConditionStatus::kTrue, kReasonCompleted);
+  done.status.completionTime = kNow + seconds(10);
+  done.status.result = api::JobResult{0, kReasonCompleted};
+
+  auto expectViolation = [](const api::JobStatus& before, const api::JobStatus& after,
+                            const std::string& text) {
+    EXPECT_THAT(CheckInvariants(before, after), Contains(HasSubstr(text))) << text;
+  };
+  api::Job x = done;
+  Set(x, api::kConditionSucceeded, ConditionStatus::kFalse, kReasonCancelled);
+  expectViolation(done.status, x.status, "terminal Succeeded=True/Completed changed");
+  x = done;
+  x.status.completionTime = kNow + seconds(11);
+  expectViolation(done.status, x.status, "completionTime changed");
+  x = done;
+  x.status.result->exitCode = 1;
+  expectViolation(done.status, x.status, "result changed");
+  x = running;
+  x.status.startTime = kNow + seconds(1);
+  expectViolation(running.status, x.status, "startTime changed");
+  x = done;
+  x.status.completionTime = kNow - seconds(1);
+  expectViolation(running.status, x.status, "is before startTime");
+  x = done;
+  x.status.completionTime.reset();
+  expectViolation(running.status, x.status, "without completionTime");
+  x = running;
+  x.status.completionTime = kNow;
+  expectViolation(running.status, x.status, "Succeeded=Unknown/Running with completionTime");
+  x = running;
+  api::RemoveCondition(x.status.conditions, api::kConditionSucceeded);
+  expectViolation(running.status, x.status, "no Succeeded condition");
+  x = running;
+  Set(x, api::kConditionScheduled, ConditionStatus::kFalse, "Nope");
+  expectViolation(running.status, x.status, "Scheduled=True reverted");
+  expectViolation(running.status, x.status, "startTime is set but Scheduled is not True");
+  x = running;
+  x.status.execution->references = {{"Container", "other"}};
+  expectViolation(running.status, x.status, "execution.references replaced");
+  x = running;
+  x.status.resolvedJobClass->name = "other";
+  expectViolation(running.status, x.status, "resolvedJobClass changed");
+  x = running;
+  Set(x, api::kConditionAccepted, ConditionStatus::kFalse, "Nope");
+  expectViolation(running.status, x.status, "Accepted=True reverted");
+  api::Job failedEarly = Starting();
+  Set(failedEarly, api::kConditionSucceeded, ConditionStatus::kFalse, "ImagePullFailed");
+  failedEarly.status.completionTime = kNow;
+  failedEarly.status.result = api::JobResult{std::nullopt, "ImagePullFailed"};
+  EXPECT_THAT(CheckInvariants(Starting().status, failedEarly.status), IsEmpty());
+  x = failedEarly;
+  x.status.startTime = kNow;
+  expectViolation(failedEarly.status, x.status, "startTime set after the terminal state");
+}
+
+}  // namespace
+}  // namespace ayatori::statemachine::testing
