@@ -177,7 +177,15 @@ up() {
     HOME=$D start kwok "$bin/kwok" --kubeconfig="$KC" --manage-all-nodes=true --node-ip=127.0.0.1 \
       --cidr=10.244.0.0/16 --config="$T/kwok-stages.yaml"
     "$bin/kubectl" --kubeconfig="$KC" apply -f "$T/node.yaml" >/dev/null
-    "$bin/kubectl" --kubeconfig="$KC" wait --for=condition=Ready node/testenv-node-0 --timeout=60s >/dev/null
+    # kwok makes the node Ready through the testenv-node-ready Stage (kwok-stages.yaml); a Stage
+    # that does not render shows up in kwok's log.
+    if ! "$bin/kubectl" --kubeconfig="$KC" wait --for=condition=Ready node/testenv-node-0 \
+      --timeout=60s >/dev/null; then
+      log "node testenv-node-0 did not become Ready; last lines of kwok's log:"
+      tail -n 40 "$D/logs/kwok.log" | tr -d '\000' >&2  # kwok pads some errors with NULs
+      TESTENV_KEEP=1 down
+      exit 1
+    fi
   fi
   cat >"$D/env.sh" <<EOF
 export KUBECONFIG=$KC

@@ -1,6 +1,5 @@
 #include "adapters/kubernetes/observation.h"
 
-#include <algorithm>
 #include <string>
 
 #include "adapters/kubernetes/batch_job.h"
@@ -28,12 +27,9 @@ const json* Path(const json& j, std::initializer_list<const char*> keys) {
   return cur;
 }
 
-std::string Str(const json* j) {
-  return j != nullptr && j->is_string() ? j->get<std::string>() : "";
-}
-
 std::string Str(const json& j, std::initializer_list<const char*> keys) {
-  return Str(Path(j, keys));
+  const json* v = Path(j, keys);
+  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
 }
 
 int64_t Int(const json& j, std::initializer_list<const char*> keys) {
@@ -49,8 +45,12 @@ std::optional<api::Time> TimeAt(const json& j, std::initializer_list<const char*
   return *t;
 }
 
-bool IsImagePullReason(const std::string& reason) {
-  return reason == "ErrImagePull" || reason == "ImagePullBackOff" || reason == "InvalidImageName";
+std::string Label(const json& obj, const char* key) {
+  return Str(obj, {"metadata", "labels", key});
+}
+
+std::string Annotation(const json& obj, const char* key) {
+  return Str(obj, {"metadata", "annotations", key});
 }
 
 // The status of container "main", else the first one.
@@ -63,132 +63,94 @@ const json* MainContainerStatus(const json& pod) {
   return &(*statuses)[0];
 }
 
-std::string Uid(const json& obj) { return Str(obj, {"metadata", "uid"}); }
-
-bool IsControlledBy(const json& pod, const std::string& ownerUid) {
-  const json* owners = Path(pod, {"metadata", "ownerReferences"});
-  if (owners == nullptr || !owners->is_array()) return false;
+std::string ControllerUid(const json& obj) {
+  const json* owners = Path(obj, {"metadata", "ownerReferences"});
+  if (owners == nullptr || !owners->is_array()) return "";
   for (const auto& ref : *owners) {
-    if (ref.is_object() && ref.value("controller", false) && ref.value("uid", "") == ownerUid) {
-      return true;
-    }
+    if (ref.is_object() && ref.value("controller", false)) return Str(ref, {"uid"});
   }
-  return false;
+  return "";
 }
 
-// The condition of `type` with status "True" of a batch Job, or nullptr.
-const json* TrueCondition(const json& batchJob, const char* type) {
-  const json* conditions = Path(batchJob, {"status", "conditions"});
-  if (conditions == nullptr || !conditions->is_array()) return nullptr;
-  for (const auto& c : *conditions) {
-    if (Str(c, {"type"}) == type && Str(c, {"status"}) == "True") return &c;
-  }
-  return nullptr;
+bool IsImagePullReason(const std::string& reason) {
+  return reason == "ErrImagePull" || reason == "ImagePullBackOff" || reason == "InvalidImageName";
 }
 
 // What one pod says, without the batch Job.
-Observation ObservePod(const json& pod, api::Time now, std::chrono::seconds imagePullTimeout) {
+Observation ObservePod(const PodFacts& pod, api::Time now, std::chrono::seconds imagePullTimeout) {
   Observation o;
-  const std::string phase = Str(pod, {"status", "phase"});
-  const std::string podName = Str(pod, {"metadata", "name"});
-  const json* cs = MainContainerStatus(pod);
-  const json* state = cs != nullptr ? Get(*cs, "state") : nullptr;
-
-  if (state != nullptr) {
-    if (const json* term = Get(*state, "terminated")) {
-      const std::string termReason = Str(*term, {"reason"});
-      o.startedAt = TimeAt(*term, {"startedAt"});
-      o.finishedAt = TimeAt(*term, {"finishedAt"});
-      const json* code = Get(*term, "exitCode");
-      std::optional<int32_t> exitCode;
-      if (code != nullptr && code->is_number_integer()) exitCode = code->get<int32_t>();
-      if (termReason == "ContainerStatusUnknown" || !exitCode) {
+  auto details = [](const std::string& reason, const std::string& message) {
+    return (reason.empty() ? "" : ": " + reason) + (message.empty() ? "" : ": " + message);
+  };
+  switch (pod.state) {
+    case ContainerState::kTerminated:
+      o.startedAt = pod.startedAt;
+      o.finishedAt = pod.finishedAt;
+      if (pod.reason == "ContainerStatusUnknown" || !pod.exitCode) {
         o.phase = ExecutionPhase::kUnknown;
         o.reason = "ContainerStatusUnknown";
-        o.message = "pod " + podName + ": the container's result is unknown (" +
-                    (termReason.empty() ? "no exit code" : termReason) + ")";
+        o.message = "pod " + pod.name + ": the container's result is unknown" +
+                    details(pod.reason, pod.message);
         return o;
       }
-      o.exitCode = exitCode;
-      if (termReason == "OOMKilled") {
+      o.exitCode = pod.exitCode;
+      if (pod.reason == "OOMKilled") {
         o.phase = ExecutionPhase::kFailed;
         o.reason = "OOMKilled";
         o.message = "the container was killed for exceeding its memory limit (exit code " +
-                    std::to_string(*exitCode) + ")";
-      } else if (*exitCode == 0) {
+                    std::to_string(*pod.exitCode) + ")";
+      } else if (*pod.exitCode == 0) {
         o.phase = ExecutionPhase::kSucceeded;
         o.reason = "Completed";
       } else {
         o.phase = ExecutionPhase::kFailed;
         o.reason = "ProcessFailed";
-        o.message = "the container exited with code " + std::to_string(*exitCode) +
-                    (termReason.empty() ? "" : " (" + termReason + ")");
+        o.message = "the container exited with code " + std::to_string(*pod.exitCode) +
+                    (pod.reason.empty() ? "" : " (" + pod.reason + ")");
       }
       return o;
-    }
-    if (const json* running = Get(*state, "running")) {
+    case ContainerState::kRunning:
       o.phase = ExecutionPhase::kRunning;
-      o.startedAt = TimeAt(*running, {"startedAt"});
+      o.startedAt = pod.startedAt;
       return o;
-    }
-    if (const json* waiting = Get(*state, "waiting")) {
-      const std::string reason = Str(*waiting, {"reason"});
-      const std::string message = Str(*waiting, {"message"});
-      if (IsImagePullReason(reason)) {
-        auto created = TimeAt(pod, {"metadata", "creationTimestamp"});
-        if (created && now - *created >= imagePullTimeout) {
-          o.phase = ExecutionPhase::kFailed;
-          o.reason = "ImagePullFailed";
-          o.message = "the image could not be pulled for " +
-                      std::to_string(imagePullTimeout.count()) + "s: " + reason +
-                      (message.empty() ? "" : ": " + message);
-          return o;
-        }
+    case ContainerState::kWaiting:
+      if (IsImagePullReason(pod.reason) && pod.created && now - *pod.created >= imagePullTimeout) {
+        o.phase = ExecutionPhase::kFailed;
+        o.reason = "ImagePullFailed";
+        o.message = "the image could not be pulled within " +
+                    std::to_string(imagePullTimeout.count()) + "s" +
+                    details(pod.reason, pod.message);
+        return o;
       }
       o.phase = ExecutionPhase::kPending;
-      o.message = "pod " + podName + ": container waiting" + (reason.empty() ? "" : ": " + reason) +
-                  (message.empty() ? "" : ": " + message);
+      o.message = "pod " + pod.name + ": container waiting" + details(pod.reason, pod.message);
       return o;
-    }
+    case ContainerState::kNone:
+      break;
   }
-
-  // No container state.
-  if (phase == "Failed") {
-    const std::string reason = Str(pod, {"status", "reason"});
-    const std::string message = Str(pod, {"status", "message"});
+  if (pod.phase == "Failed") {
     o.phase = ExecutionPhase::kFailed;
     o.reason = "BackendRejected";
-    o.message = "pod " + podName + " failed before its container started" +
-                (reason.empty() ? "" : ": " + reason) + (message.empty() ? "" : ": " + message);
-    return o;
-  }
-  if (phase == "Succeeded") {
+    o.message = "pod " + pod.name + " failed before its container started" +
+                details(pod.podReason, pod.podMessage);
+  } else if (pod.phase == "Succeeded") {
     o.phase = ExecutionPhase::kSucceeded;
     o.reason = "Completed";
     o.exitCode = 0;  // the kubelet reports Succeeded only when every container exited 0
-    return o;
-  }
-  if (phase == "Running") {
+  } else if (pod.phase == "Running") {
     o.phase = ExecutionPhase::kRunning;
-    return o;
+  } else {
+    o.phase = ExecutionPhase::kPending;
+    o.message = pod.unschedulable.empty()
+                    ? "pod " + pod.name + " is pending"
+                    : "pod " + pod.name + " is not scheduled: " + pod.unschedulable;
   }
-  o.phase = ExecutionPhase::kPending;
-  const json* conditions = Path(pod, {"status", "conditions"});
-  if (conditions != nullptr && conditions->is_array()) {
-    for (const auto& c : *conditions) {
-      if (Str(c, {"type"}) == "PodScheduled" && Str(c, {"status"}) == "False") {
-        o.message = "pod " + podName + " is not scheduled: " + Str(c, {"reason"}) + ": " +
-                    Str(c, {"message"});
-      }
-    }
-  }
-  if (o.message.empty()) o.message = "pod " + podName + " is pending";
   return o;
 }
 
+// Which pod speaks for the execution when there are several: a result first, then one that
+// runs, then a lost one, then one that waits.
 int Rank(const Observation& o) {
-  // Which pod speaks for the execution when there are several: a result first, then one that
-  // runs, then one that waits.
   switch (o.phase) {
     case ExecutionPhase::kSucceeded:
     case ExecutionPhase::kFailed:
@@ -204,6 +166,88 @@ int Rank(const Observation& o) {
 
 }  // namespace
 
+BatchJobFacts BatchJobFactsFromJson(const json& j) {
+  BatchJobFacts f;
+  f.name = Str(j, {"metadata", "name"});
+  f.uid = Str(j, {"metadata", "uid"});
+  f.jobUid = Label(j, api::kJobUidLabel);
+  f.jobName = Annotation(j, kJobNameAnnotation);
+  if (f.jobName.empty()) f.jobName = Label(j, api::kJobNameLabel);
+  f.owned = !f.jobUid.empty() && IsOwnedBy(j, f.jobUid);
+  f.completionTime = TimeAt(j, {"status", "completionTime"});
+  if (const json* conditions = Path(j, {"status", "conditions"});
+      conditions && conditions->is_array()) {
+    for (const auto& c : *conditions) {
+      if (Str(c, {"status"}) != "True") continue;
+      const std::string type = Str(c, {"type"});
+      if (type == "Complete") {
+        f.complete = true;
+        if (!f.completionTime) f.completionTime = TimeAt(c, {"lastTransitionTime"});
+      } else if (type == "Failed") {
+        f.failed = true;
+        f.failedReason = Str(c, {"reason"});
+        f.failedMessage = Str(c, {"message"});
+      }
+    }
+  }
+  bool uncounted = false;  // pods that finished but the Job controller has not counted yet
+  if (const json* u = Path(j, {"status", "uncountedTerminatedPods"})) {
+    for (const char* k : {"succeeded", "failed"}) {
+      const json* list = Get(*u, k);
+      if (list != nullptr && list->is_array() && !list->empty()) uncounted = true;
+    }
+  }
+  f.hadPods = f.failed || f.complete || uncounted || Int(j, {"status", "active"}) > 0 ||
+              Int(j, {"status", "failed"}) > 0 || Int(j, {"status", "succeeded"}) > 0 ||
+              Int(j, {"status", "terminating"}) > 0;
+  return f;
+}
+
+PodFacts PodFactsFromJson(const json& j) {
+  PodFacts f;
+  f.name = Str(j, {"metadata", "name"});
+  f.jobUid = Label(j, api::kJobUidLabel);
+  f.jobName = Annotation(j, kJobNameAnnotation);
+  if (f.jobName.empty()) f.jobName = Label(j, api::kJobNameLabel);
+  f.controllerUid = ControllerUid(j);
+  f.created = TimeAt(j, {"metadata", "creationTimestamp"});
+  f.deleted = TimeAt(j, {"metadata", "deletionTimestamp"});
+  f.deletionGracePeriodSeconds = Int(j, {"metadata", "deletionGracePeriodSeconds"});
+  f.phase = Str(j, {"status", "phase"});
+  if (f.phase == "Failed") {
+    f.podReason = Str(j, {"status", "reason"});
+    f.podMessage = Str(j, {"status", "message"});
+  }
+  if (const json* conditions = Path(j, {"status", "conditions"});
+      conditions && conditions->is_array()) {
+    for (const auto& c : *conditions) {
+      if (Str(c, {"type"}) == "PodScheduled" && Str(c, {"status"}) == "False") {
+        f.unschedulable = Str(c, {"reason"}) + ": " + Str(c, {"message"});
+      }
+    }
+  }
+  const json* cs = MainContainerStatus(j);
+  const json* state = cs != nullptr ? Get(*cs, "state") : nullptr;
+  if (state == nullptr) return f;
+  if (const json* term = Get(*state, "terminated")) {
+    f.state = ContainerState::kTerminated;
+    f.reason = Str(*term, {"reason"});
+    f.message = Str(*term, {"message"});
+    const json* code = Get(*term, "exitCode");
+    if (code != nullptr && code->is_number_integer()) f.exitCode = code->get<int32_t>();
+    f.startedAt = TimeAt(*term, {"startedAt"});
+    f.finishedAt = TimeAt(*term, {"finishedAt"});
+  } else if (const json* running = Get(*state, "running")) {
+    f.state = ContainerState::kRunning;
+    f.startedAt = TimeAt(*running, {"startedAt"});
+  } else if (const json* waiting = Get(*state, "waiting")) {
+    f.state = ContainerState::kWaiting;
+    f.reason = Str(*waiting, {"reason"});
+    f.message = Str(*waiting, {"message"});
+  }
+  return f;
+}
+
 std::string ReferencedBatchJobUid(const std::vector<api::ExecutionReference>& references) {
   for (const auto& r : references) {
     if (r.type == kReferenceType) return r.id;
@@ -211,94 +255,79 @@ std::string ReferencedBatchJobUid(const std::vector<api::ExecutionReference>& re
   return "";
 }
 
-bool IsPodTerminal(const json& pod) {
-  const std::string phase = Str(pod, {"status", "phase"});
-  if (phase == "Succeeded" || phase == "Failed") return true;
-  const json* cs = MainContainerStatus(pod);
-  return cs != nullptr && Path(*cs, {"state", "terminated"}) != nullptr;
+bool IsPodTerminal(const PodFacts& pod) {
+  return pod.phase == "Succeeded" || pod.phase == "Failed" ||
+         pod.state == ContainerState::kTerminated;
 }
 
-Observation ObserveExecution(const std::optional<json>& batchJob, const std::vector<json>& pods,
-                             api::Time now, std::chrono::seconds imagePullFailureTimeout,
+Observation ObserveExecution(const std::optional<BatchJobFacts>& batchJob,
+                             const std::vector<PodFacts>& pods, api::Time now,
+                             std::chrono::seconds imagePullFailureTimeout,
                              const std::string& expectedBatchJobUid) {
-  std::vector<const json*> own;
-  if (batchJob) {
-    const std::string uid = Uid(*batchJob);
-    if (!expectedBatchJobUid.empty() && uid != expectedBatchJobUid) {
-      Observation o;
-      o.phase = ExecutionPhase::kUnknown;
-      o.reason = "ExecutionMismatch";
-      o.message = "batch/v1 Job " + Str(*batchJob, {"metadata", "name"}) + " has uid " + uid +
-                  ", not the recorded execution " + expectedBatchJobUid;
-      return o;
-    }
-    for (const auto& p : pods) {
-      if (IsControlledBy(p, uid)) own.push_back(&p);
-    }
-  } else {
-    for (const auto& p : pods) own.push_back(&p);
+  if (batchJob && !expectedBatchJobUid.empty() && batchJob->uid != expectedBatchJobUid) {
+    Observation o;
+    o.phase = ExecutionPhase::kUnknown;
+    o.reason = "ExecutionMismatch";
+    o.message = "batch/v1 Job " + batchJob->name + " has uid " + batchJob->uid +
+                ", not the recorded execution " + expectedBatchJobUid;
+    return o;
   }
-
   std::optional<Observation> best;
-  for (const json* p : own) {
-    Observation o = ObservePod(*p, now, imagePullFailureTimeout);
+  for (const PodFacts& p : pods) {
+    // Only the batch Job's own pods; without a batch Job, whatever is left of the UID.
+    if (batchJob && p.controllerUid != batchJob->uid) continue;
+    Observation o = ObservePod(p, now, imagePullFailureTimeout);
     if (!best || Rank(o) < Rank(*best)) best = std::move(o);
   }
 
   if (!batchJob) {
-    if (!best) {
-      Observation o;
-      o.phase = ExecutionPhase::kAbsent;
-      return o;
-    }
-    return *best;
+    if (best) return *best;
+    Observation o;
+    o.phase = ExecutionPhase::kAbsent;
+    return o;
   }
 
   Observation o;
   if (best) {
     o = std::move(*best);
-  } else if (const json* complete = TrueCondition(*batchJob, "Complete")) {
+  } else if (batchJob->complete) {
     o.phase = ExecutionPhase::kSucceeded;
     o.reason = "Completed";
     o.exitCode = 0;  // the Job controller counts a pod as succeeded only when it exited 0
-    o.finishedAt = TimeAt(*batchJob, {"status", "completionTime"});
-    if (!o.finishedAt) o.finishedAt = TimeAt(*complete, {"lastTransitionTime"});
+    o.finishedAt = batchJob->completionTime;
+  } else if (batchJob->hadPods) {
+    o.phase = ExecutionPhase::kUnknown;
+    o.reason = "PodLost";
+    o.message =
+        "the pod of batch/v1 Job " + batchJob->name + " is gone without a result that can be read";
+    if (batchJob->failed) {
+      o.message += " (Job condition Failed: " + batchJob->failedReason + ": " +
+                   batchJob->failedMessage + ")";
+    }
   } else {
-    const json* failed = TrueCondition(*batchJob, "Failed");
-    bool uncounted = false;  // pods that finished but the Job controller has not counted yet
-    if (const json* u = Path(*batchJob, {"status", "uncountedTerminatedPods"})) {
-      for (const char* k : {"succeeded", "failed"}) {
-        const json* list = Get(*u, k);
-        if (list != nullptr && list->is_array() && !list->empty()) uncounted = true;
-      }
-    }
-    const bool podExisted =
-        failed != nullptr || uncounted || Int(*batchJob, {"status", "active"}) > 0 ||
-        Int(*batchJob, {"status", "failed"}) > 0 || Int(*batchJob, {"status", "succeeded"}) > 0 ||
-        Int(*batchJob, {"status", "terminating"}) > 0;
-    if (podExisted) {
-      o.phase = ExecutionPhase::kUnknown;
-      o.reason = "PodLost";
-      o.message = "the pod of batch/v1 Job " + Str(*batchJob, {"metadata", "name"}) +
-                  " is gone without a result that can be read";
-      if (failed != nullptr) {
-        o.message += " (Job condition Failed: " + Str(*failed, {"reason"}) + ": " +
-                     Str(*failed, {"message"}) + ")";
-      }
-    } else {
-      o.phase = ExecutionPhase::kPending;
-      o.message = "batch/v1 Job " + Str(*batchJob, {"metadata", "name"}) + " has no pod yet";
-    }
+    o.phase = ExecutionPhase::kPending;
+    o.message = "batch/v1 Job " + batchJob->name + " has no pod yet";
   }
-  o.references = {{kReferenceType, Uid(*batchJob)}};
+  o.references = {{kReferenceType, batchJob->uid}};
   return o;
 }
 
-Observation ObserveCancellation(const std::vector<json>& pods, api::Time now) {
+Observation ObserveExecutionFromJson(const std::optional<json>& batchJob,
+                                     const std::vector<json>& pods, api::Time now,
+                                     std::chrono::seconds imagePullFailureTimeout,
+                                     const std::string& expectedBatchJobUid) {
+  std::optional<BatchJobFacts> job;
+  if (batchJob) job = BatchJobFactsFromJson(*batchJob);
+  std::vector<PodFacts> facts;
+  for (const auto& p : pods) facts.push_back(PodFactsFromJson(p));
+  return ObserveExecution(job, facts, now, imagePullFailureTimeout, expectedBatchJobUid);
+}
+
+Observation ObserveCancellation(const std::vector<PodFacts>& pods, api::Time now) {
   std::optional<Observation> stopping;
   std::optional<Observation> natural;  // a result reached before the deletion was requested
   std::optional<api::Time> ranFrom, ranUntil;
-  for (const auto& pod : pods) {
+  for (const PodFacts& pod : pods) {
     // The image-pull timeout does not matter here: a waiting pod is still "stopping".
     Observation o = ObservePod(pod, now, std::chrono::seconds::max());
     if (!IsPodTerminal(pod)) {
@@ -307,22 +336,17 @@ Observation ObserveCancellation(const std::vector<json>& pods, api::Time now) {
     }
     if (o.startedAt) ranFrom = o.startedAt;
     if (o.finishedAt) ranUntil = o.finishedAt;
-    auto deleted = TimeAt(pod, {"metadata", "deletionTimestamp"});
-    bool beforeDeletion = !deleted.has_value();
-    if (deleted && o.finishedAt) {
-      auto requested =
-          *deleted - std::chrono::seconds(Int(pod, {"metadata", "deletionGracePeriodSeconds"}));
-      beforeDeletion = *o.finishedAt < requested;
+    bool beforeDeletion = !pod.deleted.has_value();
+    if (pod.deleted && o.finishedAt) {
+      beforeDeletion =
+          *o.finishedAt < *pod.deleted - std::chrono::seconds(pod.deletionGracePeriodSeconds);
     }
     if (beforeDeletion &&
         (o.phase == ExecutionPhase::kSucceeded || o.phase == ExecutionPhase::kFailed)) {
       if (!natural || o.phase == ExecutionPhase::kSucceeded) natural = std::move(o);
     }
   }
-  if (stopping) {
-    stopping->references.clear();
-    return *stopping;
-  }
+  if (stopping) return *stopping;
   if (natural) return *natural;
   Observation o;
   o.phase = ExecutionPhase::kCancelled;
@@ -331,6 +355,12 @@ Observation ObserveCancellation(const std::vector<json>& pods, api::Time now) {
   o.finishedAt = ranUntil;
   o.message = ranFrom ? "the container was stopped" : "the execution was stopped before it started";
   return o;
+}
+
+Observation ObserveCancellationFromJson(const std::vector<json>& pods, api::Time now) {
+  std::vector<PodFacts> facts;
+  for (const auto& p : pods) facts.push_back(PodFactsFromJson(p));
+  return ObserveCancellation(facts, now);
 }
 
 }  // namespace ayatori::adapters::kubernetes

@@ -1,11 +1,16 @@
-// What a batch/v1 Job and its pod say about the one execution of an Ayatori Job: pure functions
-// of the objects' JSON (as read from the apiserver or the informer caches) and the time, so every
-// mapping rule is unit-tested without a cluster.
+// What a batch/v1 Job and its pod say about the one execution of an Ayatori Job: pure functions,
+// so every mapping rule is unit-tested without a cluster.
+//
+// Objects are first reduced to compact facts (BatchJobFacts, PodFacts: the few fields the mapping
+// reads, a few hundred bytes) — that is also what the adapter's watch cache keeps — and the
+// mapping works on facts. The *FromJson variants decode and map in one step.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "api/types.h"
@@ -16,10 +21,49 @@ namespace ayatori::adapters::kubernetes {
 // Reference type written to status.execution.references: {type: Job, id: <batch Job uid>}.
 inline constexpr const char* kReferenceType = "Job";
 
+struct BatchJobFacts {
+  std::string name;
+  std::string uid;
+  std::string jobUid;     // label execution.ayatori.ddupan.top/job-uid
+  std::string jobName;    // the Ayatori Job's name (label, annotation or ownerReference)
+  bool owned = false;     // IsOwnedBy(batch Job, jobUid)
+  bool complete = false;  // condition Complete=True
+  bool failed = false;    // condition Failed=True
+  std::string failedReason, failedMessage;
+  std::optional<api::Time> completionTime;
+  // A pod was made at some point: active/failed/succeeded/terminating counts or uncounted pods.
+  bool hadPods = false;
+  bool operator==(const BatchJobFacts&) const = default;
+};
+
+enum class ContainerState { kNone, kWaiting, kRunning, kTerminated };
+
+struct PodFacts {
+  std::string name;
+  std::string jobUid;         // label execution.ayatori.ddupan.top/job-uid
+  std::string jobName;        // annotation execution.ayatori.ddupan.top/job-name (or label)
+  std::string controllerUid;  // uid of the controller ownerReference (the batch Job)
+  std::optional<api::Time> created;
+  std::optional<api::Time> deleted;  // deletionTimestamp
+  int64_t deletionGracePeriodSeconds = 0;
+  std::string phase;                  // Pending, Running, Succeeded, Failed, Unknown
+  std::string podReason, podMessage;  // status.reason/message (evicted, rejected by the node)
+  std::string unschedulable;          // PodScheduled=False: "<reason>: <message>"
+  // The main container ("main", else the first).
+  ContainerState state = ContainerState::kNone;
+  std::string reason, message;  // of the waiting or terminated state
+  std::optional<int32_t> exitCode;
+  std::optional<api::Time> startedAt, finishedAt;
+  bool operator==(const PodFacts&) const = default;
+};
+
+BatchJobFacts BatchJobFactsFromJson(const nlohmann::json& batchJob);
+PodFacts PodFactsFromJson(const nlohmann::json& pod);
+
 // Observe: the execution as it stands.
 //  - batch Job absent: kAbsent, unless pods of the UID are still there (their state is reported:
 //    a pod still running is not "absent").
-//  - the main container ("main", else the first) of the batch Job's pod decides:
+//  - the main container of the batch Job's pod decides:
 //      running                                  -> kRunning, startedAt = state.running.startedAt
 //      terminated exit 0                        -> kSucceeded, exitCode 0
 //      terminated reason OOMKilled              -> kFailed OOMKilled (with the exit code)
@@ -33,14 +77,18 @@ inline constexpr const char* kReferenceType = "Job";
 //  - pod Failed without a container state (evicted or rejected by the node) -> kFailed
 //    BackendRejected with the pod's reason.
 //  - no pod: batch Job Complete -> kSucceeded; the Job controller has not made the pod yet ->
-//    kPending; a pod existed (active/failed counts, Failed condition) but is gone without a
-//    terminal state we can read -> kUnknown PodLost (never a guess at failure).
+//    kPending; a pod existed (counts, Failed condition) but is gone without a terminal state we
+//    can read -> kUnknown PodLost (never a guess at failure).
 // `expectedBatchJobUid`, when not empty, is the batch Job uid persisted in status: a batch Job
 // with another uid is a different execution -> kUnknown ExecutionMismatch.
-Observation ObserveExecution(const std::optional<nlohmann::json>& batchJob,
-                             const std::vector<nlohmann::json>& pods, api::Time now,
+Observation ObserveExecution(const std::optional<BatchJobFacts>& batchJob,
+                             const std::vector<PodFacts>& pods, api::Time now,
                              std::chrono::seconds imagePullFailureTimeout,
                              const std::string& expectedBatchJobUid = "");
+Observation ObserveExecutionFromJson(const std::optional<nlohmann::json>& batchJob,
+                                     const std::vector<nlohmann::json>& pods, api::Time now,
+                                     std::chrono::seconds imagePullFailureTimeout,
+                                     const std::string& expectedBatchJobUid = "");
 
 // Cancel, after the batch Job was deleted (propagationPolicy=Background): what is left of the
 // execution, judged from the pods still carrying the UID label.
@@ -49,12 +97,13 @@ Observation ObserveExecution(const std::optional<nlohmann::json>& batchJob,
 //    pod, or finishedAt < deletionTimestamp - deletionGracePeriodSeconds) keeps its own result:
 //    exit 0 -> kSucceeded (success wins), otherwise its kFailed;
 //  - everything else (killed, or nothing left at all) -> kCancelled.
-Observation ObserveCancellation(const std::vector<nlohmann::json>& pods, api::Time now);
+Observation ObserveCancellation(const std::vector<PodFacts>& pods, api::Time now);
+Observation ObserveCancellationFromJson(const std::vector<nlohmann::json>& pods, api::Time now);
 
-// The batch Job uid in `key.references` ({type: Job, id}), empty if none.
+// The batch Job uid in `references` ({type: Job, id}), empty if none.
 std::string ReferencedBatchJobUid(const std::vector<api::ExecutionReference>& references);
 
-// True when `pod` is terminal (phase Succeeded/Failed, or its main container terminated).
-bool IsPodTerminal(const nlohmann::json& pod);
+// Phase Succeeded/Failed, or the main container terminated.
+bool IsPodTerminal(const PodFacts& pod);
 
 }  // namespace ayatori::adapters::kubernetes

@@ -59,7 +59,7 @@ json Waiting(const char* reason, const char* message = "") {
 }
 
 Observation Observe(const std::optional<json>& job, const std::vector<json>& pods) {
-  return ObserveExecution(job, pods, kNow, kPullTimeout);
+  return ObserveExecutionFromJson(job, pods, kNow, kPullTimeout);
 }
 
 TEST(ObserveExecution, NoBatchJobIsAbsent) {
@@ -235,11 +235,12 @@ TEST(ObserveExecution, ReadsTheMainContainer) {
 }
 
 TEST(ObserveExecution, BatchJobWithAnotherUidThanRecordedIsAMismatch) {
-  Observation o =
-      ObserveExecution(BatchJob(), {Pod("Running", Running())}, kNow, kPullTimeout, "recorded-uid");
+  Observation o = ObserveExecutionFromJson(BatchJob(), {Pod("Running", Running())}, kNow,
+                                           kPullTimeout, "recorded-uid");
   EXPECT_EQ(o.phase, ExecutionPhase::kUnknown);
   EXPECT_EQ(o.reason, "ExecutionMismatch");
-  EXPECT_EQ(ObserveExecution(BatchJob(), {Pod("Running", Running())}, kNow, kPullTimeout, kBatchUid)
+  EXPECT_EQ(ObserveExecutionFromJson(BatchJob(), {Pod("Running", Running())}, kNow, kPullTimeout,
+                                     kBatchUid)
                 .phase,
             ExecutionPhase::kRunning);
 }
@@ -254,7 +255,7 @@ TEST(ObserveExecution, PodsLeftAfterTheBatchJobWasDeletedStillReport) {
 TEST(ObserveExecution, MalformedObjectsDoNotCrash) {
   json pod = {{"metadata", 5}, {"status", {{"containerStatuses", "nope"}}}};
   Observation o =
-      ObserveExecution(json::array(), {pod, json(), json::object()}, kNow, kPullTimeout);
+      ObserveExecutionFromJson(json::array(), {pod, json(), json::object()}, kNow, kPullTimeout);
   EXPECT_NE(o.phase, ExecutionPhase::kSucceeded);
 }
 
@@ -267,20 +268,20 @@ json Deleted(json pod, const char* at, int grace = 0) {
 }
 
 TEST(ObserveCancellation, NothingLeftIsCancelled) {
-  Observation o = ObserveCancellation({}, kNow);
+  Observation o = ObserveCancellationFromJson({}, kNow);
   EXPECT_EQ(o.phase, ExecutionPhase::kCancelled);
   EXPECT_EQ(o.reason, "Cancelled");
   EXPECT_FALSE(o.startedAt);
 }
 
 TEST(ObserveCancellation, RunningPodIsStillStopping) {
-  Observation o =
-      ObserveCancellation({Deleted(Pod("Running", Running()), "2026-11-29T08:10:30Z", 30)}, kNow);
+  Observation o = ObserveCancellationFromJson(
+      {Deleted(Pod("Running", Running()), "2026-11-29T08:10:30Z", 30)}, kNow);
   EXPECT_EQ(o.phase, ExecutionPhase::kRunning);
 }
 
 TEST(ObserveCancellation, PendingPodIsStillStoppingButNeverStarted) {
-  Observation o = ObserveCancellation({Pod("Pending", Waiting("ImagePullBackOff"))}, kNow);
+  Observation o = ObserveCancellationFromJson({Pod("Pending", Waiting("ImagePullBackOff"))}, kNow);
   EXPECT_EQ(o.phase, ExecutionPhase::kPending);
   EXPECT_FALSE(o.startedAt);
 }
@@ -290,7 +291,7 @@ TEST(ObserveCancellation, KilledPodIsCancelled) {
   // 08:09:31 with 137.
   json pod = Deleted(Pod("Failed", Terminated(137, "Error", "2026-11-29T08:09:31Z")),
                      "2026-11-29T08:10:00Z", 30);
-  Observation o = ObserveCancellation({pod}, kNow);
+  Observation o = ObserveCancellationFromJson({pod}, kNow);
   EXPECT_EQ(o.phase, ExecutionPhase::kCancelled);
   EXPECT_EQ(o.startedAt, T("2026-11-29T08:01:00Z"));
   EXPECT_EQ(o.finishedAt, T("2026-11-29T08:09:31Z"));
@@ -300,22 +301,22 @@ TEST(ObserveCancellation, KilledPodIsCancelled) {
 TEST(ObserveCancellation, EvenAnExitZeroAfterTheRequestIsCancelled) {
   json pod = Deleted(Pod("Succeeded", Terminated(0, "Completed", "2026-11-29T08:09:45Z")),
                      "2026-11-29T08:10:00Z", 30);
-  EXPECT_EQ(ObserveCancellation({pod}, kNow).phase, ExecutionPhase::kCancelled);
+  EXPECT_EQ(ObserveCancellationFromJson({pod}, kNow).phase, ExecutionPhase::kCancelled);
 }
 
 TEST(ObserveCancellation, SuccessBeforeTheRequestWins) {
   json pod = Deleted(Pod("Succeeded", Terminated(0, "Completed", "2026-11-29T08:05:00Z")),
                      "2026-11-29T08:09:00Z");
-  Observation o = ObserveCancellation({pod}, kNow);
+  Observation o = ObserveCancellationFromJson({pod}, kNow);
   EXPECT_EQ(o.phase, ExecutionPhase::kSucceeded);
   EXPECT_EQ(o.exitCode, 0);
   // Not yet deleted at all: finished on its own.
-  EXPECT_EQ(ObserveCancellation({Pod("Succeeded", Terminated(0, "Completed"))}, kNow).phase,
+  EXPECT_EQ(ObserveCancellationFromJson({Pod("Succeeded", Terminated(0, "Completed"))}, kNow).phase,
             ExecutionPhase::kSucceeded);
 }
 
 TEST(ObserveCancellation, FailureBeforeTheRequestKeepsItsResult) {
-  Observation o = ObserveCancellation({Pod("Failed", Terminated(3, "Error"))}, kNow);
+  Observation o = ObserveCancellationFromJson({Pod("Failed", Terminated(3, "Error"))}, kNow);
   EXPECT_EQ(o.phase, ExecutionPhase::kFailed);
   EXPECT_EQ(o.reason, "ProcessFailed");
   EXPECT_EQ(o.exitCode, 3);
@@ -327,9 +328,53 @@ TEST(ObserveCancellation, PodDeletedBeforeItStartedIsCancelled) {
                                           {"reason", "ContainerStatusUnknown"},
                                           {"finishedAt", "2026-11-29T08:09:01Z"}}}}),
                      "2026-11-29T08:09:31Z", 30);
-  Observation o = ObserveCancellation({pod}, kNow);
+  Observation o = ObserveCancellationFromJson({pod}, kNow);
   EXPECT_EQ(o.phase, ExecutionPhase::kCancelled);
   EXPECT_FALSE(o.startedAt);
+}
+
+TEST(PodFactsFromJson, KeepsOnlyWhatTheMappingReads) {
+  json pod = Deleted(Pod("Failed", Terminated(3, "Error")), "2026-11-29T08:09:30Z", 30);
+  pod["metadata"]["annotations"] = {{"execution.ayatori.ddupan.top/job-name", "hello"}};
+  PodFacts f = PodFactsFromJson(pod);
+  EXPECT_EQ(f.name, "ayj-u1-abcde");
+  EXPECT_EQ(f.jobUid, "u1");
+  EXPECT_EQ(f.jobName, "hello");
+  EXPECT_EQ(f.controllerUid, kBatchUid);
+  EXPECT_EQ(f.created, T("2026-11-29T08:00:00Z"));
+  EXPECT_EQ(f.deleted, T("2026-11-29T08:09:30Z"));
+  EXPECT_EQ(f.deletionGracePeriodSeconds, 30);
+  EXPECT_EQ(f.phase, "Failed");
+  EXPECT_EQ(f.state, ContainerState::kTerminated);
+  EXPECT_EQ(f.exitCode, 3);
+  EXPECT_EQ(f.reason, "Error");
+  EXPECT_EQ(f.startedAt, T("2026-11-29T08:01:00Z"));
+  EXPECT_EQ(f.finishedAt, T("2026-11-29T08:05:00Z"));
+  EXPECT_TRUE(IsPodTerminal(f));
+  EXPECT_FALSE(IsPodTerminal(PodFactsFromJson(Pod("Running", Running()))));
+}
+
+TEST(BatchJobFactsFromJson, ReadsIdentityConditionsAndCounts) {
+  json job = BatchJob({{"active", 1}});
+  job["metadata"]["labels"] = {{"execution.ayatori.ddupan.top/job-uid", "u1"},
+                               {"execution.ayatori.ddupan.top/job-name", "hello"}};
+  job["metadata"]["ownerReferences"] = {{{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
+                                         {"kind", "Job"},
+                                         {"name", "hello"},
+                                         {"uid", "u1"},
+                                         {"controller", true}}};
+  BatchJobFacts f = BatchJobFactsFromJson(job);
+  EXPECT_EQ(f.uid, kBatchUid);
+  EXPECT_EQ(f.jobUid, "u1");
+  EXPECT_EQ(f.jobName, "hello");
+  EXPECT_TRUE(f.owned);
+  EXPECT_TRUE(f.hadPods);
+  EXPECT_FALSE(f.complete);
+  EXPECT_FALSE(BatchJobFactsFromJson(BatchJob()).hadPods);
+  EXPECT_FALSE(BatchJobFactsFromJson(BatchJob()).owned);
+  EXPECT_TRUE(
+      BatchJobFactsFromJson(BatchJob({{"uncountedTerminatedPods", {{"failed", {"pod-uid"}}}}}))
+          .hadPods);
 }
 
 TEST(ReferencedBatchJobUid, FindsTheJobReference) {

@@ -1,0 +1,432 @@
+#include "adapters/kubernetes/kubernetes_adapter.h"
+
+#include <cstdio>
+#include <utility>
+
+#include "adapters/kubernetes/batch_job.h"
+#include "kube/resource.h"
+
+namespace ayatori::adapters::kubernetes {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr std::chrono::seconds kDefaultPullTimeout{300};
+constexpr const char* kUidIndex = "job-uid";
+
+// Ended by itself (not cancelled): a result the cancellation must not overwrite.
+bool EndedByItself(ExecutionPhase p) {
+  return p == ExecutionPhase::kSucceeded || p == ExecutionPhase::kFailed;
+}
+
+Observation Unknown(std::string reason, std::string message) {
+  Observation o;
+  o.phase = ExecutionPhase::kUnknown;
+  o.reason = std::move(reason);
+  o.message = std::move(message);
+  return o;
+}
+
+Observation Rejected(std::string message) {
+  Observation o;
+  o.phase = ExecutionPhase::kFailed;
+  o.reason = "BackendRejected";
+  o.message = std::move(message);
+  return o;
+}
+
+// kUnknown for an API error: the cause is in the reason, the details in the message.
+Observation FromError(const Status& s, const std::string& what) {
+  const char* reason = "BackendUnreachable";
+  switch (s.code()) {
+    case StatusCode::kForbidden:
+      reason = "Forbidden";  // RBAC, quota, terminating namespace: may change
+      break;
+    case StatusCode::kTooManyRequests:
+    case StatusCode::kServerError:
+      reason = "BackendError";
+      break;
+    default:
+      break;
+  }
+  return Unknown(reason, what + ": " + s.ToString());
+}
+
+std::chrono::seconds PullTimeout(const json& parameters) {
+  auto params = ParseParameters(parameters);
+  if (!params.ok()) return kDefaultPullTimeout;
+  return std::chrono::seconds(params->imagePullFailureTimeoutSeconds);
+}
+
+std::string Uid(const json& obj) {
+  auto md = obj.find("metadata");
+  if (md == obj.end() || !md->is_object()) return "";
+  return md->value("uid", "");
+}
+
+std::vector<PodFacts> ToFacts(const std::vector<json>& pods) {
+  std::vector<PodFacts> out;
+  out.reserve(pods.size());
+  for (const auto& p : pods) out.push_back(PodFactsFromJson(p));
+  return out;
+}
+
+bool IsImagePullWait(const PodFacts& p) {
+  return p.state == ContainerState::kWaiting &&
+         (p.reason == "ErrImagePull" || p.reason == "ImagePullBackOff" ||
+          p.reason == "InvalidImageName");
+}
+
+}  // namespace
+
+ResourceRef BatchJobsResource() { return {"batch", "v1", "jobs", true}; }
+ResourceRef PodsResource() { return {"", "v1", "pods", true}; }
+
+KubernetesAdapter::KubernetesAdapter(KubeClient& client, KubernetesAdapterOptions options)
+    : client_(client),
+      options_(std::move(options)),
+      clock_(options_.clock != nullptr ? *options_.clock : SystemClock::Instance()) {}
+
+KubernetesAdapter::~KubernetesAdapter() { Stop(); }
+
+api::Time KubernetesAdapter::Now() const {
+  return std::chrono::floor<std::chrono::seconds>(clock_.Now());
+}
+
+void KubernetesAdapter::Log(const std::string& line) const {
+  std::string msg = "kubernetes adapter: " + line;
+  if (options_.log) {
+    options_.log(msg);
+  } else {
+    std::fprintf(stderr, "%s\n", msg.c_str());
+  }
+}
+
+Status KubernetesAdapter::Start(
+    std::function<void(const std::string&, const std::string&)> notify) {
+  if (jobs_) return Status(StatusCode::kFailedPrecondition, "the adapter is already started");
+  notify_ = std::move(notify);
+
+  kube::InformerOptions io;
+  io.namespace_ = options_.namespace_;
+  io.labelSelector = ManagedSelector();
+  io.log = options_.log;
+  io.name = "batch/v1 jobs (ayatori)";
+  jobs_ = std::make_unique<kube::Informer<BatchJobFacts>>(
+      client_, BatchJobsResource(), io, [](const json& j) {
+        return std::make_shared<const BatchJobFacts>(BatchJobFactsFromJson(j));
+      });
+  io.name = "v1 pods (ayatori)";
+  pods_ = std::make_unique<kube::Informer<PodFacts>>(
+      client_, PodsResource(), io,
+      [](const json& j) { return std::make_shared<const PodFacts>(PodFactsFromJson(j)); });
+  pods_->AddIndex(kUidIndex, [](const PodFacts& p) { return std::vector<std::string>{p.jobUid}; });
+
+  // Only changes of the facts the mapping reads wake the controller: kwok's and the kubelet's
+  // status patches that touch nothing else (conditions, IPs) are not worth a reconcile.
+  auto wake = [this](const std::string& key, const std::string& jobName) {
+    if (!notify_ || jobName.empty()) return;
+    notify_(kube::SplitObjectKey(key).first, jobName);
+  };
+  jobs_->AddHandlers({
+      .onAdd = [wake](const std::string& k, const auto& o) { wake(k, o->jobName); },
+      .onUpdate =
+          [wake](const std::string& k, const auto& old, const auto& cur) {
+            if (!(*old == *cur)) wake(k, cur->jobName);
+          },
+      .onDelete = [wake](const std::string& k, const auto& o) { wake(k, o->jobName); },
+  });
+  pods_->AddHandlers({
+      .onAdd = [wake](const std::string& k, const auto& o) { wake(k, o->jobName); },
+      .onUpdate =
+          [wake](const std::string& k, const auto& old, const auto& cur) {
+            if (!(*old == *cur)) wake(k, cur->jobName);
+          },
+      .onDelete = [wake](const std::string& k, const auto& o) { wake(k, o->jobName); },
+  });
+  timerThread_ = std::jthread([this](std::stop_token stop) { TimerLoop(std::move(stop)); });
+  jobs_->Start();
+  pods_->Start();
+  if (!jobs_->WaitForSync(options_.syncTimeout) || !pods_->WaitForSync(options_.syncTimeout)) {
+    return Status(StatusCode::kUnavailable,
+                  "the watches of batch/v1 Jobs and pods did not sync within " +
+                      std::to_string(options_.syncTimeout.count()) +
+                      " ms; they keep retrying and calls read from the apiserver until then");
+  }
+  return Status::Ok();
+}
+
+void KubernetesAdapter::Stop() {
+  if (jobs_) jobs_->Stop();
+  if (pods_) pods_->Stop();
+  if (timerThread_.joinable()) {
+    timerThread_.request_stop();
+    timerCv_.notify_all();
+    timerThread_.join();
+  }
+}
+
+bool KubernetesAdapter::CachesSynced() const {
+  return jobs_ && pods_ && jobs_->HasSynced() && pods_->HasSynced();
+}
+
+void KubernetesAdapter::NotifyAt(api::Time when, const std::string& ns, const std::string& name) {
+  if (!notify_ || !timerThread_.joinable()) return;
+  std::lock_guard lock(timerMu_);
+  auto range = timers_.equal_range(when);
+  for (auto it = range.first; it != range.second; ++it) {
+    if (it->second.first == ns && it->second.second == name) return;
+  }
+  timers_.emplace(when, std::make_pair(ns, name));
+  timerCv_.notify_all();
+}
+
+void KubernetesAdapter::TimerLoop(std::stop_token stop) {
+  std::unique_lock lock(timerMu_);
+  while (!stop.stop_requested()) {
+    if (timers_.empty()) {
+      timerCv_.wait(lock, stop, [&] { return !timers_.empty(); });
+      continue;
+    }
+    auto first = timers_.begin();
+    auto wait = first->first - Now();
+    if (wait > std::chrono::seconds(0)) {
+      // Also woken by new, earlier timers.
+      timerCv_.wait_for(lock, stop, wait, [] { return false; });
+      continue;
+    }
+    auto [ns, name] = first->second;
+    timers_.erase(first);
+    lock.unlock();
+    notify_(ns, name);
+    lock.lock();
+  }
+}
+
+Status KubernetesAdapter::Validate(const ExecutionRequest& request) {
+  auto params = ParseParameters(request.parameters);
+  if (!params.ok()) return params.status();
+  return ValidateRequest(request, *params);
+}
+
+StatusOr<KubernetesAdapter::Fresh> KubernetesAdapter::ReadFresh(const std::string& ns,
+                                                                const std::string& uid) {
+  Fresh f;
+  const std::string name = BatchJobName(uid);
+  auto job = client_.Get(BatchJobsResource(), ns, name);
+  if (job.ok()) {
+    if (IsOwnedBy(*job, uid)) {
+      f.batchJob = std::move(*job);
+    } else {
+      f.foreignUid = Uid(*job);
+    }
+  } else if (job.status().code() != StatusCode::kNotFound) {
+    return job.status();
+  }
+  ListOptions lo;
+  lo.labelSelector = SelectorForUid(uid);
+  auto pods = client_.List(PodsResource(), ns, lo);
+  if (!pods.ok()) return pods.status();
+  for (auto& p : pods->items) {
+    // A stranger's Job that copied our label does not speak for our execution.
+    if (!f.foreignUid.empty() && PodFactsFromJson(p).controllerUid == f.foreignUid) continue;
+    f.pods.push_back(std::move(p));
+  }
+  return f;
+}
+
+Observation KubernetesAdapter::ObserveFromFresh(const Fresh& fresh,
+                                                std::chrono::seconds pullTimeout,
+                                                const std::string& expectedUid) {
+  std::optional<BatchJobFacts> job;
+  if (fresh.batchJob) job = BatchJobFactsFromJson(*fresh.batchJob);
+  return ObserveExecution(job, ToFacts(fresh.pods), Now(), pullTimeout, expectedUid);
+}
+
+Observation KubernetesAdapter::ObserveFresh(const ExecutionKey& key,
+                                            std::chrono::seconds pullTimeout) {
+  auto fresh = ReadFresh(key.namespace_, key.uid);
+  if (!fresh.ok()) {
+    return FromError(fresh.status(), "reading batch/v1 Job " + key.namespace_ + "/" +
+                                         BatchJobName(key.uid) + " and its pod");
+  }
+  Observation o = ObserveFromFresh(*fresh, pullTimeout, ReferencedBatchJobUid(key.references));
+  if (o.phase == ExecutionPhase::kPending) {
+    for (const PodFacts& p : ToFacts(fresh->pods)) {
+      if (IsImagePullWait(p) && p.created)
+        NotifyAt(*p.created + pullTimeout, key.namespace_, key.name);
+    }
+  }
+  if (o.phase == ExecutionPhase::kAbsent && !fresh->foreignUid.empty()) {
+    o.message = "batch/v1 Job " + key.namespace_ + "/" + BatchJobName(key.uid) +
+                " exists but is not owned by this Job";
+  }
+  return o;
+}
+
+std::optional<Observation> KubernetesAdapter::ObserveCached(const ExecutionKey& key,
+                                                            std::chrono::seconds pullTimeout) {
+  if (!CachesSynced()) return std::nullopt;
+  auto job = jobs_->Get(kube::ObjectKey(key.namespace_, BatchJobName(key.uid)));
+  if (!job || !job->owned || job->jobUid != key.uid) return std::nullopt;
+  std::vector<PodFacts> pods;
+  for (const auto& p : pods_->ByIndex(kUidIndex, key.uid)) pods.push_back(*p);
+  Observation o =
+      ObserveExecution(*job, pods, Now(), pullTimeout, ReferencedBatchJobUid(key.references));
+  // Answers that lead to an irreversible status write (a result) or to ResultUnknown are read
+  // fresh from the apiserver; progress (pending, running) is served from the cache.
+  if (o.phase != ExecutionPhase::kPending && o.phase != ExecutionPhase::kRunning) {
+    return std::nullopt;
+  }
+  for (const PodFacts& p : pods) {
+    if (IsImagePullWait(p) && p.created)
+      NotifyAt(*p.created + pullTimeout, key.namespace_, key.name);
+  }
+  return o;
+}
+
+Observation KubernetesAdapter::Ensure(const ExecutionRequest& request) {
+  const auto& meta = request.job.metadata;
+  ExecutionKey key{meta.uid, meta.namespace_, meta.name, {}, request.parameters};
+  auto params = ParseParameters(request.parameters);
+  const std::chrono::seconds pullTimeout =
+      params.ok() ? std::chrono::seconds(params->imagePullFailureTimeoutSeconds)
+                  : kDefaultPullTimeout;
+
+  if (CachesSynced()) {
+    if (auto cached = ObserveCached(key, pullTimeout)) return *cached;
+    // A pod of this UID without its batch Job (deleted by someone): the execution exists, so
+    // never create a second one; report what is left.
+    if (!jobs_->Get(kube::ObjectKey(meta.namespace_, BatchJobName(meta.uid))) &&
+        !pods_->ByIndex(kUidIndex, meta.uid).empty()) {
+      return ObserveFresh(key, pullTimeout);
+    }
+  }
+
+  if (!params.ok()) return Rejected(params.status().message());
+  if (Status s = ValidateRequest(request, *params); !s.ok()) return Rejected(s.message());
+
+  WriteOptions wo;
+  wo.fieldManager = options_.fieldManager;
+  auto created =
+      client_.Create(BatchJobsResource(), meta.namespace_, BuildBatchJob(request, *params), wo);
+  if (created.ok()) {
+    return ObserveExecution(BatchJobFactsFromJson(*created), std::vector<PodFacts>{}, Now(),
+                            pullTimeout);
+  }
+  const Status& err = created.status();
+  const std::string what = "batch/v1 Job " + meta.namespace_ + "/" + BatchJobName(meta.uid);
+  switch (err.code()) {
+    case StatusCode::kAlreadyExists: {
+      // Ours from an earlier Ensure whose answer was lost, or a stranger's.
+      auto fresh = ReadFresh(meta.namespace_, meta.uid);
+      if (!fresh.ok()) return FromError(fresh.status(), "reading " + what);
+      if (fresh->batchJob) return ObserveFromFresh(*fresh, pullTimeout, "");
+      if (!fresh->foreignUid.empty()) {
+        Log(what + " exists without this Job's uid label and controller reference; not adopted");
+        return Rejected(what +
+                        " already exists and is not owned by this Job (no matching "
+                        "execution.ayatori.ddupan.top/job-uid label and controller "
+                        "ownerReference); it was not adopted and nothing was run");
+      }
+      return Unknown("Conflict", what + " was deleted while it was being created; retrying");
+    }
+    case StatusCode::kInvalid:
+    case StatusCode::kInvalidArgument:
+      return Rejected("the API server rejected " + what + ": " + err.message());
+    default:
+      return FromError(err, "creating " + what);
+  }
+}
+
+Observation KubernetesAdapter::Observe(const ExecutionKey& key) {
+  const std::chrono::seconds pullTimeout = PullTimeout(key.parameters);
+  if (auto cached = ObserveCached(key, pullTimeout)) return *cached;
+  return ObserveFresh(key, pullTimeout);
+}
+
+Observation KubernetesAdapter::Cancel(const ExecutionKey& key) {
+  const std::string what = "batch/v1 Job " + key.namespace_ + "/" + BatchJobName(key.uid);
+  auto fresh = ReadFresh(key.namespace_, key.uid);
+  if (!fresh.ok()) return FromError(fresh.status(), "reading " + what);
+
+  if (fresh->batchJob) {
+    Observation now = ObserveFromFresh(*fresh, PullTimeout(key.parameters), "");
+    if (EndedByItself(now.phase)) return now;  // it ended by itself first: that result stands
+    DeleteOptions d;
+    d.propagationPolicy = "Background";
+    d.preconditionUid = Uid(*fresh->batchJob);
+    Status s = client_.Delete(BatchJobsResource(), key.namespace_, BatchJobName(key.uid), d);
+    if (!s.ok() && s.code() != StatusCode::kNotFound) return FromError(s, "deleting " + what);
+  } else {
+    // The batch Job is gone; its pods are the garbage collector's. Should it be slow (or absent),
+    // delete the ones it has not reached yet ourselves: they carry this UID's label.
+    for (const auto& pod : fresh->pods) {
+      PodFacts f = PodFactsFromJson(pod);
+      if (f.deleted || IsPodTerminal(f)) continue;
+      DeleteOptions d;
+      d.preconditionUid = Uid(pod);
+      Status s = client_.Delete(PodsResource(), key.namespace_, f.name, d);
+      if (!s.ok() && s.code() != StatusCode::kNotFound && s.code() != StatusCode::kConflict) {
+        return FromError(s, "deleting pod " + key.namespace_ + "/" + f.name);
+      }
+    }
+  }
+  return ObserveCancellation(ToFacts(fresh->pods), Now());
+}
+
+Status KubernetesAdapter::Delete(const ExecutionKey& key) {
+  const std::string name = BatchJobName(key.uid);
+  const std::string what = "batch/v1 Job " + key.namespace_ + "/" + name;
+  DeleteOptions d;
+  d.propagationPolicy = "Background";
+  bool done = false;
+  if (std::string recorded = ReferencedBatchJobUid(key.references); !recorded.empty()) {
+    // The recorded uid is the precondition: exactly the object this Job created, no GET needed.
+    d.preconditionUid = recorded;
+    Status s = client_.Delete(BatchJobsResource(), key.namespace_, name, d);
+    if (s.ok() || s.code() == StatusCode::kNotFound) {
+      done = true;
+    } else if (s.code() != StatusCode::kConflict) {
+      return Status(s.code(), "deleting " + what + ": " + s.message());
+    }
+  }
+  if (!done) {
+    auto job = client_.Get(BatchJobsResource(), key.namespace_, name);
+    if (job.ok() && IsOwnedBy(*job, key.uid)) {
+      d.preconditionUid = Uid(*job);
+      Status s = client_.Delete(BatchJobsResource(), key.namespace_, name, d);
+      if (!s.ok() && s.code() != StatusCode::kNotFound) {
+        return Status(s.code(), "deleting " + what + ": " + s.message());
+      }
+    } else if (!job.ok() && job.status().code() != StatusCode::kNotFound) {
+      return Status(job.status().code(), "reading " + what + ": " + job.status().message());
+    }
+    // Not found, or a stranger's: nothing of ours to delete.
+  }
+
+  std::vector<PodFacts> pods;
+  if (CachesSynced()) {
+    for (const auto& p : pods_->ByIndex(kUidIndex, key.uid)) pods.push_back(*p);
+  } else {
+    ListOptions lo;
+    lo.labelSelector = SelectorForUid(key.uid);
+    auto list = client_.List(PodsResource(), key.namespace_, lo);
+    if (!list.ok()) {
+      return Status(list.status().code(),
+                    "listing the pods of " + what + ": " + list.status().message());
+    }
+    pods = ToFacts(list->items);
+  }
+  for (const PodFacts& p : pods) {
+    if (!IsPodTerminal(p)) {
+      return Status(StatusCode::kUnavailable,
+                    "pod " + key.namespace_ + "/" + p.name +
+                        " of the execution has not stopped yet; it is being deleted");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace ayatori::adapters::kubernetes

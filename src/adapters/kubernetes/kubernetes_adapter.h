@@ -1,0 +1,115 @@
+// The Kubernetes execution adapter: one batch/v1 Job per Ayatori Job, in the Job's namespace,
+// named "ayj-<Job UID>", controlled by the Ayatori Job (ownerReference), run once (backoffLimit 0,
+// restartPolicy Never). Secret and ConfigMap env stay references resolved by the kubelet: this
+// adapter never reads their values.
+//
+//   kube::RestClient& client = ...;
+//   KubernetesAdapter adapter(client, {.clock = &clock});
+//   adapter.Start([&](const std::string& ns, const std::string& name) { queue.Add(ns + "/" + name);
+//   }); Observation o = adapter.Ensure(request);
+//
+// Requests per Job on the happy path: Ensure = 1 create; Observe = 0 (watch caches) plus one
+// fresh GET of the pod before a terminal answer; Delete = 1 delete (+ 1 get without a recorded
+// reference). Start() runs two informers, on batch Jobs and pods carrying the label
+// execution.ayatori.ddupan.top/job-uid (all namespaces or options.namespace_); their events call
+// notify(namespace, Ayatori Job name). Without Start() every call reads fresh from the apiserver.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "adapters/kubernetes/observation.h"
+#include "ayatori/adapter.h"
+#include "ayatori/clock.h"
+#include "ayatori/kube_client.h"
+#include "kube/informer.h"
+
+namespace ayatori::adapters::kubernetes {
+
+struct KubernetesAdapterOptions {
+  const Clock* clock = nullptr;  // nullptr = SystemClock
+  std::string fieldManager = "ayatori";
+  // Namespace the watches cover; "" = all namespaces.
+  std::string namespace_;
+  // Start() waits this long for the first lists of the watch caches.
+  std::chrono::milliseconds syncTimeout{30000};
+  // One line per problem worth an operator's attention; nullptr = stderr.
+  std::function<void(const std::string&)> log;
+};
+
+ResourceRef BatchJobsResource();  // batch/v1 jobs
+ResourceRef PodsResource();       // v1 pods
+
+class KubernetesAdapter final : public Adapter {
+ public:
+  // `client` must outlive the adapter.
+  explicit KubernetesAdapter(KubeClient& client, KubernetesAdapterOptions options = {});
+  ~KubernetesAdapter() override;
+  KubernetesAdapter(const KubernetesAdapter&) = delete;
+  KubernetesAdapter& operator=(const KubernetesAdapter&) = delete;
+
+  std::string Name() const override { return "kubernetes"; }
+  Status Start(std::function<void(const std::string&, const std::string&)> notify) override;
+  void Stop() override;
+  // Pure: the parameters decode, the labels/annotations/nodeSelector they add are valid, the Job
+  // has an identity and an image.
+  Status Validate(const ExecutionRequest& request) override;
+  // Creates the batch Job (one POST). AlreadyExists -> GET it and adopt it only if it carries
+  // this UID's label and a controller ownerReference to this Job; otherwise kFailed
+  // BackendRejected: the name is derived from the UID, so the object is a stranger's (or a
+  // tampered one) and we neither run it as ours nor create anything else. The apiserver refusing
+  // the object (400/422) is kFailed BackendRejected; anything else (403 quota or terminating
+  // namespace, 5xx, transport) is kUnknown and the next Ensure finds or creates it.
+  Observation Ensure(const ExecutionRequest& request) override;
+  Observation Observe(const ExecutionKey& key) override;
+  // Deletes the batch Job with propagationPolicy=Background (a plain delete orphans the pod),
+  // unless the execution already ended by itself (that result is returned). Then reports what is
+  // left: kPending/kRunning while a pod has not terminated, kCancelled once none runs, or the
+  // pod's own result if it finished before the deletion was requested (success wins).
+  Observation Cancel(const ExecutionKey& key) override;
+  // Deletes the batch Job (Background); OK when no batch Job of ours is left and no pod of the
+  // UID is still running. Never deletes a batch Job that is not ours.
+  Status Delete(const ExecutionKey& key) override;
+
+ private:
+  struct Fresh {
+    std::optional<nlohmann::json> batchJob;  // ours only; a stranger's Job reads as absent
+    std::string foreignUid;                  // uid of a stranger's Job with our name
+    std::vector<nlohmann::json> pods;
+  };
+  StatusOr<Fresh> ReadFresh(const std::string& ns, const std::string& uid);
+  Observation ObserveFresh(const ExecutionKey& key, std::chrono::seconds pullTimeout);
+  Observation ObserveFromFresh(const Fresh& fresh, std::chrono::seconds pullTimeout,
+                               const std::string& expectedUid);
+  std::optional<Observation> ObserveCached(const ExecutionKey& key,
+                                           std::chrono::seconds pullTimeout);
+  bool CachesSynced() const;
+  api::Time Now() const;
+  void Log(const std::string& line) const;
+  // Wakes the controller when an image-pull timeout expires (no Kubernetes event says so).
+  void NotifyAt(api::Time when, const std::string& ns, const std::string& name);
+  void TimerLoop(std::stop_token stop);
+
+  KubeClient& client_;
+  const KubernetesAdapterOptions options_;
+  const Clock& clock_;
+
+  std::function<void(const std::string&, const std::string&)> notify_;
+  std::unique_ptr<kube::Informer<BatchJobFacts>> jobs_;
+  std::unique_ptr<kube::Informer<PodFacts>> pods_;
+
+  std::mutex timerMu_;
+  std::condition_variable_any timerCv_;
+  std::multimap<api::Time, std::pair<std::string, std::string>> timers_;
+  std::jthread timerThread_;
+};
+
+}  // namespace ayatori::adapters::kubernetes

@@ -1,0 +1,455 @@
+// The Kubernetes adapter against the e2e tier of the test control plane (fixture kubee2e): a real
+// kube-apiserver, kube-controller-manager (job, garbage-collector controllers), kube-scheduler and
+// kwok, whose Stages (hack/testenv/kwok-stages.yaml) run each pod for TESTENV_RUN_FOR and exit
+// with TESTENV_EXIT_CODE, OOM-kill it with TESTENV_OOM=1, and never pull images whose name
+// contains "pull-error".
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "adapters/kubernetes/batch_job.h"
+#include "adapters/kubernetes/kubernetes_adapter.h"
+#include "api/json.h"
+#include "kube/config.h"
+#include "kube/resource.h"
+#include "kube/rest_client.h"
+#include "test/support/testenv.h"
+
+namespace ayatori::adapters::kubernetes {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+std::string NewUid() {
+  static std::mt19937_64 rng{std::random_device{}()};
+  static std::mutex mu;
+  std::lock_guard lock(mu);
+  char buf[40];
+  uint64_t a = rng(), b = rng();
+  std::snprintf(buf, sizeof buf, "%08x-%04x-4%03x-8%03x-%012llx", static_cast<unsigned>(a >> 32),
+                static_cast<unsigned>((a >> 16) & 0xffff), static_cast<unsigned>(a & 0xfff),
+                static_cast<unsigned>(b >> 52),
+                static_cast<unsigned long long>(b & 0xffffffffffffULL));
+  return buf;
+}
+
+// Polls `f` every 100 ms until it returns true or `timeout` passes.
+bool Eventually(const std::function<bool()>& f, std::chrono::milliseconds timeout = 30s) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (f()) return true;
+    std::this_thread::sleep_for(100ms);
+  }
+  return f();
+}
+
+class KubernetesAdapterE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string kubeconfig = testing::TestenvVar("KUBECONFIG");
+    ASSERT_FALSE(kubeconfig.empty());
+    auto config = kube::LoadKubeconfigFile(kubeconfig, {});
+    ASSERT_TRUE(config.ok()) << config.status().ToString();
+    kube::RestClientOptions co;
+    co.qps = 200;
+    co.burst = 400;
+    client_ = kube::RestClient::New(*config, co);
+    client_->SetRequestObserver([this](const kube::RequestRecord& r) {
+      std::lock_guard lock(mu_);
+      requests_.push_back(std::string(r.verb) + " " + std::string(r.resource) + " " +
+                          std::string(r.name));
+    });
+    ns_ = testing::CreateTestNamespace("kadapter");
+    adapter_ = std::make_unique<KubernetesAdapter>(*client_);
+    Status s = adapter_->Start([this](const std::string& ns, const std::string& name) {
+      std::lock_guard lock(mu_);
+      notified_.push_back({ns + "/" + name, std::chrono::system_clock::now()});
+    });
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+
+  void TearDown() override {
+    if (adapter_) adapter_->Stop();
+  }
+
+  // A Job of a "busybox" task whose kwok behaviour is set through TESTENV_* env.
+  ExecutionRequest Request(std::vector<api::EnvVar> env, std::string image = "busybox:1.36",
+                           json parameters = json::object()) {
+    ExecutionRequest r;
+    r.job.metadata.namespace_ = ns_;
+    r.job.metadata.uid = NewUid();
+    r.job.metadata.name = "job-" + r.job.metadata.uid.substr(0, 8);
+    r.job.spec.task.image = std::move(image);
+    r.job.spec.task.command = {"/bin/sh", "-c", "true"};
+    r.job.spec.task.env = std::move(env);
+    r.resources.requests.cpu = api::Quantity::MustParse("100m");
+    r.resources.limits.memory = api::Quantity::MustParse("64Mi");
+    r.parameters = std::move(parameters);
+    return r;
+  }
+
+  static ExecutionKey Key(const ExecutionRequest& r, const Observation& ensured) {
+    return {r.job.metadata.uid, r.job.metadata.namespace_, r.job.metadata.name, ensured.references,
+            r.parameters};
+  }
+
+  // Observe until the execution stops (or `until` holds).
+  Observation ObserveUntil(const ExecutionKey& key,
+                           const std::function<bool(const Observation&)>& until,
+                           std::chrono::milliseconds timeout = 30s) {
+    Observation o;
+    Eventually(
+        [&] {
+          o = adapter_->Observe(key);
+          return until(o);
+        },
+        timeout);
+    return o;
+  }
+
+  Observation ObserveUntilStopped(const ExecutionKey& key) {
+    return ObserveUntil(key, [](const Observation& o) { return IsStopped(o.phase); });
+  }
+
+  Observation CancelUntilStopped(const ExecutionKey& key) {
+    Observation o;
+    Eventually([&] {
+      o = adapter_->Cancel(key);
+      return IsStopped(o.phase);
+    });
+    return o;
+  }
+
+  std::vector<json> BatchJobsOf(const std::string& uid) {
+    ListOptions lo;
+    lo.labelSelector = SelectorForUid(uid);
+    auto list = client_->List(BatchJobsResource(), ns_, lo);
+    EXPECT_TRUE(list.ok()) << list.status().ToString();
+    return list.ok() ? list->items : std::vector<json>{};
+  }
+
+  std::vector<json> PodsOf(const std::string& uid) {
+    ListOptions lo;
+    lo.labelSelector = SelectorForUid(uid);
+    auto list = client_->List(PodsResource(), ns_, lo);
+    EXPECT_TRUE(list.ok()) << list.status().ToString();
+    return list.ok() ? list->items : std::vector<json>{};
+  }
+
+  bool WasNotified(const std::string& key, std::chrono::system_clock::time_point after = {}) {
+    std::lock_guard lock(mu_);
+    for (const auto& [k, at] : notified_) {
+      if (k == key && at >= after) return true;
+    }
+    return false;
+  }
+
+  std::vector<std::string> Requests() {
+    std::lock_guard lock(mu_);
+    return requests_;
+  }
+
+  std::unique_ptr<kube::RestClient> client_;
+  std::unique_ptr<KubernetesAdapter> adapter_;
+  std::string ns_;
+  std::mutex mu_;
+  std::vector<std::pair<std::string, std::chrono::system_clock::time_point>> notified_;
+  std::vector<std::string> requests_;
+};
+
+api::EnvVar Env(std::string name, std::string value) {
+  return {std::move(name), std::move(value), {}};
+}
+
+TEST(KubernetesAdapterE2EFixture, UsesTheE2eControlPlane) {
+  // ayatori_test's ENV entry comes after the default TESTENV_DIR and must win.
+  std::string dir = testing::RequiredEnv("TESTENV_DIR");
+  EXPECT_TRUE(dir.ends_with("/run/testenv-e2e")) << dir;
+  EXPECT_EQ(testing::TestenvVar("TESTENV_TIER"), "e2e");
+}
+
+TEST_F(KubernetesAdapterE2E, ExitZeroSucceeds) {
+  ExecutionRequest r = Request({Env("TESTENV_RUN_FOR", "2s")});
+  ASSERT_TRUE(adapter_->Validate(r).ok());
+  Observation ensured = adapter_->Ensure(r);
+  ASSERT_EQ(ensured.phase, ExecutionPhase::kPending) << ensured.message;
+  ASSERT_EQ(ensured.references.size(), 1u);
+  EXPECT_EQ(ensured.references[0].type, "Job");
+  auto jobs = BatchJobsOf(r.job.metadata.uid);
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(ensured.references[0].id, jobs[0]["metadata"]["uid"]);
+
+  ExecutionKey key = Key(r, ensured);
+  Observation running = ObserveUntil(key, [](const Observation& o) {
+    return o.phase == ExecutionPhase::kRunning || IsStopped(o.phase);
+  });
+  EXPECT_EQ(running.phase, ExecutionPhase::kRunning) << running.message;
+  EXPECT_TRUE(running.startedAt);
+
+  Observation done = ObserveUntilStopped(key);
+  EXPECT_EQ(done.phase, ExecutionPhase::kSucceeded) << done.message;
+  EXPECT_EQ(done.exitCode, 0);
+  ASSERT_TRUE(done.startedAt);
+  ASSERT_TRUE(done.finishedAt);
+  EXPECT_LE(*done.startedAt, *done.finishedAt);
+  EXPECT_EQ(done.references, ensured.references);
+  EXPECT_TRUE(WasNotified(ns_ + "/" + r.job.metadata.name))
+      << "the watches should have woken the controller for this Job";
+}
+
+TEST_F(KubernetesAdapterE2E, NonZeroExitIsProcessFailedWithTheCode) {
+  ExecutionRequest r = Request({Env("TESTENV_RUN_FOR", "1s"), Env("TESTENV_EXIT_CODE", "3")});
+  Observation ensured = adapter_->Ensure(r);
+  ASSERT_EQ(ensured.phase, ExecutionPhase::kPending) << ensured.message;
+  Observation done = ObserveUntilStopped(Key(r, ensured));
+  EXPECT_EQ(done.phase, ExecutionPhase::kFailed) << done.message;
+  EXPECT_EQ(done.reason, "ProcessFailed");
+  EXPECT_EQ(done.exitCode, 3);
+  EXPECT_TRUE(done.startedAt);
+}
+
+TEST_F(KubernetesAdapterE2E, OomKilled) {
+  ExecutionRequest r = Request({Env("TESTENV_OOM", "1")});
+  Observation ensured = adapter_->Ensure(r);
+  ASSERT_EQ(ensured.phase, ExecutionPhase::kPending) << ensured.message;
+  Observation done = ObserveUntilStopped(Key(r, ensured));
+  EXPECT_EQ(done.phase, ExecutionPhase::kFailed) << done.message;
+  EXPECT_EQ(done.reason, "OOMKilled");
+  EXPECT_EQ(done.exitCode, 137);
+}
+
+TEST_F(KubernetesAdapterE2E, ImagePullFailureFailsAfterTheTimeoutWithoutStart) {
+  ExecutionRequest r = Request({}, "registry.invalid/pull-error:1",
+                               json{{"spec", {{"imagePullFailureTimeoutSeconds", 4}}}});
+  Observation ensured = adapter_->Ensure(r);
+  ASSERT_EQ(ensured.phase, ExecutionPhase::kPending) << ensured.message;
+  ExecutionKey key = Key(r, ensured);
+
+  // Pending while the image does not pull, and says why.
+  Observation waiting = ObserveUntil(key, [](const Observation& o) {
+    return o.message.find("ImagePull") != std::string::npos ||
+           o.message.find("ErrImagePull") != std::string::npos || IsStopped(o.phase);
+  });
+  ASSERT_EQ(waiting.phase, ExecutionPhase::kPending) << waiting.message;
+  auto pods = PodsOf(r.job.metadata.uid);
+  ASSERT_EQ(pods.size(), 1u);
+  auto created = api::ParseTime(pods[0]["metadata"]["creationTimestamp"].get<std::string>());
+  ASSERT_TRUE(created.ok());
+
+  // Nothing in Kubernetes changes when the timeout passes: the adapter's own timer wakes the
+  // controller.
+  const auto timeoutAt = std::chrono::system_clock::time_point(*created + 4s);
+  EXPECT_TRUE(
+      Eventually([&] { return WasNotified(ns_ + "/" + r.job.metadata.name, timeoutAt); }, 20s))
+      << "no notify after the image pull timeout";
+
+  Observation failed = adapter_->Observe(key);
+  EXPECT_EQ(failed.phase, ExecutionPhase::kFailed) << failed.message;
+  EXPECT_EQ(failed.reason, "ImagePullFailed");
+  EXPECT_FALSE(failed.startedAt);
+  EXPECT_FALSE(failed.exitCode);
+  EXPECT_NE(failed.message.find("pull-error"), std::string::npos) << failed.message;
+}
+
+TEST_F(KubernetesAdapterE2E, CancelWhilePending) {
+  ExecutionRequest r = Request({Env("TESTENV_START_AFTER", "1h")});
+  Observation ensured = adapter_->Ensure(r);
+  ASSERT_EQ(ensured.phase, ExecutionPhase::kPending) << ensured.message;
+  ExecutionKey key = Key(r, ensured);
+  ASSERT_TRUE(Eventually([&] { return PodsOf(r.job.metadata.uid).size() == 1; }))
+      << "the Job controller made no pod";
+
+  Observation cancelled = CancelUntilStopped(key);
+  EXPECT_EQ(cancelled.phase, ExecutionPhase::kCancelled) << cancelled.message;
+  EXPECT_FALSE(cancelled.startedAt) << "the container never started";
+  EXPECT_TRUE(BatchJobsOf(r.job.metadata.uid).empty());
+  EXPECT_TRUE(Eventually([&] { return PodsOf(r.job.metadata.uid).empty(); }));
+  // Repeatable.
+  EXPECT_EQ(adapter_->Cancel(key).phase, ExecutionPhase::kCancelled);
+}
+
+TEST_F(KubernetesAdapterE2E, CancelWhileRunning) {
+  ExecutionRequest r = Request({Env("TESTENV_RUN_FOR", "1h")});
+  Observation ensured = adapter_->Ensure(r);
+  ExecutionKey key = Key(r, ensured);
+  Observation running =
+      ObserveUntil(key, [](const Observation& o) { return o.phase == ExecutionPhase::kRunning; });
+  ASSERT_EQ(running.phase, ExecutionPhase::kRunning) << running.message;
+
+  Observation first = adapter_->Cancel(key);
+  EXPECT_TRUE(first.phase == ExecutionPhase::kRunning || first.phase == ExecutionPhase::kCancelled)
+      << ExecutionPhaseName(first.phase) << " " << first.message;
+  Observation cancelled = CancelUntilStopped(key);
+  EXPECT_EQ(cancelled.phase, ExecutionPhase::kCancelled) << cancelled.message;
+  // The start is reported while the killed pod is still visible; once it is gone nothing tells.
+  if (cancelled.startedAt) {
+    EXPECT_EQ(cancelled.startedAt, running.startedAt);
+  }
+  EXPECT_TRUE(Eventually([&] { return PodsOf(r.job.metadata.uid).empty(); }));
+  EXPECT_EQ(adapter_->Observe(key).phase, ExecutionPhase::kAbsent);
+}
+
+TEST_F(KubernetesAdapterE2E, CancelAfterSuccessKeepsTheSuccess) {
+  ExecutionRequest r = Request({Env("TESTENV_RUN_FOR", "1s")});
+  Observation ensured = adapter_->Ensure(r);
+  ExecutionKey key = Key(r, ensured);
+  ASSERT_EQ(ObserveUntilStopped(key).phase, ExecutionPhase::kSucceeded);
+  Observation o = adapter_->Cancel(key);
+  EXPECT_EQ(o.phase, ExecutionPhase::kSucceeded) << o.message;
+  EXPECT_EQ(o.exitCode, 0);
+  EXPECT_EQ(BatchJobsOf(r.job.metadata.uid).size(), 1u) << "a finished execution is not deleted";
+}
+
+TEST_F(KubernetesAdapterE2E, EnsureTwiceMakesOneBatchJob) {
+  ExecutionRequest r = Request({Env("TESTENV_RUN_FOR", "1h")});
+  Observation a = adapter_->Ensure(r);
+  Observation b = adapter_->Ensure(r);
+  ASSERT_EQ(a.references.size(), 1u);
+  EXPECT_EQ(a.references, b.references);
+  EXPECT_EQ(BatchJobsOf(r.job.metadata.uid).size(), 1u);
+}
+
+TEST_F(KubernetesAdapterE2E, EnsureAfterALostResponseAdoptsTheBatchJob) {
+  ExecutionRequest r = Request({Env("TESTENV_RUN_FOR", "1h")});
+  // The first Ensure's create reached the apiserver but its answer was lost.
+  auto created = client_->Create(BatchJobsResource(), ns_, BuildBatchJob(r, {}), {});
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  // A restarted controller: a new adapter, nothing cached about this Job yet.
+  KubernetesAdapter fresh(*client_);
+  Observation o = fresh.Ensure(r);
+  EXPECT_TRUE(o.phase == ExecutionPhase::kPending || o.phase == ExecutionPhase::kRunning)
+      << ExecutionPhaseName(o.phase) << " " << o.message;
+  ASSERT_EQ(o.references.size(), 1u);
+  EXPECT_EQ(o.references[0].id, (*created)["metadata"]["uid"]);
+  EXPECT_EQ(BatchJobsOf(r.job.metadata.uid).size(), 1u);
+  // The started adapter (with watches) adopts it as well.
+  EXPECT_EQ(adapter_->Ensure(r).references, o.references);
+  EXPECT_EQ(BatchJobsOf(r.job.metadata.uid).size(), 1u);
+}
+
+TEST_F(KubernetesAdapterE2E, AStrangersBatchJobWithOurNameIsNeverAdopted) {
+  ExecutionRequest r = Request({Env("TESTENV_RUN_FOR", "1h")});
+  json stranger = BuildBatchJob(r, {});
+  stranger["metadata"].erase("ownerReferences");
+  stranger["metadata"]["labels"] = {{"app", "someone-else"}};
+  stranger["spec"]["template"]["metadata"]["labels"] = {{"app", "someone-else"}};
+  auto created = client_->Create(BatchJobsResource(), ns_, stranger, {});
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  const std::string strangerUid = (*created)["metadata"]["uid"];
+
+  Observation o = adapter_->Ensure(r);
+  EXPECT_EQ(o.phase, ExecutionPhase::kFailed) << o.message;
+  EXPECT_EQ(o.reason, "BackendRejected");
+  EXPECT_TRUE(o.references.empty());
+  EXPECT_NE(o.message.find("not owned"), std::string::npos) << o.message;
+
+  // Neither Cancel nor Delete touches it.
+  ExecutionKey key{r.job.metadata.uid, ns_, r.job.metadata.name, {}, r.parameters};
+  EXPECT_EQ(adapter_->Cancel(key).phase, ExecutionPhase::kCancelled);
+  EXPECT_TRUE(adapter_->Delete(key).ok());
+  auto still = client_->Get(BatchJobsResource(), ns_, BatchJobName(r.job.metadata.uid));
+  ASSERT_TRUE(still.ok()) << still.status().ToString();
+  EXPECT_EQ((*still)["metadata"]["uid"], strangerUid);
+  EXPECT_FALSE((*still)["metadata"].contains("deletionTimestamp"));
+}
+
+TEST_F(KubernetesAdapterE2E, SecretAndConfigMapEnvArePassedAsReferencesNeverRead) {
+  ExecutionRequest r = Request({Env("TESTENV_RUN_FOR", "1h")});
+  r.job.spec.task.env.push_back(
+      {"TOKEN", std::nullopt,
+       api::EnvVarSource{api::KeySelector{"no-such-secret", "token", false}, {}}});
+  r.job.spec.task.env.push_back(
+      {"CONFIG", std::nullopt,
+       api::EnvVarSource{{}, api::KeySelector{"no-such-config", "v", true}}});
+  r.job.spec.task.imagePullSecrets = {{"no-such-regcred"}};
+  Observation o = adapter_->Ensure(r);
+  ASSERT_EQ(o.phase, ExecutionPhase::kPending) << o.message;
+
+  ASSERT_TRUE(Eventually([&] { return PodsOf(r.job.metadata.uid).size() == 1; }));
+  json pod = PodsOf(r.job.metadata.uid)[0];
+  json env = pod["spec"]["containers"][0]["env"];
+  bool sawSecretRef = false, sawConfigRef = false;
+  for (const auto& e : env) {
+    if (e["name"] == "TOKEN") {
+      sawSecretRef =
+          e["valueFrom"]["secretKeyRef"] == json{{"name", "no-such-secret"}, {"key", "token"}};
+      EXPECT_FALSE(e.contains("value"));
+    }
+    if (e["name"] == "CONFIG") {
+      sawConfigRef = e["valueFrom"]["configMapKeyRef"]["name"] == "no-such-config";
+    }
+    if (e["name"] == "AYATORI_JOB_UID") {
+      EXPECT_EQ(e["value"], r.job.metadata.uid);
+    }
+  }
+  EXPECT_TRUE(sawSecretRef) << env.dump();
+  EXPECT_TRUE(sawConfigRef) << env.dump();
+  EXPECT_EQ(pod["spec"]["imagePullSecrets"], json::parse(R"([{"name": "no-such-regcred"}])"));
+  // The Secret does not even exist, and the adapter never asked for one.
+  EXPECT_EQ(client_->Get(kube::SecretsResource(), ns_, "no-such-secret").status().code(),
+            StatusCode::kNotFound);
+  for (const auto& req : Requests()) {
+    if (req.find("no-such-secret") != std::string::npos) continue;  // the GET just above
+    EXPECT_EQ(req.find("secrets"), std::string::npos) << req;
+    EXPECT_EQ(req.find("configmaps"), std::string::npos) << req;
+  }
+}
+
+TEST_F(KubernetesAdapterE2E, DeleteCascadesToThePod) {
+  ExecutionRequest r = Request({Env("TESTENV_RUN_FOR", "1h")});
+  Observation ensured = adapter_->Ensure(r);
+  ExecutionKey key = Key(r, ensured);
+  ASSERT_EQ(
+      ObserveUntil(key, [](const Observation& o) { return o.phase == ExecutionPhase::kRunning; })
+          .phase,
+      ExecutionPhase::kRunning);
+
+  Status last;
+  EXPECT_TRUE(Eventually([&] {
+    last = adapter_->Delete(key);
+    return last.ok();
+  })) << last.ToString();
+  EXPECT_TRUE(BatchJobsOf(r.job.metadata.uid).empty());
+  EXPECT_TRUE(Eventually([&] { return PodsOf(r.job.metadata.uid).empty(); }))
+      << "the pod was orphaned";
+  // Repeatable, and the execution reads as absent.
+  EXPECT_TRUE(adapter_->Delete(key).ok());
+  EXPECT_EQ(adapter_->Observe(key).phase, ExecutionPhase::kAbsent);
+}
+
+TEST_F(KubernetesAdapterE2E, ObservingANeverCreatedExecutionIsAbsent) {
+  ExecutionRequest r = Request({});
+  ExecutionKey key{r.job.metadata.uid, ns_, r.job.metadata.name, {}, r.parameters};
+  EXPECT_EQ(adapter_->Observe(key).phase, ExecutionPhase::kAbsent);
+  EXPECT_TRUE(adapter_->Delete(key).ok());
+}
+
+TEST(KubernetesAdapterUnreachable, ApiServerDownIsUnknownNotFailed) {
+  kube::RestConfig config;
+  config.server = "https://127.0.0.1:1";  // nothing listens there
+  config.insecureSkipTlsVerify = true;
+  kube::RestClientOptions co;
+  co.timeout = 2s;
+  co.connectTimeout = 1s;
+  co.maxRetries = 0;
+  auto client = kube::RestClient::New(config, co);
+  KubernetesAdapter adapter(*client);
+  ExecutionKey key{NewUid(), "default", "job", {{"Job", "x"}}, json::object()};
+  Observation o = adapter.Observe(key);
+  EXPECT_EQ(o.phase, ExecutionPhase::kUnknown);
+  EXPECT_EQ(o.reason, "BackendUnreachable");
+  EXPECT_EQ(adapter.Cancel(key).phase, ExecutionPhase::kUnknown);
+  EXPECT_FALSE(adapter.Delete(key).ok());
+}
+
+}  // namespace
+}  // namespace ayatori::adapters::kubernetes
