@@ -10,7 +10,9 @@
 // NeedsResolution(job) — the outcome of resolving JobClass, parameters, Secrets and ConfigMaps.
 // Then it loops:
 //
-//   Facts facts{.now = clock.Now(), .resolution = ...};
+//   Facts facts;
+//   facts.now = std::chrono::floor<std::chrono::seconds>(clock.Now());
+//   if (NeedsResolution(job)) facts.resolution = Resolve(job);  // controller I/O
 //   for (;;) {
 //     Plan plan = Decide(job, facts);
 //     // 1. finalizer: kAdd / kRemove via a metadata update (resourceVersion precondition).
