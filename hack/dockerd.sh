@@ -10,6 +10,10 @@
 #   dockerd.sh env     print DIR/env.sh (export DOCKER_HOST=unix://DIR/docker.sock)
 #   dockerd.sh purge   down, then delete its data root (images included)
 #
+# AYATORI_DOCKERD_TLS=1 at `up` also serves the API on tcp://127.0.0.1:<free port> with mutual TLS
+# (--tlsverify; a CA, server and client certificate are made in DIR/pki): env.sh then exports
+# AYATORI_DOCKER_TLS_HOST and AYATORI_DOCKER_CERT_PATH (ca.pem, cert.pem, key.pem of a client).
+#
 # DIR is $AYATORI_DOCKERD_DIR (the CTest fixture passes a directory of the build tree), default
 # /tmp/ayatori-dockerd-$(id -u). The data root lives outside DIR so that images survive between
 # runs: /var/lib/ayatori-docker/<basename of DIR>-<hash of DIR>, one per DIR, so the tests of
@@ -79,8 +83,34 @@ preflight() {
   fi
 }
 
+port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+
+# CA, server (127.0.0.1) and client certificates for the TCP endpoint, made once per DIR.
+tls_certs() {
+  local pki=$D/pki
+  [ -f "$pki/client/key.pem" ] && return 0
+  mkdir -p "$pki/client"
+  (
+    cd "$pki"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 \
+      -subj /CN=ayatori-dockerd-ca -keyout ca-key.pem -out ca.pem
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=dockerd \
+      -keyout server-key.pem -out server.csr
+    printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >server.ext
+    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial -days 3650 \
+      -extfile server.ext -out server.pem
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=ayatori-client \
+      -keyout client/key.pem -out client.csr
+    printf 'extendedKeyUsage=clientAuth\n' >client.ext
+    openssl x509 -req -in client.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial -days 3650 \
+      -extfile client.ext -out client/cert.pem
+    cp ca.pem client/ca.pem
+    chmod 600 ca-key.pem server-key.pem client/key.pem
+  ) 2>/dev/null
+}
+
 up() {
-  local p i
+  local p i tls_args=()
   preflight
   p=$(running_pid)
   if [ -n "$p" ] && ping; then
@@ -95,12 +125,19 @@ up() {
     mkdir -p "$DATA" "$D/exec"
     rm -f "$SOCK" "$PIDFILE"
     echo '{}' >"$D/daemon.json"  # never pick up the host's /etc/docker/daemon.json
+    rm -f "$D/tls-port"
+    if [ -n "${AYATORI_DOCKERD_TLS:-}" ]; then
+      tls_certs
+      port >"$D/tls-port"
+      tls_args=(--tlsverify --tlscacert="$D/pki/ca.pem" --tlscert="$D/pki/server.pem"
+        --tlskey="$D/pki/server-key.pem" --host="tcp://127.0.0.1:$(cat "$D/tls-port")")
+    fi
     log "starting dockerd on unix://$SOCK (data root $DATA)"
     setsid nohup dockerd --config-file="$D/daemon.json" --host="unix://$SOCK" \
       --data-root="$DATA" --exec-root="$D/exec" --pidfile="$PIDFILE" \
       --bridge=none --iptables=false --ip6tables=false --ip-forward=false --ip-masq=false \
       --live-restore --log-level=warn --log-opt max-size=10m --log-opt max-file=2 \
-      >"$LOG" 2>&1 </dev/null &
+      "${tls_args[@]}" >"$LOG" 2>&1 </dev/null &
     p=$!
     for i in $(seq 600); do
       ping && break
@@ -122,6 +159,10 @@ up() {
 export DOCKER_HOST=unix://$SOCK
 export AYATORI_DOCKER_DATA_ROOT=$DATA
 EOF
+  if [ -f "$D/tls-port" ]; then
+    echo "export AYATORI_DOCKER_TLS_HOST=tcp://127.0.0.1:$(cat "$D/tls-port")" >>"$D/env.sh"
+    echo "export AYATORI_DOCKER_CERT_PATH=$D/pki/client" >>"$D/env.sh"
+  fi
   if [ -z "${AYATORI_DOCKERD_SKIP_IMAGES:-}" ]; then
     DOCKER_HOST=unix://$SOCK "$H/images/build.sh"
   fi
@@ -137,6 +178,15 @@ stop_pid() {
   done
   log "dockerd (pid $p) did not stop within ${STOP_SECONDS}s; sending KILL"
   kill -KILL "$p" 2>/dev/null || true
+}
+
+# dockerd leaves mounts behind (its network namespace under the exec root; overlays of containers
+# that a crash left running): unmount what lies below a directory before deleting it.
+unmount_below() {
+  local m
+  awk -v p="$1/" 'index($2, p) == 1 {print $2}' /proc/mounts | sort -r | while read -r m; do
+    umount -l "$m" 2>/dev/null || true
+  done
 }
 
 down() {
@@ -155,7 +205,17 @@ down() {
     log "stopping dockerd (pid $p)"
     stop_pid "$p"
   fi
-  rm -rf "$D/exec" "$SOCK" "$PIDFILE" "$D/env.sh"
+  unmount_below "$D/exec"
+  rm -rf "$D/exec" "$SOCK" "$PIDFILE" "$D/env.sh" "$D/tls-port"
+  if [ -z "$(data_root_user)" ]; then
+    unmount_below "$DATA"
+    umount_self "$DATA"
+  fi
+}
+
+# dockerd bind-mounts its data root onto itself; a crash leaves that mount behind.
+umount_self() {
+  awk -v p="$1" '$2 == p {found=1} END {exit !found}' /proc/mounts && umount -l "$1" 2>/dev/null || true
 }
 
 crash() {

@@ -1,6 +1,7 @@
 #include "adapters/docker/docker_adapter.h"
 
 #include <sstream>
+#include <thread>
 
 #include "adapters/docker/container.h"
 #include "adapters/docker/json_get.h"
@@ -256,10 +257,18 @@ Observation DockerAdapter::Ensure(const ExecutionRequest& request) {
       if (id.empty()) return Unknown("docker engine: create answer has no container Id");
       return StartAndObserve(client, uid, id);
     }
-    case 409: {  // created by an earlier Ensure whose answer was lost: adopt it
-      auto again = FindContainer(client, uid, {});
-      if (!again.ok()) return Unreachable(again.status());
-      if (*again) return adopt(**again);
+    case 409: {
+      // Created by an earlier Ensure whose answer was lost, or by a concurrent one: adopt it. The
+      // engine reserves the name before the container becomes visible, so a concurrent create
+      // may need a moment to show up.
+      auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      while (true) {
+        auto again = FindContainer(client, uid, {});
+        if (!again.ok()) return Unreachable(again.status());
+        if (*again) return adopt(**again);
+        if (std::chrono::steady_clock::now() >= until) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
       return Unknown(
           "docker engine: the name " + ContainerName(uid) +
           " is taken by a container without this Job's UID label: " + EngineErrorMessage(*r));

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "adapters/docker/docker_adapter.h"
+
 namespace ayatori::adapters::docker {
 namespace {
 
@@ -182,6 +184,21 @@ TEST(ValidateRequestTest, RefusesWhatDockerCannotHonour) {
   auto badRuntime = params;
   badRuntime.runtime = "run c";
   EXPECT_TRUE(refused(Request(), badRuntime));
+}
+
+TEST(DockerAdapterValidateTest, ChecksParametersEndpointAndResourcesWithoutTheEngine) {
+  DockerAdapter adapter;  // no engine is contacted by Validate
+  auto r = Request();
+  EXPECT_TRUE(adapter.Validate(r).ok());
+  r.parameters = json::parse(R"({"spec": {"endpoint": "ftp://x:1"}})");
+  EXPECT_FALSE(adapter.Validate(r).ok());
+  r.parameters = json::parse(R"({"spec": {"networkMode": "bridge"}})");
+  EXPECT_FALSE(adapter.Validate(r).ok());
+  r.parameters = json::parse(R"({"kind": "KubernetesExecutionParameters", "spec": {}})");
+  EXPECT_FALSE(adapter.Validate(r).ok()) << "parameters of another kind";
+  r = Request();
+  r.resources.limits.memory = Quantity::MustParse("1Mi");
+  EXPECT_FALSE(adapter.Validate(r).ok());
 }
 
 TEST(ContainerNameTest, IsDeterministicFromTheUid) {
