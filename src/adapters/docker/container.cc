@@ -171,6 +171,18 @@ StatusOr<nlohmann::json> BuildCreateBody(const ExecutionRequest& request,
   return body;
 }
 
+std::string RedactEnvValues(std::string message, const ExecutionRequest& request) {
+  for (const auto& e : request.resolvedEnv) {
+    const std::string& v = e.value.reveal();
+    if (v.size() < 4) continue;
+    for (size_t pos = message.find(v); pos != std::string::npos; pos = message.find(v, pos)) {
+      message.replace(pos, v.size(), "[redacted]");
+      pos += 10;
+    }
+  }
+  return message;
+}
+
 std::optional<api::Time> ParseEngineTime(std::string_view text) {
   auto t = api::ParseTime(text);
   if (!t.ok()) return std::nullopt;

@@ -55,6 +55,10 @@ std::string CancelledContainerName(std::string_view uid);
 StatusOr<nlohmann::json> BuildCreateBody(const ExecutionRequest& request,
                                          const api::DockerExecutionParameters& p);
 
+// `message` with every resolved env value of 4 or more bytes replaced by "[redacted]": engine
+// error messages may quote the create request. (Shorter values would garble the text.)
+std::string RedactEnvValues(std::string message, const ExecutionRequest& request);
+
 // GET /containers/{id}/json -> what the adapter reports:
 //   created -> Pending (Failed/StartFailed if the engine could not start the entrypoint;
 //              Cancelled if we cancelled it before it started)

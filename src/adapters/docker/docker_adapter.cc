@@ -222,6 +222,13 @@ Observation DockerAdapter::StartAndObserve(EngineClient& client, const std::stri
 }
 
 Observation DockerAdapter::Ensure(const ExecutionRequest& request) {
+  // Engine messages may quote parts of the create request; none of a Secret goes back up.
+  Observation o = EnsureExecution(request);
+  o.message = RedactEnvValues(o.message, request);
+  return o;
+}
+
+Observation DockerAdapter::EnsureExecution(const ExecutionRequest& request) {
   auto target = TargetFor(request.parameters);
   if (!target.ok()) return Failed(kReasonBackendRejected, target.status().message());
   EngineClient& client = *target->client;
@@ -243,6 +250,8 @@ Observation DockerAdapter::Ensure(const ExecutionRequest& request) {
   auto found = FindContainer(client, uid, refs);
   if (!found.ok()) return Unreachable(found.status());
   if (*found) return adopt(**found);
+  // A Job whose cancellation was requested never gets a new execution.
+  if (request.job.spec.desiredState == api::DesiredState::kCancelled) return Absent();
 
   if (auto failure = EnsureImage(client, request, target->params)) return *failure;
   auto body = BuildCreateBody(request, target->params);

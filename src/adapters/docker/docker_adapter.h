@@ -65,6 +65,7 @@ class DockerAdapter final : public Adapter, public LogSource {
     std::shared_ptr<EngineClient> client;
     api::DockerExecutionParameters params;
   };
+  Observation EnsureExecution(const ExecutionRequest& request);
   StatusOr<Target> TargetFor(const nlohmann::json& parameters);
   std::shared_ptr<EngineClient> ClientFor(const std::string& endpoint, Status& error);
   // The container of `uid` as GET /containers/{id}/json returns it; nullopt when there is none.

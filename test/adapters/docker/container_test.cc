@@ -201,6 +201,14 @@ TEST(DockerAdapterValidateTest, ChecksParametersEndpointAndResourcesWithoutTheEn
   EXPECT_FALSE(adapter.Validate(r).ok());
 }
 
+TEST(RedactEnvValuesTest, HidesResolvedValuesInMessages) {
+  auto r = Request();
+  r.resolvedEnv = {{"TOKEN", SensitiveString("s3cr3t-value")}, {"N", SensitiveString("1")}};
+  EXPECT_EQ(RedactEnvValues("invalid env TOKEN=s3cr3t-value, again s3cr3t-value; N=1", r),
+            "invalid env TOKEN=[redacted], again [redacted]; N=1");
+  EXPECT_EQ(RedactEnvValues("nothing here", r), "nothing here");
+}
+
 TEST(ContainerNameTest, IsDeterministicFromTheUid) {
   EXPECT_EQ(ContainerName("abc-1"), "ayatori-abc-1");
   EXPECT_EQ(CancelledContainerName("abc-1"), "ayatori-abc-1-cancelled");

@@ -131,6 +131,13 @@ TEST_F(DockerE2ETest, CancelAfterTheContainerEndedReportsItsTrueResult) {
   EXPECT_EQ(adapter_.Cancel(KeyOf(absent)).phase, ExecutionPhase::kAbsent);
 }
 
+TEST_F(DockerE2ETest, EnsureNeverCreatesAnExecutionForACancelledJob) {
+  auto r = Request({"/bin/true"});
+  r.job.spec.desiredState = api::DesiredState::kCancelled;
+  EXPECT_EQ(adapter_.Ensure(r).phase, ExecutionPhase::kAbsent);
+  EXPECT_EQ(e2e::CountContainers(endpoint_, r.job.metadata.uid), 0);
+}
+
 TEST_F(DockerE2ETest, MemoryLimitOverrunIsOOMKilled) {
   auto r = Request({"/bin/sh", "-c", "head -c 100m /dev/zero | tail"});
   r.resources.limits.memory = api::Quantity::MustParse("16Mi");
