@@ -1,0 +1,86 @@
+// One reconcile round of one Job (statemachine.h § Protocol): resolve while needed, ask the pure
+// state machine what to do, write the finalizer and status it decides (resourceVersion
+// preconditions), make the one adapter call it names, feed the observation back, repeat.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "adapters/registry.h"
+#include "ayatori/clock.h"
+#include "ayatori/kube_client.h"
+#include "controller/cluster_cache.h"
+#include "obs/metrics.h"
+#include "statemachine/statemachine.h"
+
+namespace ayatori::kube {
+class EventRecorder;
+}
+
+namespace ayatori::controller {
+
+// Named points where a test can make the controller "crash": the round stops there, without any
+// further write or call, as if the process had died.
+inline constexpr const char* kCrashAfterEnsure = "after-ensure";  // before the status write
+inline constexpr const char* kCrashAfterCancel = "after-cancel";
+inline constexpr const char* kCrashAfterDelete = "after-delete";  // before finalizer removal
+inline constexpr const char* kCrashBeforeStatusWrite = "before-status-write";
+
+struct ReconcileResult {
+  std::optional<std::chrono::seconds> requeueAfter;
+  bool backoff = false;  // retry with the per-item exponential backoff
+  bool crashed = false;  // a test crash point fired
+  Status error;          // why the round ended early (for logs)
+};
+
+struct ReconcilerOptions {
+  // Test hook: returns true to crash at `point` for `job`.
+  std::function<bool(std::string_view point, const api::Job& job)> crashHook;
+  // Upper bound of decide/act iterations in one round (a safety net; the protocol needs ≤ 5).
+  int maxSteps = 12;
+};
+
+class JobReconciler {
+ public:
+  JobReconciler(KubeClient& client, const ClusterCache& cache,
+                const adapters::AdapterRegistry& registry, const Clock& clock,
+                obs::Registry& metrics, kube::EventRecorder* events, ReconcilerOptions options);
+
+  ReconcileResult Reconcile(const std::string& ns, const std::string& name);
+
+  // API writes made for a Job UID (finalizer, status, delete) since this reconciler started.
+  uint64_t WritesFor(const std::string& uid) const;
+
+ private:
+  struct RoundState;
+  ReconcileResult Step(RoundState& round);
+  StatusOr<api::Job> PatchFinalizers(const api::Job& job, std::vector<std::string> finalizers);
+  StatusOr<api::Job> WriteStatus(const api::Job& job, const api::JobStatus& status);
+  Status DeleteExpiredJob(const api::Job& job, api::Time now);
+  StatusOr<Observation> CallAdapter(statemachine::AdapterCall call, const api::Job& job);
+  StatusOr<ExecutionRequest> BuildRequest(const api::Job& job, Adapter& adapter);
+  ExecutionKey BuildKey(const api::Job& job) const;
+  StatusOr<std::string> ReadReferencedValue(const std::string& ns, const api::KeySelector& ref,
+                                            bool secret, bool* found);
+  void RecordEvents(const api::Job& job, const std::vector<statemachine::Event>& events);
+  void CountWrite(const api::Job& job, const char* what);
+  bool Crash(std::string_view point, const api::Job& job) const;
+
+  KubeClient& client_;
+  const ClusterCache& cache_;
+  const adapters::AdapterRegistry& registry_;
+  const Clock& clock_;
+  obs::Registry& metrics_;
+  kube::EventRecorder* events_;
+  ReconcilerOptions options_;
+
+  mutable std::mutex writesMu_;
+  std::map<std::string, uint64_t> writes_;
+};
+
+}  // namespace ayatori::controller

@@ -1,0 +1,164 @@
+#include "controller/resolver.h"
+
+#include "api/resources.h"
+
+namespace ayatori::controller {
+
+using statemachine::Resolution;
+
+bool AdapterPassesReferences(const std::string& controllerName) {
+  return controllerName == api::kControllerKubernetes;
+}
+
+std::string ChooseJobClassName(const api::Job& job, const ClusterCache& cache,
+                               Resolution* failure) {
+  if (!job.spec.jobClassName.empty()) return job.spec.jobClassName;
+  std::string nsDefault = cache.NamespaceDefaultJobClass(job.metadata.namespace_);
+  if (!nsDefault.empty()) return nsDefault;
+  std::vector<std::string> defaults;
+  for (const auto& c : cache.ListJobClasses()) {
+    auto it = c->metadata.annotations.find(api::kIsDefaultClassAnnotation);
+    if (it != c->metadata.annotations.end() && it->second == "true") {
+      defaults.push_back(c->metadata.name);
+    }
+  }
+  if (defaults.size() == 1) return defaults.front();
+  if (defaults.empty()) {
+    *failure = Resolution::Pending(
+        "NoDefaultJobClass", "spec.jobClassName is empty, namespace " + job.metadata.namespace_ +
+                                 " has no annotation " + api::kDefaultClassAnnotation +
+                                 " and no JobClass is annotated " + api::kIsDefaultClassAnnotation +
+                                 "=true");
+  } else {
+    std::string names;
+    for (const auto& n : defaults) names += (names.empty() ? "" : ", ") + n;
+    *failure =
+        Resolution::Pending("AmbiguousDefaultJobClass",
+                            "spec.jobClassName is empty and " + std::to_string(defaults.size()) +
+                                " JobClasses are marked default (" + names +
+                                "); set spec.jobClassName or keep one default");
+  }
+  return "";
+}
+
+namespace {
+
+// Checks one env reference against the cache; returns a pending resolution when it cannot be
+// satisfied yet.
+std::optional<Resolution> CheckReference(const ClusterCache& cache, const std::string& ns,
+                                         const std::string& envName, const api::KeySelector& ref,
+                                         bool secret) {
+  auto obj = secret ? cache.GetSecret(ns, ref.name) : cache.GetConfigMap(ns, ref.name);
+  const char* kind = secret ? "Secret" : "ConfigMap";
+  if (!obj) {
+    if (ref.optional) return std::nullopt;
+    return Resolution::Pending(secret ? "SecretNotFound" : "ConfigMapNotFound",
+                               "env " + envName + ": " + kind + " " + ns + "/" + ref.name +
+                                   " does not exist; the Job starts once it is created");
+  }
+  if (!obj->keys.contains(ref.key) && !ref.optional) {
+    return Resolution::Pending("KeyNotFound", "env " + envName + ": " + kind + " " + ns + "/" +
+                                                  ref.name + " has no key \"" + ref.key +
+                                                  "\"; the Job starts once it is added");
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Resolution ResolveJob(const api::Job& job, const ClusterCache& cache,
+                      const adapters::AdapterRegistry& registry) {
+  Resolution failure;
+  std::string className = ChooseJobClassName(job, cache, &failure);
+  if (className.empty()) return failure;
+
+  auto cls = cache.GetJobClass(className);
+  if (!cls) {
+    return Resolution::Pending(
+        "JobClassNotFound", "JobClass \"" + className + "\" does not exist; the Job waits for it");
+  }
+  const std::string& controllerName = cls->spec.controllerName;
+  auto adapter = registry.Find(controllerName);
+  if (!adapter) {
+    std::string known;
+    for (const auto& [name, a] : registry.All()) known += (known.empty() ? "" : ", ") + name;
+    return Resolution::Pending("AdapterNotRegistered",
+                               "JobClass \"" + className + "\" names controllerName \"" +
+                                   controllerName +
+                                   "\", which this controller does not serve (it serves: " +
+                                   (known.empty() ? "none" : known) + ")");
+  }
+
+  api::ResolvedJobClass resolved{cls->metadata.name, cls->metadata.uid, controllerName, {}};
+  nlohmann::json parameters = nlohmann::json::object();
+  if (cls->spec.parametersRef) {
+    const auto& ref = *cls->spec.parametersRef;
+    auto params = cache.GetParameters(ref.kind, ref.name);
+    if (!params) {
+      return Resolution::Pending("ParametersNotFound", "JobClass \"" + className + "\" refers to " +
+                                                           ref.kind + " \"" + ref.name +
+                                                           "\", which does not exist");
+    }
+    parameters = *params;
+    api::ParametersRef withUid = ref;
+    withUid.uid = parameters.value("/metadata/uid"_json_pointer, std::string());
+    resolved.parametersRef = withUid;
+  }
+
+  auto resources = api::ResolveResources(job.spec.resources, cls->spec.resources);
+  if (!resources.ok()) {
+    return Resolution::Rejected("ResourcesOutOfRange", resources.status().message());
+  }
+
+  const std::string& ns = job.metadata.namespace_;
+  bool passesReferences = AdapterPassesReferences(controllerName);
+  for (const auto& env : job.spec.task.env) {
+    if (!env.valueFrom) continue;
+    if (env.valueFrom->secretKeyRef) {
+      if (!passesReferences &&
+          cls->spec.secretEnvForwarding != api::SecretEnvForwarding::kAllowed) {
+        return Resolution::Rejected("SecretForwardingDenied",
+                                    "env " + env.name + " refers to Secret " +
+                                        env.valueFrom->secretKeyRef->name + ", but JobClass \"" +
+                                        className +
+                                        "\" does not allow forwarding Secret values to its backend "
+                                        "(spec.secretEnvForwarding: Denied)");
+      }
+      if (auto r = CheckReference(cache, ns, env.name, *env.valueFrom->secretKeyRef, true)) {
+        return *r;
+      }
+    }
+    if (env.valueFrom->configMapKeyRef) {
+      if (auto r = CheckReference(cache, ns, env.name, *env.valueFrom->configMapKeyRef, false)) {
+        return *r;
+      }
+    }
+  }
+  if (!passesReferences) {
+    for (const auto& pull : job.spec.task.imagePullSecrets) {
+      auto secret = cache.GetSecret(ns, pull.name);
+      if (!secret) {
+        return Resolution::Pending("SecretNotFound", "imagePullSecrets: Secret " + ns + "/" +
+                                                         pull.name + " does not exist");
+      }
+      if (secret->type != "kubernetes.io/dockerconfigjson" ||
+          !secret->keys.contains(".dockerconfigjson")) {
+        return Resolution::Rejected("ImagePullSecretInvalid",
+                                    "imagePullSecrets: Secret " + ns + "/" + pull.name +
+                                        " is not of type kubernetes.io/dockerconfigjson");
+      }
+    }
+  }
+
+  ExecutionRequest request;
+  request.job = job;
+  request.jobClass = resolved;
+  request.parameters = parameters;
+  request.resources = *resources;
+  if (Status s = adapter->Validate(request); !s.ok()) {
+    return Resolution::Rejected("BackendRejected", s.message());
+  }
+  return Resolution::Resolved(resolved, *resources, adapter->Name());
+}
+
+}  // namespace ayatori::controller
