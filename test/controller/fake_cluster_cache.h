@@ -1,0 +1,79 @@
+// An in-memory ClusterCache for unit tests of the resolver: what the informers would hold,
+// filled by the test.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "controller/cluster_cache.h"
+
+namespace ayatori::controller::testing {
+
+class FakeClusterCache final : public ClusterCache {
+ public:
+  void AddJobClass(api::JobClass c) { classes_[c.metadata.name] = std::move(c); }
+  void AddParameters(const std::string& kind, const std::string& name, nlohmann::json j) {
+    parameters_[{kind, name}] = std::move(j);
+  }
+  void SetNamespaceDefault(const std::string& ns, const std::string& className) {
+    namespaceDefaults_[ns] = className;
+  }
+  void AddSecret(const std::string& ns, const std::string& name, std::set<std::string> keys,
+                 std::string type = "Opaque") {
+    secrets_[{ns, name}] = ReferencedObjectInfo{std::move(type), std::move(keys)};
+  }
+  void AddConfigMap(const std::string& ns, const std::string& name, std::set<std::string> keys) {
+    configMaps_[{ns, name}] = ReferencedObjectInfo{"", std::move(keys)};
+  }
+
+  std::shared_ptr<const api::Job> GetJob(const std::string&, const std::string&) const override {
+    return nullptr;
+  }
+  std::vector<std::shared_ptr<const api::Job>> ListJobs() const override { return {}; }
+  std::shared_ptr<const api::JobClass> GetJobClass(const std::string& name) const override {
+    auto it = classes_.find(name);
+    return it == classes_.end() ? nullptr : std::make_shared<const api::JobClass>(it->second);
+  }
+  std::vector<std::shared_ptr<const api::JobClass>> ListJobClasses() const override {
+    std::vector<std::shared_ptr<const api::JobClass>> out;
+    for (const auto& [name, c] : classes_) out.push_back(std::make_shared<const api::JobClass>(c));
+    return out;
+  }
+  std::shared_ptr<const nlohmann::json> GetParameters(const std::string& kind,
+                                                      const std::string& name) const override {
+    auto it = parameters_.find({kind, name});
+    return it == parameters_.end() ? nullptr : std::make_shared<const nlohmann::json>(it->second);
+  }
+  std::string NamespaceDefaultJobClass(const std::string& ns) const override {
+    auto it = namespaceDefaults_.find(ns);
+    return it == namespaceDefaults_.end() ? "" : it->second;
+  }
+  std::shared_ptr<const ReferencedObjectInfo> GetSecret(const std::string& ns,
+                                                        const std::string& name) const override {
+    return Find(secrets_, ns, name);
+  }
+  std::shared_ptr<const ReferencedObjectInfo> GetConfigMap(const std::string& ns,
+                                                           const std::string& name) const override {
+    return Find(configMaps_, ns, name);
+  }
+
+ private:
+  using Key = std::pair<std::string, std::string>;
+  static std::shared_ptr<const ReferencedObjectInfo> Find(
+      const std::map<Key, ReferencedObjectInfo>& m, const std::string& ns,
+      const std::string& name) {
+    auto it = m.find({ns, name});
+    return it == m.end() ? nullptr : std::make_shared<const ReferencedObjectInfo>(it->second);
+  }
+
+  std::map<std::string, api::JobClass> classes_;
+  std::map<Key, nlohmann::json> parameters_;
+  std::map<std::string, std::string> namespaceDefaults_;
+  std::map<Key, ReferencedObjectInfo> secrets_;
+  std::map<Key, ReferencedObjectInfo> configMaps_;
+};
+
+}  // namespace ayatori::controller::testing

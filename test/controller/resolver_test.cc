@@ -1,0 +1,314 @@
+// ResolveJob over a FakeClusterCache: every reason the resolver can give (docs/api.md §
+// Conditions and reasons) and what a resolved Job carries.
+#include "controller/resolver.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "adapters/testing/in_process_adapter.h"
+#include "test/controller/fake_cluster_cache.h"
+
+namespace ayatori::controller {
+namespace {
+
+using statemachine::Resolution;
+using testing::FakeClusterCache;
+using Outcome = Resolution::Outcome;
+
+constexpr const char* kNs = "team-a";
+
+api::JobClass Class(const std::string& name, const std::string& controllerName,
+                    bool isDefault = false) {
+  api::JobClass c;
+  c.metadata.name = name;
+  c.metadata.uid = "uid-of-" + name;
+  c.spec.controllerName = controllerName;
+  c.spec.secretEnvForwarding = api::SecretEnvForwarding::kAllowed;
+  if (isDefault) c.metadata.annotations[api::kIsDefaultClassAnnotation] = "true";
+  return c;
+}
+
+api::Job Job(const std::string& className) {
+  api::Job j;
+  j.metadata.name = "job";
+  j.metadata.namespace_ = kNs;
+  j.metadata.uid = "job-uid";
+  j.spec.jobClassName = className;
+  j.spec.task.image = "registry.invalid/x:1";
+  return j;
+}
+
+api::EnvVar SecretEnv(const std::string& env, const std::string& secret, const std::string& key,
+                      bool optional = false) {
+  api::EnvVar v;
+  v.name = env;
+  v.valueFrom = api::EnvVarSource{api::KeySelector{secret, key, optional}, std::nullopt};
+  return v;
+}
+
+api::EnvVar ConfigMapEnv(const std::string& env, const std::string& cm, const std::string& key,
+                         bool optional = false) {
+  api::EnvVar v;
+  v.name = env;
+  v.valueFrom = api::EnvVarSource{std::nullopt, api::KeySelector{cm, key, optional}};
+  return v;
+}
+
+class ResolverTest : public ::testing::Test {
+ protected:
+  ResolverTest() : backend_(std::make_shared<adapters::InProcessTestAdapter>()) {
+    registry_.Register(adapters::kControllerTest, backend_);
+    // The resolver treats the Kubernetes controllerName specially (references pass through);
+    // the test backend stands in for that adapter, only its name matters here.
+    registry_.Register(api::kControllerKubernetes, backend_);
+    cache_.AddJobClass(Class("test", adapters::kControllerTest));
+  }
+
+  Resolution Resolve(const api::Job& job) { return ResolveJob(job, cache_, registry_); }
+
+  std::shared_ptr<adapters::InProcessTestAdapter> backend_;
+  adapters::AdapterRegistry registry_;
+  FakeClusterCache cache_;
+};
+
+#define EXPECT_PENDING(r, why)                                \
+  do {                                                        \
+    EXPECT_EQ((r).outcome, Outcome::kPending) << (r).message; \
+    EXPECT_EQ((r).reason, why) << (r).message;                \
+    EXPECT_FALSE((r).message.empty());                        \
+  } while (0)
+
+#define EXPECT_REJECTED(r, why)                                \
+  do {                                                         \
+    EXPECT_EQ((r).outcome, Outcome::kRejected) << (r).message; \
+    EXPECT_EQ((r).reason, why) << (r).message;                 \
+    EXPECT_FALSE((r).message.empty());                         \
+  } while (0)
+
+TEST_F(ResolverTest, ResolvedWritesClassUidAdapterAndDefaultedResources) {
+  api::JobClass c = Class("with-defaults", adapters::kControllerTest);
+  c.spec.resources.defaults.limits.cpu = api::Quantity::MustParse("1");
+  c.spec.resources.defaults.limits.memory = api::Quantity::MustParse("256Mi");
+  cache_.AddJobClass(c);
+  Resolution r = Resolve(Job("with-defaults"));
+  ASSERT_EQ(r.outcome, Outcome::kResolved) << r.reason << ": " << r.message;
+  EXPECT_EQ(r.jobClass.name, "with-defaults");
+  EXPECT_EQ(r.jobClass.uid, "uid-of-with-defaults");
+  EXPECT_EQ(r.jobClass.controllerName, adapters::kControllerTest);
+  EXPECT_FALSE(r.jobClass.parametersRef.has_value());
+  EXPECT_EQ(r.adapter, "test");
+  EXPECT_EQ(r.resources.limits.cpu, api::Quantity::MustParse("1"));
+  // A request left unset equals the limit.
+  EXPECT_EQ(r.resources.requests.memory, api::Quantity::MustParse("256Mi"));
+}
+
+TEST_F(ResolverTest, ResolvedWithParametersRefCarriesTheParametersUid) {
+  api::JobClass c = Class("with-params", adapters::kControllerTest);
+  c.spec.parametersRef = api::ParametersRef{api::kGroup, "DockerExecutionParameters", "p", ""};
+  cache_.AddJobClass(c);
+  cache_.AddParameters("DockerExecutionParameters", "p",
+                       {{"kind", "DockerExecutionParameters"},
+                        {"metadata", {{"name", "p"}, {"uid", "params-uid-1"}}},
+                        {"spec", nlohmann::json::object()}});
+  Resolution r = Resolve(Job("with-params"));
+  ASSERT_EQ(r.outcome, Outcome::kResolved) << r.reason << ": " << r.message;
+  ASSERT_TRUE(r.jobClass.parametersRef.has_value());
+  EXPECT_EQ(r.jobClass.parametersRef->kind, "DockerExecutionParameters");
+  EXPECT_EQ(r.jobClass.parametersRef->name, "p");
+  EXPECT_EQ(r.jobClass.parametersRef->group, api::kGroup);
+  EXPECT_EQ(r.jobClass.parametersRef->uid, "params-uid-1");
+}
+
+TEST_F(ResolverTest, JobClassNotFound) {
+  Resolution r = Resolve(Job("missing"));
+  EXPECT_PENDING(r, "JobClassNotFound");
+  EXPECT_NE(r.message.find("missing"), std::string::npos) << r.message;
+}
+
+TEST_F(ResolverTest, NoDefaultJobClass) {
+  // Classes exist, none is the default; an is-default-class other than "true" does not count.
+  api::JobClass notDefault = Class("not-default", adapters::kControllerTest);
+  notDefault.metadata.annotations[api::kIsDefaultClassAnnotation] = "false";
+  cache_.AddJobClass(notDefault);
+  Resolution r = Resolve(Job(""));
+  EXPECT_PENDING(r, "NoDefaultJobClass");
+}
+
+TEST_F(ResolverTest, AmbiguousDefaultJobClass) {
+  cache_.AddJobClass(Class("default-a", adapters::kControllerTest, true));
+  cache_.AddJobClass(Class("default-b", adapters::kControllerTest, true));
+  Resolution r = Resolve(Job(""));
+  EXPECT_PENDING(r, "AmbiguousDefaultJobClass");
+  EXPECT_NE(r.message.find("default-a"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("default-b"), std::string::npos) << r.message;
+}
+
+TEST_F(ResolverTest, TheOneClusterDefaultIsUsed) {
+  cache_.AddJobClass(Class("the-default", adapters::kControllerTest, true));
+  Resolution r = Resolve(Job(""));
+  ASSERT_EQ(r.outcome, Outcome::kResolved) << r.reason << ": " << r.message;
+  EXPECT_EQ(r.jobClass.name, "the-default");
+}
+
+TEST_F(ResolverTest, NamespaceDefaultWinsOverClusterDefaults) {
+  cache_.AddJobClass(Class("default-a", adapters::kControllerTest, true));
+  cache_.AddJobClass(Class("default-b", adapters::kControllerTest, true));
+  cache_.AddJobClass(Class("team-class", adapters::kControllerTest));
+  cache_.SetNamespaceDefault(kNs, "team-class");
+  Resolution r = Resolve(Job(""));
+  ASSERT_EQ(r.outcome, Outcome::kResolved) << r.reason << ": " << r.message;
+  EXPECT_EQ(r.jobClass.name, "team-class");
+  // An explicit class wins over the namespace default.
+  Resolution explicitClass = Resolve(Job("test"));
+  ASSERT_EQ(explicitClass.outcome, Outcome::kResolved);
+  EXPECT_EQ(explicitClass.jobClass.name, "test");
+}
+
+TEST_F(ResolverTest, NamespaceDefaultNamingAMissingClassIsJobClassNotFound) {
+  cache_.SetNamespaceDefault(kNs, "gone");
+  Resolution r = Resolve(Job(""));
+  EXPECT_PENDING(r, "JobClassNotFound");
+}
+
+TEST_F(ResolverTest, AdapterNotRegistered) {
+  cache_.AddJobClass(Class("docker", api::kControllerDocker));
+  Resolution r = Resolve(Job("docker"));
+  EXPECT_PENDING(r, "AdapterNotRegistered");
+  EXPECT_NE(r.message.find(api::kControllerDocker), std::string::npos) << r.message;
+}
+
+TEST_F(ResolverTest, ParametersNotFound) {
+  api::JobClass c = Class("no-params", adapters::kControllerTest);
+  c.spec.parametersRef = api::ParametersRef{api::kGroup, "DockerExecutionParameters", "gone", ""};
+  cache_.AddJobClass(c);
+  Resolution r = Resolve(Job("no-params"));
+  EXPECT_PENDING(r, "ParametersNotFound");
+}
+
+TEST_F(ResolverTest, ResourcesOutOfRange) {
+  api::JobClass c = Class("small", adapters::kControllerTest);
+  c.spec.resources.max.cpu = api::Quantity::MustParse("1");
+  cache_.AddJobClass(c);
+  api::Job job = Job("small");
+  api::ResourceRequirements req;
+  req.requests.cpu = api::Quantity::MustParse("2");
+  req.limits.cpu = api::Quantity::MustParse("2");
+  job.spec.resources = req;
+  Resolution r = Resolve(job);
+  EXPECT_REJECTED(r, "ResourcesOutOfRange");
+}
+
+TEST_F(ResolverTest, SecretForwardingDenied) {
+  api::JobClass c = Class("denied", adapters::kControllerTest);
+  c.spec.secretEnvForwarding = api::SecretEnvForwarding::kDenied;
+  cache_.AddJobClass(c);
+  cache_.AddSecret(kNs, "tok", {"token"});
+  api::Job job = Job("denied");
+  job.spec.task.env.push_back(SecretEnv("TOKEN", "tok", "token"));
+  Resolution r = Resolve(job);
+  EXPECT_REJECTED(r, "SecretForwardingDenied");
+  // ConfigMaps are not Secrets: the same class accepts them.
+  cache_.AddConfigMap(kNs, "cfg", {"value"});
+  api::Job withConfig = Job("denied");
+  withConfig.spec.task.env.push_back(ConfigMapEnv("CONFIG", "cfg", "value"));
+  EXPECT_EQ(Resolve(withConfig).outcome, Outcome::kResolved);
+}
+
+TEST_F(ResolverTest, KubernetesClassPassesSecretReferencesWithoutForwarding) {
+  api::JobClass c = Class("k8s", api::kControllerKubernetes);
+  c.spec.secretEnvForwarding = api::SecretEnvForwarding::kDenied;
+  cache_.AddJobClass(c);
+  cache_.AddSecret(kNs, "tok", {"token"});
+  api::Job job = Job("k8s");
+  job.spec.task.env.push_back(SecretEnv("TOKEN", "tok", "token"));
+  Resolution r = Resolve(job);
+  EXPECT_EQ(r.outcome, Outcome::kResolved) << r.reason << ": " << r.message;
+}
+
+TEST_F(ResolverTest, SecretNotFoundThenKeyNotFoundThenResolved) {
+  api::Job job = Job("test");
+  job.spec.task.env.push_back(SecretEnv("TOKEN", "tok", "token"));
+  EXPECT_PENDING(Resolve(job), "SecretNotFound");
+  cache_.AddSecret(kNs, "tok", {"other"});
+  Resolution keyMissing = Resolve(job);
+  EXPECT_PENDING(keyMissing, "KeyNotFound");
+  EXPECT_NE(keyMissing.message.find("token"), std::string::npos) << keyMissing.message;
+  cache_.AddSecret(kNs, "tok", {"other", "token"});
+  EXPECT_EQ(Resolve(job).outcome, Outcome::kResolved);
+}
+
+TEST_F(ResolverTest, SecretOfAnotherNamespaceDoesNotCount) {
+  cache_.AddSecret("other-ns", "tok", {"token"});
+  api::Job job = Job("test");
+  job.spec.task.env.push_back(SecretEnv("TOKEN", "tok", "token"));
+  EXPECT_PENDING(Resolve(job), "SecretNotFound");
+}
+
+TEST_F(ResolverTest, ConfigMapNotFoundThenKeyNotFound) {
+  api::Job job = Job("test");
+  job.spec.task.env.push_back(ConfigMapEnv("CONFIG", "cfg", "value"));
+  EXPECT_PENDING(Resolve(job), "ConfigMapNotFound");
+  cache_.AddConfigMap(kNs, "cfg", {"something-else"});
+  EXPECT_PENDING(Resolve(job), "KeyNotFound");
+  cache_.AddConfigMap(kNs, "cfg", {"value"});
+  EXPECT_EQ(Resolve(job).outcome, Outcome::kResolved);
+}
+
+TEST_F(ResolverTest, OptionalReferencesMayBeMissing) {
+  api::Job job = Job("test");
+  job.spec.task.env.push_back(SecretEnv("A", "no-such-secret", "k", true));
+  job.spec.task.env.push_back(ConfigMapEnv("B", "no-such-config", "k", true));
+  cache_.AddSecret(kNs, "present", {"x"});
+  job.spec.task.env.push_back(SecretEnv("C", "present", "missing-key", true));
+  cache_.AddConfigMap(kNs, "present-cm", {"x"});
+  job.spec.task.env.push_back(ConfigMapEnv("D", "present-cm", "missing-key", true));
+  Resolution r = Resolve(job);
+  EXPECT_EQ(r.outcome, Outcome::kResolved) << r.reason << ": " << r.message;
+}
+
+TEST_F(ResolverTest, ImagePullSecrets) {
+  api::Job job = Job("test");
+  job.spec.task.imagePullSecrets.push_back({"registry"});
+  EXPECT_PENDING(Resolve(job), "SecretNotFound");
+  cache_.AddSecret(kNs, "registry", {"token"}, "Opaque");
+  EXPECT_REJECTED(Resolve(job), "ImagePullSecretInvalid");
+  // The right type without the key is just as unusable.
+  cache_.AddSecret(kNs, "registry", {"token"}, "kubernetes.io/dockerconfigjson");
+  EXPECT_REJECTED(Resolve(job), "ImagePullSecretInvalid");
+  cache_.AddSecret(kNs, "registry", {".dockerconfigjson"}, "kubernetes.io/dockerconfigjson");
+  EXPECT_EQ(Resolve(job).outcome, Outcome::kResolved);
+}
+
+TEST_F(ResolverTest, KubernetesClassLeavesImagePullSecretsToTheKubelet) {
+  cache_.AddJobClass(Class("k8s", api::kControllerKubernetes));
+  api::Job job = Job("k8s");
+  job.spec.task.imagePullSecrets.push_back({"not-yet-there"});
+  EXPECT_EQ(Resolve(job).outcome, Outcome::kResolved);
+}
+
+TEST_F(ResolverTest, BackendRejected) {
+  api::Job job = Job("test");
+  api::EnvVar reject;
+  reject.name = "AYATORI_TEST_REJECT";
+  reject.value = "no GPUs here";
+  job.spec.task.env.push_back(reject);
+  Resolution r = Resolve(job);
+  EXPECT_REJECTED(r, "BackendRejected");
+  EXPECT_NE(r.message.find("no GPUs here"), std::string::npos) << r.message;
+}
+
+TEST_F(ResolverTest, WaitingReasonsComeBeforeValidation) {
+  // A Job the backend would reject still waits for its Secret first: nothing is decided for good
+  // while something it needs may still appear.
+  api::Job job = Job("test");
+  api::EnvVar reject;
+  reject.name = "AYATORI_TEST_REJECT";
+  reject.value = "x";
+  job.spec.task.env.push_back(reject);
+  job.spec.task.env.push_back(SecretEnv("TOKEN", "later", "token"));
+  EXPECT_PENDING(Resolve(job), "SecretNotFound");
+}
+
+}  // namespace
+}  // namespace ayatori::controller
