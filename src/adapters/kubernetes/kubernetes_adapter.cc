@@ -1,5 +1,6 @@
 #include "adapters/kubernetes/kubernetes_adapter.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 
@@ -192,8 +193,11 @@ void KubernetesAdapter::TimerLoop(std::stop_token stop) {
     auto first = timers_.begin();
     auto wait = first->first - Now();
     if (wait > std::chrono::seconds(0)) {
-      // Also woken by new, earlier timers.
-      timerCv_.wait_for(lock, stop, wait, [] { return false; });
+      // Woken by new, earlier timers; and at least every second, so that a wall clock that
+      // jumps (or a test's FakeClock) is noticed.
+      timerCv_.wait_for(lock, stop,
+                        std::min<std::chrono::nanoseconds>(wait, std::chrono::seconds(1)),
+                        [] { return false; });
       continue;
     }
     auto [ns, name] = first->second;

@@ -1,0 +1,405 @@
+// KubernetesAdapter against the in-memory FakeKubeClient: the request pattern (how many calls,
+// which preconditions), the error mapping, ownership checks, the watch cache and the timer. The
+// behaviour against a real apiserver, Job controller and kwok is kubernetes_adapter_e2e_test.
+#include "adapters/kubernetes/kubernetes_adapter.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "adapters/kubernetes/batch_job.h"
+#include "api/json.h"
+#include "kube/testing/fake_clock.h"
+#include "kube/testing/fake_kube_client.h"
+
+namespace ayatori::adapters::kubernetes {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+constexpr const char* kNs = "ci";
+constexpr const char* kUid = "0c6a5e3e-5f7a-4c1e-9d55-3f1c2b7a9e01";
+
+bool Eventually(const std::function<bool()>& f, std::chrono::milliseconds timeout = 5s) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (f()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return f();
+}
+
+class KubernetesAdapterTest : public ::testing::Test {
+ protected:
+  KubernetesAdapterTest() {
+    KubernetesAdapterOptions o;
+    o.clock = &clock_;
+    o.syncTimeout = 5s;
+    o.log = [this](const std::string& line) {
+      std::lock_guard lock(mu_);
+      logs_.push_back(line);
+    };
+    adapter_ = std::make_unique<KubernetesAdapter>(client_, o);
+  }
+  ~KubernetesAdapterTest() override { adapter_->Stop(); }
+
+  void StartWatching() {
+    Status s = adapter_->Start([this](const std::string& ns, const std::string& name) {
+      std::lock_guard lock(mu_);
+      notified_.push_back(ns + "/" + name);
+    });
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+
+  static ExecutionRequest Request(json parameters = json::object()) {
+    ExecutionRequest r;
+    r.job.metadata.namespace_ = kNs;
+    r.job.metadata.name = "hello";
+    r.job.metadata.uid = kUid;
+    r.job.spec.task.image = "busybox";
+    r.parameters = std::move(parameters);
+    return r;
+  }
+
+  static ExecutionKey Key(std::vector<api::ExecutionReference> refs = {},
+                          json parameters = json::object()) {
+    return {kUid, kNs, "hello", std::move(refs), std::move(parameters)};
+  }
+
+  json StoredBatchJob() {
+    auto j = client_.Peek(BatchJobsResource(), kNs, BatchJobName(kUid));
+    return j ? *j : json();
+  }
+
+  // The pod the Job controller would make for the stored batch Job, in `state`.
+  json CreatePod(const std::string& phase, json state) {
+    json job = StoredBatchJob();
+    json pod = {{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata",
+                 {{"name", BatchJobName(kUid) + "-x1y2z"},
+                  {"namespace", kNs},
+                  {"labels", job["spec"]["template"]["metadata"]["labels"]},
+                  {"annotations", job["spec"]["template"]["metadata"]["annotations"]},
+                  {"ownerReferences",
+                   {{{"apiVersion", "batch/v1"},
+                     {"kind", "Job"},
+                     {"name", job["metadata"]["name"]},
+                     {"uid", job["metadata"]["uid"]},
+                     {"controller", true}}}}}},
+                {"spec", {{"containers", {{{"name", "main"}, {"image", "busybox"}}}}}},
+                {"status", {{"phase", phase}}}};
+    if (!state.is_null()) {
+      pod["status"]["containerStatuses"] = {{{"name", "main"}, {"state", std::move(state)}}};
+    }
+    // Like the apiserver, the fake drops the status of a create: write it to /status after.
+    json status = pod["status"];
+    auto created = client_.Create(PodsResource(), kNs, pod, {});
+    EXPECT_TRUE(created.ok()) << created.status().ToString();
+    if (!created.ok()) return json();
+    json withStatus = *created;
+    withStatus["status"] = status;
+    auto updated = client_.UpdateStatus(PodsResource(), kNs, withStatus, {});
+    EXPECT_TRUE(updated.ok()) << updated.status().ToString();
+    return updated.ok() ? *updated : json();
+  }
+
+  void SetPodState(json pod, const std::string& phase, json state) {
+    pod["status"] = {{"phase", phase},
+                     {"containerStatuses", {{{"name", "main"}, {"state", std::move(state)}}}}};
+    auto updated = client_.UpdateStatus(PodsResource(), kNs, pod, {});
+    ASSERT_TRUE(updated.ok()) << updated.status().ToString();
+  }
+
+  static json Running() { return {{"running", {{"startedAt", "2026-11-29T08:01:00Z"}}}}; }
+  static json Exited(int code) {
+    return {{"terminated",
+             {{"exitCode", code},
+              {"reason", code == 0 ? "Completed" : "Error"},
+              {"startedAt", "2026-11-29T08:01:00Z"},
+              {"finishedAt", "2026-11-29T08:02:00Z"}}}};
+  }
+
+  size_t Reads() { return client_.CountActions("get") + client_.CountActions("list"); }
+
+  bool WasNotified(const std::string& key) {
+    std::lock_guard lock(mu_);
+    return std::find(notified_.begin(), notified_.end(), key) != notified_.end();
+  }
+  size_t NotifyCount() {
+    std::lock_guard lock(mu_);
+    return notified_.size();
+  }
+  void ClearNotified() {
+    std::lock_guard lock(mu_);
+    notified_.clear();
+  }
+
+  kube::testing::FakeKubeClient client_;
+  kube::testing::FakeClock clock_;
+  std::unique_ptr<KubernetesAdapter> adapter_;
+  std::mutex mu_;
+  std::vector<std::string> notified_;
+  std::vector<std::string> logs_;
+};
+
+TEST_F(KubernetesAdapterTest, EnsureCreatesTheBatchJobWithOneRequest) {
+  Observation o = adapter_->Ensure(Request());
+  EXPECT_EQ(o.phase, ExecutionPhase::kPending) << o.message;
+  EXPECT_EQ(client_.Actions().size(), 1u);
+  EXPECT_EQ(client_.CountActions("create", "jobs.batch"), 1u);
+  json stored = StoredBatchJob();
+  ASSERT_TRUE(stored.is_object());
+  EXPECT_TRUE(IsOwnedBy(stored, kUid));
+  ASSERT_EQ(o.references.size(), 1u);
+  EXPECT_EQ(o.references[0].type, "Job");
+  EXPECT_EQ(o.references[0].id, stored["metadata"]["uid"]);
+}
+
+TEST_F(KubernetesAdapterTest, EnsureAgainAdoptsInsteadOfCreatingASecond) {
+  Observation first = adapter_->Ensure(Request());
+  Observation again = adapter_->Ensure(Request());
+  EXPECT_EQ(again.phase, ExecutionPhase::kPending) << again.message;
+  EXPECT_EQ(again.references, first.references);
+  ListOptions all;
+  auto list = client_.List(BatchJobsResource(), kNs, all);
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->items.size(), 1u);
+}
+
+TEST_F(KubernetesAdapterTest, EnsureNeverAdoptsNorTouchesAStrangersObject) {
+  json stranger = BuildBatchJob(Request(), {});
+  stranger["metadata"]["labels"] = {{"app", "other"}};
+  stranger["metadata"].erase("ownerReferences");
+  ASSERT_TRUE(client_.Create(BatchJobsResource(), kNs, stranger, {}).ok());
+  const std::string strangerUid = StoredBatchJob()["metadata"]["uid"];
+
+  Observation o = adapter_->Ensure(Request());
+  EXPECT_EQ(o.phase, ExecutionPhase::kFailed);
+  EXPECT_EQ(o.reason, "BackendRejected");
+  EXPECT_TRUE(o.references.empty());
+
+  EXPECT_EQ(adapter_->Observe(Key()).phase, ExecutionPhase::kAbsent);
+  EXPECT_EQ(adapter_->Cancel(Key()).phase, ExecutionPhase::kCancelled);
+  EXPECT_TRUE(adapter_->Delete(Key()).ok());
+  EXPECT_TRUE(adapter_->Delete(Key({{"Job", "stale-uid"}})).ok());
+  EXPECT_EQ(client_.CountActions("delete", "jobs.batch"), 1u)
+      << "only the precondition-guarded delete of the stale reference, which must fail";
+  EXPECT_EQ(StoredBatchJob()["metadata"]["uid"], strangerUid);
+}
+
+TEST_F(KubernetesAdapterTest, EnsureMapsApiErrors) {
+  struct Case {
+    StatusCode code;
+    ExecutionPhase phase;
+    const char* reason;
+  };
+  for (const Case& c :
+       {Case{StatusCode::kInvalid, ExecutionPhase::kFailed, "BackendRejected"},
+        Case{StatusCode::kInvalidArgument, ExecutionPhase::kFailed, "BackendRejected"},
+        Case{StatusCode::kForbidden, ExecutionPhase::kUnknown, "Forbidden"},
+        Case{StatusCode::kServerError, ExecutionPhase::kUnknown, "BackendError"},
+        Case{StatusCode::kTooManyRequests, ExecutionPhase::kUnknown, "BackendError"},
+        Case{StatusCode::kUnavailable, ExecutionPhase::kUnknown, "BackendUnreachable"},
+        Case{StatusCode::kDeadlineExceeded, ExecutionPhase::kUnknown, "BackendUnreachable"}}) {
+    client_.FailNext("create", "jobs.batch", Status(c.code, "injected"));
+    Observation o = adapter_->Ensure(Request());
+    EXPECT_EQ(o.phase, c.phase) << StatusCodeName(c.code);
+    EXPECT_EQ(o.reason, c.reason) << StatusCodeName(c.code);
+    EXPECT_NE(o.message.find("injected"), std::string::npos) << o.message;
+    EXPECT_TRUE(StoredBatchJob().is_null());
+  }
+  EXPECT_EQ(adapter_->Ensure(Request()).phase, ExecutionPhase::kPending);
+}
+
+TEST_F(KubernetesAdapterTest, BadParametersAreRejectedBeforeAnyRequest) {
+  ExecutionRequest r = Request(json{{"spec", {{"imagePullFailureTimeoutSeconds", -1}}}});
+  EXPECT_EQ(adapter_->Validate(r).code(), StatusCode::kInvalidArgument);
+  Observation o = adapter_->Ensure(r);
+  EXPECT_EQ(o.phase, ExecutionPhase::kFailed);
+  EXPECT_EQ(o.reason, "BackendRejected");
+  EXPECT_EQ(client_.CountActions("create"), 0u);
+
+  r = Request(json{{"spec", {{"extraLabels", {{"execution.ayatori.ddupan.top/job-uid", "x"}}}}}});
+  EXPECT_EQ(adapter_->Validate(r).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(adapter_->Ensure(r).phase, ExecutionPhase::kFailed);
+  EXPECT_EQ(client_.CountActions("create"), 0u);
+}
+
+TEST_F(KubernetesAdapterTest, ObserveWithoutWatchesReadsFresh) {
+  Observation ensured = adapter_->Ensure(Request());
+  CreatePod("Running", Running());
+  client_.ClearActions();
+  Observation o = adapter_->Observe(Key(ensured.references));
+  EXPECT_EQ(o.phase, ExecutionPhase::kRunning);
+  EXPECT_EQ(client_.CountActions("get", "jobs.batch"), 1u);
+  EXPECT_EQ(client_.CountActions("list", "pods"), 1u);
+}
+
+TEST_F(KubernetesAdapterTest, ReadErrorsAreUnknownNeverFailed) {
+  Observation ensured = adapter_->Ensure(Request());
+  client_.FailNext("list", "pods", Status(StatusCode::kUnavailable, "connection refused"));
+  Observation o = adapter_->Observe(Key(ensured.references));
+  EXPECT_EQ(o.phase, ExecutionPhase::kUnknown);
+  EXPECT_EQ(o.reason, "BackendUnreachable");
+  client_.FailNext("get", "jobs.batch", Status(StatusCode::kUnavailable, "connection refused"));
+  EXPECT_EQ(adapter_->Cancel(Key(ensured.references)).phase, ExecutionPhase::kUnknown);
+  EXPECT_EQ(StoredBatchJob()["metadata"]["name"], BatchJobName(kUid)) << "nothing was deleted";
+}
+
+TEST_F(KubernetesAdapterTest, WatchCacheServesProgressAndResultsAreReadFresh) {
+  StartWatching();
+  Observation ensured = adapter_->Ensure(Request());
+  json pod = CreatePod("Running", Running());
+  ExecutionKey key = Key(ensured.references);
+  ASSERT_TRUE(Eventually([&] { return adapter_->Observe(key).phase == ExecutionPhase::kRunning; }));
+
+  // Once the watch has delivered the pod, progress comes from the cache: no request.
+  EXPECT_TRUE(Eventually([&] {
+    client_.ClearActions();
+    return adapter_->Observe(key).phase == ExecutionPhase::kRunning && Reads() == 0;
+  }));
+
+  SetPodState(pod, "Succeeded", Exited(0));
+  ASSERT_TRUE(
+      Eventually([&] { return adapter_->Observe(key).phase == ExecutionPhase::kSucceeded; }));
+  client_.ClearActions();
+  Observation done = adapter_->Observe(key);
+  EXPECT_EQ(done.phase, ExecutionPhase::kSucceeded);
+  EXPECT_EQ(done.exitCode, 0);
+  EXPECT_GE(Reads(), 1u) << "a result is confirmed by a fresh read";
+}
+
+TEST_F(KubernetesAdapterTest, EnsureWithTheWatchCacheNeedsNoRequestOnceCreated) {
+  StartWatching();
+  Observation first = adapter_->Ensure(Request());
+  ASSERT_TRUE(Eventually([&] {
+    client_.ClearActions();
+    return adapter_->Ensure(Request()).references == first.references && client_.Actions().empty();
+  }));
+}
+
+TEST_F(KubernetesAdapterTest, WatchEventsNotifyTheAyatoriJob) {
+  StartWatching();
+  adapter_->Ensure(Request());
+  EXPECT_TRUE(Eventually([&] { return WasNotified("ci/hello"); }));
+  ClearNotified();
+  json pod = CreatePod("Pending", json());
+  EXPECT_TRUE(Eventually([&] { return WasNotified("ci/hello"); }));
+  ClearNotified();
+  SetPodState(pod, "Running", Running());
+  EXPECT_TRUE(Eventually([&] { return WasNotified("ci/hello"); }));
+}
+
+TEST_F(KubernetesAdapterTest, PodLeftWithoutItsBatchJobBlocksASecondCreate) {
+  adapter_->Ensure(Request());
+  json pod = CreatePod("Running", Running());
+  ASSERT_TRUE(client_.Delete(BatchJobsResource(), kNs, BatchJobName(kUid), {}).ok());
+  StartWatching();  // the caches start from this state (Start waits for their first lists)
+  client_.ClearActions();
+  Observation o = adapter_->Ensure(Request());
+  EXPECT_EQ(o.phase, ExecutionPhase::kRunning);
+  EXPECT_EQ(client_.CountActions("create"), 0u);
+}
+
+TEST_F(KubernetesAdapterTest, ImagePullTimeoutWakesTheController) {
+  StartWatching();
+  json params = {{"spec", {{"imagePullFailureTimeoutSeconds", 60}}}};
+  Observation ensured = adapter_->Ensure(Request(params));
+  json pod = CreatePod("Pending", {{"waiting", {{"reason", "ErrImagePull"}}}});
+  auto created = api::ParseTime(pod["metadata"]["creationTimestamp"].get<std::string>());
+  ASSERT_TRUE(created.ok());
+  // The fake clock stands just after the pod's creation.
+  clock_.Advance(*created - std::chrono::floor<std::chrono::seconds>(clock_.Now()) + 1s);
+  ExecutionKey key = Key(ensured.references, params);
+  ASSERT_TRUE(Eventually([&] {
+    Observation o = adapter_->Observe(key);
+    return o.phase == ExecutionPhase::kPending &&
+           o.message.find("ErrImagePull") != std::string::npos;
+  }));
+  // Three watch events so far (batch Job added, pod added, pod status written); the fake has no
+  // controllers, so nothing else changes and a fourth wake-up can only come from the timer.
+  ASSERT_TRUE(Eventually([&] { return NotifyCount() == 3; })) << NotifyCount();
+  clock_.Advance(60s);
+  EXPECT_TRUE(Eventually([&] { return NotifyCount() == 4; }, 5s))
+      << "no Kubernetes event marks the timeout; the adapter must";
+  EXPECT_TRUE(WasNotified("ci/hello"));
+  Observation failed = adapter_->Observe(key);
+  EXPECT_EQ(failed.phase, ExecutionPhase::kFailed);
+  EXPECT_EQ(failed.reason, "ImagePullFailed");
+  EXPECT_FALSE(failed.startedAt);
+}
+
+TEST_F(KubernetesAdapterTest, CancelDeletesTheBatchJobThenReportsUntilNothingRuns) {
+  Observation ensured = adapter_->Ensure(Request());
+  json pod = CreatePod("Running", Running());
+  ExecutionKey key = Key(ensured.references);
+
+  Observation stopping = adapter_->Cancel(key);
+  EXPECT_EQ(stopping.phase, ExecutionPhase::kRunning);
+  EXPECT_TRUE(StoredBatchJob().is_null());
+  EXPECT_EQ(client_.CountActions("delete", "jobs.batch"), 1u);
+
+  // The fake has no garbage collector: the pod is still running without deletionTimestamp, so
+  // the next Cancel deletes it itself.
+  Observation again = adapter_->Cancel(key);
+  EXPECT_EQ(client_.CountActions("delete", "pods"), 1u);
+  EXPECT_TRUE(again.phase == ExecutionPhase::kRunning || again.phase == ExecutionPhase::kCancelled);
+  Observation done = adapter_->Cancel(key);
+  EXPECT_EQ(done.phase, ExecutionPhase::kCancelled) << done.message;
+}
+
+TEST_F(KubernetesAdapterTest, CancelAfterTheProcessEndedKeepsItsResult) {
+  Observation ensured = adapter_->Ensure(Request());
+  CreatePod("Failed", Exited(3));
+  Observation o = adapter_->Cancel(Key(ensured.references));
+  EXPECT_EQ(o.phase, ExecutionPhase::kFailed);
+  EXPECT_EQ(o.exitCode, 3);
+  EXPECT_EQ(client_.CountActions("delete"), 0u);
+}
+
+TEST_F(KubernetesAdapterTest, CancelOfNothingIsCancelled) {
+  EXPECT_EQ(adapter_->Cancel(Key()).phase, ExecutionPhase::kCancelled);
+  EXPECT_EQ(client_.CountActions("delete"), 0u);
+}
+
+TEST_F(KubernetesAdapterTest, DeleteWithARecordedReferenceIsOnePreconditionedDelete) {
+  Observation ensured = adapter_->Ensure(Request());
+  client_.ClearActions();
+  EXPECT_TRUE(adapter_->Delete(Key(ensured.references)).ok());
+  EXPECT_TRUE(StoredBatchJob().is_null());
+  EXPECT_EQ(client_.CountActions("delete", "jobs.batch"), 1u);
+  EXPECT_EQ(client_.CountActions("get", "jobs.batch"), 0u);
+  // Repeatable.
+  EXPECT_TRUE(adapter_->Delete(Key(ensured.references)).ok());
+}
+
+TEST_F(KubernetesAdapterTest, DeleteWithoutReferenceLooksTheBatchJobUpByUid) {
+  adapter_->Ensure(Request());
+  EXPECT_TRUE(adapter_->Delete(Key()).ok());
+  EXPECT_TRUE(StoredBatchJob().is_null());
+}
+
+TEST_F(KubernetesAdapterTest, DeleteIsNotDoneWhileAPodRuns) {
+  Observation ensured = adapter_->Ensure(Request());
+  json pod = CreatePod("Running", Running());
+  Status s = adapter_->Delete(Key(ensured.references));
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+  SetPodState(pod, "Failed", Exited(137));
+  EXPECT_TRUE(adapter_->Delete(Key(ensured.references)).ok());
+}
+
+TEST_F(KubernetesAdapterTest, DeleteErrorsAreReturned) {
+  Observation ensured = adapter_->Ensure(Request());
+  client_.FailNext("delete", "jobs.batch", Status(StatusCode::kUnavailable, "refused"));
+  EXPECT_EQ(adapter_->Delete(Key(ensured.references)).code(), StatusCode::kUnavailable);
+  EXPECT_FALSE(StoredBatchJob().is_null());
+}
+
+}  // namespace
+}  // namespace ayatori::adapters::kubernetes
