@@ -1,0 +1,144 @@
+// Spec matrix, category TTL, on the real API server with small real TTLs: a finished Job
+// (Succeeded, Failed, Cancelled) stays until completionTime + ttlSecondsAfterFinished and is then
+// deleted exactly once; a restarted controller picks the timer up again; a TTL extended just
+// before it expires is re-read before the delete.
+#include "test/controller/controller_fixture.h"
+
+namespace ayatori::testing {
+namespace {
+
+using Clock = std::chrono::system_clock;
+
+class Ttl : public ControllerTest {
+ protected:
+  // Waits until the Job is gone, checking on every poll that it is still there before its TTL
+  // expired; then that exactly one DELETE of it succeeded.
+  void ExpectDeletedAtTtl(const std::string& name, const api::Job& finished, int ttlSeconds) {
+    ASSERT_TRUE(finished.status.completionTime.has_value()) << Describe(finished);
+    const Clock::time_point expiry =
+        *finished.status.completionTime + std::chrono::seconds(ttlSeconds);
+    std::optional<Clock::time_point> goneAt;
+    bool early = false;
+    Eventually(
+        [&] {
+          auto j = H().GetJobJson(ns_, name);
+          const auto now = Clock::now();
+          if (j.ok()) {
+            const bool deleting =
+                j->contains(nlohmann::json::json_pointer("/metadata/deletionTimestamp"));
+            if (deleting && now < expiry) early = true;
+            return false;
+          }
+          if (j.status().code() != StatusCode::kNotFound) return false;
+          goneAt = now;
+          return true;
+        },
+        std::chrono::duration_cast<std::chrono::milliseconds>(expiry - Clock::now()) + 10s);
+    ASSERT_TRUE(goneAt.has_value())
+        << "Job " << name << " was not deleted after its TTL of " << ttlSeconds << " s";
+    EXPECT_FALSE(early) << "Job " << name << " was being deleted before its TTL expired";
+    EXPECT_GE(*goneAt, expiry) << "Job " << name << " disappeared before its TTL expired";
+    EXPECT_LE(*goneAt, expiry + 5s) << "Job " << name << " was deleted late";
+    EXPECT_EQ(H().SuccessfulJobDeletes(ns_, name), 1);
+    EXPECT_FALSE(Backend().Exists(finished.metadata.uid));
+  }
+};
+
+// Spec row: TTL | 三种终态到期 | 到期前不删，到期后带 UID precondition 删除.
+
+TEST_F(Ttl, SucceededExpires) {
+  api::Job job =
+      Create("succeeded", {{"ttlSecondsAfterFinished", 2},
+                           {"task", {{"env", Env({{"AYATORI_TEST_RUN_SECONDS", "0"}})}}}});
+  ASSERT_TRUE(WaitFor("succeeded", SucceededIs(ConditionStatus::kTrue, "Completed"),
+                      "Succeeded=True", &job));
+  ExpectDeletedAtTtl("succeeded", job, 2);
+}
+
+TEST_F(Ttl, FailedExpires) {
+  api::Job job = Create(
+      "failed",
+      {{"ttlSecondsAfterFinished", 2},
+       {"task",
+        {{"env", Env({{"AYATORI_TEST_RUN_SECONDS", "0"}, {"AYATORI_TEST_EXIT_CODE", "3"}})}}}});
+  ASSERT_TRUE(WaitFor("failed", SucceededIs(ConditionStatus::kFalse, "ProcessFailed"),
+                      "Succeeded=False/ProcessFailed", &job));
+  EXPECT_EQ(job.status.result->exitCode, 3);
+  ExpectDeletedAtTtl("failed", job, 2);
+}
+
+TEST_F(Ttl, CancelledExpires) {
+  api::Job job = Create("cancelled", {{"ttlSecondsAfterFinished", 2}});
+  ASSERT_TRUE(WaitFor("cancelled", IsScheduled, "Scheduled", &job));
+  ASSERT_TRUE(Cancel("cancelled"));
+  ASSERT_TRUE(WaitFor("cancelled", SucceededIs(ConditionStatus::kFalse, "Cancelled"),
+                      "Succeeded=False/Cancelled", &job));
+  ExpectDeletedAtTtl("cancelled", job, 2);
+}
+
+// A Job without ttlSecondsAfterFinished is kept.
+TEST_F(Ttl, NoTtlKeepsTheJob) {
+  api::Job job = Create("kept", {{"task", {{"env", Env({{"AYATORI_TEST_RUN_SECONDS", "0"}})}}}});
+  ASSERT_TRUE(
+      WaitFor("kept", SucceededIs(ConditionStatus::kTrue, "Completed"), "Succeeded=True", &job));
+  EXPECT_TRUE(HoldsFor([&] { return H().GetJob(ns_, "kept").ok(); }, 1500ms));
+  EXPECT_EQ(H().SuccessfulJobDeletes(ns_, "kept"), 0);
+}
+
+// Spec row: TTL | controller 在等待 TTL 时重启 | informer 恢复计时，最终删除一次.
+TEST_F(Ttl, ControllerRestartsWhileWaiting) {
+  api::Job job = Create("restart", {{"ttlSecondsAfterFinished", 3},
+                                    {"task", {{"env", Env({{"AYATORI_TEST_RUN_SECONDS", "0"}})}}}});
+  ASSERT_TRUE(
+      WaitFor("restart", SucceededIs(ConditionStatus::kTrue, "Completed"), "Succeeded=True", &job));
+  ASSERT_TRUE(H().RestartController().ok());
+  ASSERT_TRUE(H().RestartController().ok());
+  ExpectDeletedAtTtl("restart", job, 3);
+}
+
+// The controller is down when the TTL expires: the next one deletes the Job at once.
+TEST_F(Ttl, ExpiresWhileControllerDown) {
+  api::Job job = Create("down", {{"ttlSecondsAfterFinished", 1},
+                                 {"task", {{"env", Env({{"AYATORI_TEST_RUN_SECONDS", "0"}})}}}});
+  ASSERT_TRUE(
+      WaitFor("down", SucceededIs(ConditionStatus::kTrue, "Completed"), "Succeeded=True", &job));
+  H().StopController();
+  const auto expiry = *job.status.completionTime + std::chrono::seconds(1);
+  // Nobody deletes it while no controller runs, even past its TTL.
+  EXPECT_TRUE(HoldsFor(
+      [&] { return H().GetJob(ns_, "down").ok(); },
+      std::chrono::duration_cast<std::chrono::milliseconds>(expiry - Clock::now()) + 500ms));
+  ASSERT_TRUE(H().StartController().ok());
+  ASSERT_TRUE(WaitGone("down", 5s));
+  EXPECT_EQ(H().SuccessfulJobDeletes(ns_, "down"), 1);
+}
+
+// Spec row: TTL | 到期附近延长 TTL | 最终 GET 重新核对最新 TTL.
+TEST_F(Ttl, ExtendedNearExpiry) {
+  api::Job job =
+      Create("extended", {{"ttlSecondsAfterFinished", 3},
+                          {"task", {{"env", Env({{"AYATORI_TEST_RUN_SECONDS", "0"}})}}}});
+  ASSERT_TRUE(WaitFor("extended", SucceededIs(ConditionStatus::kTrue, "Completed"),
+                      "Succeeded=True", &job));
+  const auto oldExpiry = *job.status.completionTime + std::chrono::seconds(3);
+  // Extend it about one second before it expires.
+  ASSERT_TRUE(Eventually([&] { return Clock::now() >= oldExpiry - 1s; }, 5s));
+  ASSERT_LT(Clock::now(), oldExpiry - 500ms) << "the test was too slow to extend the TTL in time";
+  ASSERT_TRUE(Patch("extended", {{"spec", {{"ttlSecondsAfterFinished", 3600}}}}));
+  // Well past the old expiry it is still there, not even being deleted.
+  EXPECT_TRUE(HoldsFor(
+      [&] {
+        auto j = H().GetJob(ns_, "extended");
+        return j.ok() && !j->metadata.deletionTimestamp;
+      },
+      std::chrono::duration_cast<std::chrono::milliseconds>(oldExpiry - Clock::now()) + 2s))
+      << "deleted at the old TTL";
+  EXPECT_EQ(H().SuccessfulJobDeletes(ns_, "extended"), 0);
+  // Shortened again it goes.
+  ASSERT_TRUE(Patch("extended", {{"spec", {{"ttlSecondsAfterFinished", 0}}}}));
+  ASSERT_TRUE(WaitGone("extended"));
+  EXPECT_EQ(H().SuccessfulJobDeletes(ns_, "extended"), 1);
+}
+
+}  // namespace
+}  // namespace ayatori::testing
