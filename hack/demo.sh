@@ -21,8 +21,9 @@ kube() { "$KUBECTL" "$@"; }
 
 use_cluster() {
   mkdir -p "$DEMO"
-  if [ -n "${KUBECONFIG:-}" ] && [ ! -f "$DEMO/own-cluster" ] && kubectl version >/dev/null 2>&1; then
-    KUBECTL=kubectl
+  # The kubectl built with the test control plane (same version as its apiserver).
+  KUBECTL="$("$ROOT/hack/testenv/testenv.sh" bindir)/kubectl"
+  if [ -n "${KUBECONFIG:-}" ] && [ ! -f "$DEMO/own-cluster" ] && "$KUBECTL" version >/dev/null 2>&1; then
     echo "using the cluster of KUBECONFIG=$KUBECONFIG"
     echo "export KUBECONFIG=$KUBECONFIG" >"$DEMO/kube.env"
     return
