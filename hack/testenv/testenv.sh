@@ -17,7 +17,7 @@ T=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 D=${TESTENV_DIR:-/tmp/ayatori-testenv-$(id -u)}
 PKI=$D/pki
 KC=$D/kubeconfig
-ETCD_DATA=${TESTENV_ETCD_DIR:-/dev/shm/$(basename "$D")-etcd}
+ETCD_DATA=${TESTENV_ETCD_DIR:-/dev/shm/ayatori-etcd-$(printf %s "$D" | sha256sum | cut -c1-12)}
 K8S=v1.36.3
 export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-modcacherw
 
