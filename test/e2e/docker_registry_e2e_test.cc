@@ -1,0 +1,118 @@
+// A private image through the controller: the "docker_registry" fixture (hack/registry.sh: a
+// docker-registry with htpasswd auth on 127.0.0.1) holds an image that only it has. A Job pulls
+// it only with the right kubernetes.io/dockerconfigjson pull Secret; with a wrong one, or none, it
+// fails with ImagePullFailed instead of running anything. The registry password never shows in
+// the Job, its Events or the controller's log.
+#include <gtest/gtest.h>
+
+#include "kube/config.h"
+#include "test/adapters/docker/e2e_support.h"
+#include "test/e2e/controller_e2e.h"
+#include "test/support/testenv.h"
+
+namespace ayatori::e2e {
+namespace {
+
+// pullPolicy Always: every Job pulls, so a Job with a wrong Secret cannot use an image that an
+// earlier Job pulled.
+constexpr const char* kClass = "e2e-docker-registry";
+
+class DockerRegistryE2ETest : public ControllerTest {
+ protected:
+  void SetUp() override {
+    host_ = FixtureDockerHost();
+    auto vars = adapters::docker::e2e::ReadEnvFile(testing::RequiredEnv("AYATORI_REGISTRY_DIR") +
+                                                   "/env.sh");
+    addr_ = vars["REGISTRY_ADDR"];
+    user_ = vars["REGISTRY_USER"];
+    password_ = vars["REGISTRY_PASSWORD"];
+    image_ = vars["REGISTRY_IMAGE"];
+    ASSERT_FALSE(addr_.empty() || user_.empty() || password_.empty() || image_.empty())
+        << "the registry's env.sh lacks REGISTRY_ADDR, _USER, _PASSWORD or _IMAGE";
+    // Only the registry has the image.
+    Docker(host_, {"rmi", "-f", image_});
+    ASSERT_TRUE(InstallCrds());
+    ASSERT_TRUE(ApplyDockerClass(kClass, {{"endpoint", host_},
+                                          {"networkMode", "none"},
+                                          {"pullPolicy", "Always"},
+                                          {"stopGracePeriodSeconds", 1}}));
+    ASSERT_NO_FATAL_FAILURE(
+        StartControllerAndNamespace("e2e-registry", {"--docker-endpoint=" + host_}));
+  }
+  void TearDown() override {
+    ControllerTest::TearDown();
+    Docker(host_, {"rmi", "-f", image_});
+  }
+
+  // A kubernetes.io/dockerconfigjson Secret for the registry with `password`.
+  void ApplyPullSecret(const std::string& name, const std::string& password) {
+    json config = {{"auths",
+                    {{addr_,
+                      {{"username", user_},
+                       {"password", password},
+                       {"auth", kube::Base64Encode(user_ + ":" + password)}}}}}};
+    ASSERT_TRUE(Apply({{"apiVersion", "v1"},
+                       {"kind", "Secret"},
+                       {"metadata", {{"name", name}, {"namespace", ns_}}},
+                       {"type", "kubernetes.io/dockerconfigjson"},
+                       {"data", {{".dockerconfigjson", kube::Base64Encode(config.dump())}}}}));
+  }
+
+  std::string CreatePullJob(const std::string& name, const std::string& pullSecret) {
+    json task = {{"image", image_}};
+    if (!pullSecret.empty()) task["imagePullSecrets"] = {{{"name", pullSecret}}};
+    return CreateJob(name, kClass, task);
+  }
+
+  // Neither password appears in the Job, the namespace's Events or the controller's log.
+  void ExpectNoCredentialLeak(const std::string& name, const std::string& wrongPassword) {
+    std::string job = Get(kJobResource, ns_, name).value_or(json()).dump();
+    std::string events = EventsJson(ns_);
+    std::string log = controller_.Log();
+    for (const std::string& secret : {password_, wrongPassword}) {
+      EXPECT_EQ(job.find(secret), std::string::npos) << "a registry password is in Job " << name;
+      EXPECT_EQ(events.find(secret), std::string::npos) << "a registry password is in an Event";
+      EXPECT_EQ(log.find(secret), std::string::npos) << "a registry password is in the log";
+    }
+  }
+
+  std::string host_, addr_, user_, password_, image_;
+};
+
+TEST_F(DockerRegistryE2ETest, ThePrivateImageRunsWithTheRightPullSecret) {
+  ApplyPullSecret("registry-ok", password_);
+  std::string uid = CreatePullJob("private", "registry-ok");
+  ASSERT_FALSE(uid.empty());
+  json job = WaitForFinished(ns_, "private", 180s);
+  EXPECT_EQ(ConditionSummary(job, "Succeeded"), "True/Completed") << Describe(job);
+  auto ids = ContainersOf(host_, uid);
+  ASSERT_EQ(ids.size(), 1u);
+  // The image's CMD prints its marker file.
+  EXPECT_EQ(ContainerLogs(host_, ids[0]), "private-image\n");
+  ExpectNoCredentialLeak("private", password_);
+}
+
+TEST_F(DockerRegistryE2ETest, AWrongPullSecretOrNoneFailsWithImagePullFailed) {
+  const std::string wrong = "wrong-" + RandomToken();
+  ApplyPullSecret("registry-wrong", wrong);
+  std::string uidWrong = CreatePullJob("wrong-secret", "registry-wrong");
+  std::string uidNone = CreatePullJob("no-secret", "");
+  ASSERT_FALSE(uidWrong.empty() || uidNone.empty());
+  for (const auto& [name, uid] :
+       {std::pair<std::string, std::string>{"wrong-secret", uidWrong}, {"no-secret", uidNone}}) {
+    json job = WaitForFinished(ns_, name, 180s);
+    EXPECT_EQ(ConditionSummary(job, "Succeeded"), "False/ImagePullFailed") << Describe(job);
+    EXPECT_EQ(job.value("/status/result/reason"_json_pointer, ""), "ImagePullFailed")
+        << Describe(job);
+    // Nothing ran: the failure came before the task started.
+    EXPECT_FALSE(job.contains("/status/startTime"_json_pointer)) << Describe(job);
+    EXPECT_TRUE(job.contains("/status/completionTime"_json_pointer)) << Describe(job);
+    EXPECT_TRUE(ContainersOf(host_, uid).empty()) << name;
+  }
+  EXPECT_NE(Docker(host_, {"image", "inspect", image_}).exitCode, 0)
+      << "the private image was pulled without the right credentials";
+  ExpectNoCredentialLeak("wrong-secret", wrong);
+}
+
+}  // namespace
+}  // namespace ayatori::e2e
