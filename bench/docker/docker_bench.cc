@@ -1,0 +1,297 @@
+// bench_docker: latency of one trivial container through Ayatori versus `docker run --rm` on the
+// same dockerd, in the same invocation (target: Ayatori p50 <= 1.5x docker run p50).
+//
+//   Ayatori     create a Job (image, command /bin/true) through the Kubernetes API and wait until
+//               a watch reports Succeeded=True: create -> Succeeded, as a user waiting on
+//               `kubectl wait` would see it.
+//   docker run  `docker run --rm --network none IMAGE /bin/true` with the docker CLI: wall time
+//               of the whole command (create, start, wait, remove), as a user would see it.
+//
+// One at a time, never concurrently, so latency is measured and not throughput; the two kinds
+// alternate (A B, then B A, ...) so that drift of the machine affects both alike. The first
+// `--warmup` pairs are not counted. Needs a control plane, the CRDs, a Docker JobClass and a
+// running ayatori-controller: hack/bench.sh sets all of that up.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kube/config.h"
+#include "kube/rest_client.h"
+
+extern char** environ;
+
+namespace {
+
+using namespace ayatori;  // NOLINT(google-build-using-namespace)
+using Steady = std::chrono::steady_clock;
+using Millis = std::chrono::duration<double, std::milli>;
+
+const ResourceRef kJobs{"execution.ayatori.ddupan.top", "v1alpha1", "jobs", true};
+const ResourceRef kNamespaces{"", "v1", "namespaces", false};
+
+struct Options {
+  std::string kubeconfig;
+  std::string ns = "bench-docker";
+  std::string jobClass = "bench-docker";
+  std::string image = "ayatori.local/busybox:1";
+  std::string docker = "docker";
+  int jobs = 50;
+  int warmup = 3;
+  int timeoutSeconds = 120;
+  bool verbose = false;
+};
+
+// The terminal Succeeded condition of a Job: "True", "False" or "" while it runs.
+std::string SucceededStatus(const nlohmann::json& job) {
+  const auto* conditions = job.contains("status") ? &job["status"] : nullptr;
+  if (conditions == nullptr || !conditions->contains("conditions")) return "";
+  for (const auto& c : (*conditions)["conditions"]) {
+    if (c.value("type", "") != "Succeeded") continue;
+    std::string s = c.value("status", "");
+    return s == "Unknown" ? "" : s + "/" + c.value("reason", "");
+  }
+  return "";
+}
+
+// Watches the namespace's Jobs on its own thread and records when each one first appeared
+// finished.
+class FinishWatcher {
+ public:
+  FinishWatcher(kube::RestClient& client, std::string ns) : client_(client), ns_(std::move(ns)) {}
+  ~FinishWatcher() { Stop(); }
+
+  Status Start() {
+    auto list = client_.List(kJobs, ns_, {});
+    if (!list.ok()) return list.status();
+    resourceVersion_ = list->resourceVersion;
+    thread_ = std::jthread([this](std::stop_token stop) { Run(stop); });
+    return Status::Ok();
+  }
+
+  void Stop() {
+    if (thread_.joinable()) {
+      thread_.request_stop();
+      thread_.join();
+    }
+  }
+
+  // When `name` was seen finished, and how ("True/Completed"); nullopt on timeout.
+  std::optional<std::pair<Steady::time_point, std::string>> WaitFinished(
+      const std::string& name, std::chrono::seconds timeout) {
+    std::unique_lock lock(mu_);
+    bool done = cv_.wait_for(lock, timeout, [&] { return finished_.count(name) > 0; });
+    if (!done) return std::nullopt;
+    return finished_[name];
+  }
+
+ private:
+  void Run(std::stop_token stop) {
+    while (!stop.stop_requested()) {
+      WatchOptions options;
+      options.resourceVersion = resourceVersion_;
+      options.allowWatchBookmarks = true;
+      options.timeoutSeconds = 300;
+      Status s = client_.Watch(kJobs, ns_, options, stop, [&](WatchEvent&& e) {
+        auto at = Steady::now();
+        resourceVersion_ =
+            e.object.value("/metadata/resourceVersion"_json_pointer, resourceVersion_);
+        if (e.type != WatchEventType::kAdded && e.type != WatchEventType::kModified) return true;
+        std::string result = SucceededStatus(e.object);
+        if (result.empty()) return true;
+        std::string name = e.object.value("/metadata/name"_json_pointer, "");
+        std::lock_guard lock(mu_);
+        if (finished_.emplace(name, std::make_pair(at, result)).second) cv_.notify_all();
+        return true;
+      });
+      if (!s.ok() && s.code() == StatusCode::kGone) {
+        std::cerr << "bench_docker: watch expired (" << s.message() << "); relisting\n";
+        auto list = client_.List(kJobs, ns_, {});
+        if (list.ok()) resourceVersion_ = list->resourceVersion;
+      } else if (!s.ok() && !stop.stop_requested()) {
+        std::cerr << "bench_docker: watch ended: " << s.ToString() << "\n";
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    }
+  }
+
+  kube::RestClient& client_;
+  std::string ns_;
+  std::string resourceVersion_;
+  std::jthread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, std::pair<Steady::time_point, std::string>> finished_;
+};
+
+// Runs argv with stdout and stderr discarded; returns the exit code (-1 if it did not exit).
+int RunQuietly(const std::vector<std::string>& argv) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  std::vector<std::string> args = argv;
+  std::vector<char*> argp;
+  for (auto& a : args) argp.push_back(a.data());
+  argp.push_back(nullptr);
+  pid_t pid = -1;
+  int rc = posix_spawnp(&pid, argp[0], &actions, nullptr, argp.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    std::cerr << "bench_docker: cannot start " << argv[0] << ": " << std::strerror(rc) << "\n";
+    return -1;
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+double Percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  // Nearest rank.
+  size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
+  return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
+}
+
+std::string RandomSuffix() {
+  std::mt19937 rng{std::random_device{}()};
+  std::string s;
+  for (int i = 0; i < 5; ++i) s.push_back("abcdefghijklmnopqrstuvwxyz0123456789"[rng() % 36]);
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"bench_docker: create->Succeeded of a trivial Job through Ayatori vs docker run"};
+  app.add_option("--kubeconfig", o.kubeconfig, "kubeconfig (default: $KUBECONFIG)");
+  app.add_option("--namespace", o.ns, "namespace of the Jobs (created if missing)");
+  app.add_option("--job-class", o.jobClass, "Docker JobClass the Jobs use");
+  app.add_option("--image", o.image, "image of both sides");
+  app.add_option("--docker", o.docker, "docker CLI (talks to $DOCKER_HOST)");
+  app.add_option("--jobs", o.jobs, "measured runs per side")->check(CLI::Range(1, 100000));
+  app.add_option("--warmup", o.warmup, "uncounted runs per side first")->check(CLI::Range(0, 1000));
+  app.add_option("--timeout", o.timeoutSeconds, "seconds one Job may take");
+  app.add_flag("--verbose", o.verbose, "print every measurement (Job names for log correlation)");
+  CLI11_PARSE(app, argc, argv);
+
+  kube::ConfigLoadOptions load;
+  load.kubeconfigPath = o.kubeconfig;
+  auto config = kube::LoadConfig(load);
+  if (!config.ok()) {
+    std::cerr << "bench_docker: " << config.status().message() << "\n";
+    return 2;
+  }
+  kube::RestClientOptions clientOptions;
+  clientOptions.qps = 1000;
+  clientOptions.burst = 1000;
+  clientOptions.userAgent = "bench_docker";
+  auto client = kube::RestClient::New(*config, clientOptions);
+
+  auto ns = client->Create(
+      kNamespaces, "",
+      {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", o.ns}}}}, {});
+  if (!ns.ok() && ns.status().code() != StatusCode::kAlreadyExists) {
+    std::cerr << "bench_docker: creating namespace " << o.ns << ": " << ns.status().ToString()
+              << "\n";
+    return 1;
+  }
+  FinishWatcher watcher(*client, o.ns);
+  if (Status s = watcher.Start(); !s.ok()) {
+    std::cerr << "bench_docker: listing Jobs: " << s.ToString() << "\n";
+    return 1;
+  }
+
+  const std::string run = RandomSuffix();
+  int serial = 0;
+  auto ayatoriOnce = [&]() -> std::optional<double> {
+    std::string name = "bench-" + run + "-" + std::to_string(serial++);
+    nlohmann::json job = {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
+                          {"kind", "Job"},
+                          {"metadata", {{"name", name}, {"namespace", o.ns}}},
+                          {"spec",
+                           {{"jobClassName", o.jobClass},
+                            {"task", {{"image", o.image}, {"command", {"/bin/true"}}}}}}};
+    auto start = Steady::now();
+    auto created = client->Create(kJobs, o.ns, job, {});
+    if (!created.ok()) {
+      std::cerr << "bench_docker: creating Job " << name << ": " << created.status().ToString()
+                << "\n";
+      return std::nullopt;
+    }
+    auto finished = watcher.WaitFinished(name, std::chrono::seconds(o.timeoutSeconds));
+    if (!finished) {
+      std::cerr << "bench_docker: Job " << o.ns << "/" << name << " did not finish within "
+                << o.timeoutSeconds << "s (is ayatori-controller running?)\n";
+      return std::nullopt;
+    }
+    if (finished->second != "True/Completed") {
+      std::cerr << "bench_docker: Job " << o.ns << "/" << name << " ended " << finished->second
+                << "\n";
+      return std::nullopt;
+    }
+    double ms = Millis(finished->first - start).count();
+    if (o.verbose) std::cout << "ayatori " << name << " " << ms << " ms\n";
+    return ms;
+  };
+  auto dockerOnce = [&]() -> std::optional<double> {
+    auto start = Steady::now();
+    int rc = RunQuietly({o.docker, "run", "--rm", "--network", "none", o.image, "/bin/true"});
+    double ms = Millis(Steady::now() - start).count();
+    if (rc != 0) {
+      std::cerr << "bench_docker: docker run exited " << rc << " (is DOCKER_HOST set?)\n";
+      return std::nullopt;
+    }
+    if (o.verbose) std::cout << "docker-run " << ms << " ms\n";
+    return ms;
+  };
+
+  std::vector<double> ayatori, docker;
+  for (int i = 0; i < o.warmup + o.jobs; ++i) {
+    bool ayatoriFirst = i % 2 == 0;
+    std::optional<double> a, d;
+    if (ayatoriFirst) {
+      a = ayatoriOnce();
+      d = dockerOnce();
+    } else {
+      d = dockerOnce();
+      a = ayatoriOnce();
+    }
+    if (!a || !d) return 1;
+    if (i < o.warmup) continue;
+    ayatori.push_back(*a);
+    docker.push_back(*d);
+  }
+  watcher.Stop();
+
+  double a50 = Percentile(ayatori, 50), a99 = Percentile(ayatori, 99);
+  double d50 = Percentile(docker, 50), d99 = Percentile(docker, 99);
+  std::printf("bench_docker: %d trivial containers per side (%s /bin/true), %d warm-up pairs\n",
+              o.jobs, o.image.c_str(), o.warmup);
+  std::printf("  %-38s p50 %8.1f ms   p99 %8.1f ms\n", "Ayatori Job create -> Succeeded", a50, a99);
+  std::printf("  %-38s p50 %8.1f ms   p99 %8.1f ms\n", "docker run --rm --network none", d50, d99);
+  double ratio = a50 / d50;
+  std::printf("  ratio Ayatori/docker: p50 %.2f   p99 %.2f   (target p50 <= 1.50: %s)\n", ratio,
+              a99 / d99, ratio <= 1.5 ? "met" : "NOT met");
+  return 0;
+}
