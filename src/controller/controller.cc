@@ -231,6 +231,7 @@ void JobController::RegisterMetrics() {
     for (const auto& [state, n] : byState) {
       r.GetGauge("ayatori_jobs", "Jobs in the cache by derived state.", {{"state", state}}).Set(n);
     }
+    std::lock_guard lock(queueMu_);
     r.GetGauge("ayatori_workqueue_depth", "Job keys ready in the workqueue.")
         .Set(static_cast<double>(queue_->Len()));
     r.GetGauge("ayatori_workqueue_waiting", "Job keys waiting for a delayed requeue.")
@@ -240,6 +241,12 @@ void JobController::RegisterMetrics() {
 
 Status JobController::Start() {
   if (started_.exchange(true)) return Status::Ok();
+  if (queue_->ShuttingDown()) {
+    // Stop() shut the queue down to wake the workers, for good: a new term (this replica leads
+    // again) needs a new queue. Nothing else touches it now: informers and adapters are stopped.
+    std::lock_guard lock(queueMu_);
+    queue_ = std::make_unique<kube::Workqueue>(clock_, options_.queue);
+  }
   cache_->Start();
   std::string notSynced;
   if (!cache_->WaitForSync(options_.syncTimeout, &notSynced)) {

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -103,6 +104,7 @@ class JobController {
   std::unique_ptr<InformerClusterCache> cache_;
   std::unique_ptr<JobReconciler> reconciler_;
   std::unique_ptr<kube::Workqueue> queue_;
+  std::mutex queueMu_;  // guards replacing queue_ (Start after Stop) against the metrics collector
   std::vector<std::thread> workers_;
   std::atomic<bool> ready_{false};
   std::atomic<bool> crashed_{false};
