@@ -495,6 +495,11 @@ Status FakeKubeClient::Delete(const ResourceRef& ref, std::string_view ns, std::
 Status FakeKubeClient::Watch(const ResourceRef& ref, std::string_view ns,
                              const WatchOptions& options, std::stop_token stop,
                              const WatchHandler& handler) {
+  // Registered before taking mu_: when `stop` is already requested the callback runs right here.
+  std::stop_callback wake(stop, [this] {
+    std::lock_guard l(mu_);
+    cv_.notify_all();
+  });
   std::unique_lock lock(mu_);
   if (auto f = RecordLocked(ref, "watch", ns, "", "", nullptr)) return *f;
   const std::string resource = ref.GroupResource();
@@ -526,10 +531,6 @@ Status FakeKubeClient::Watch(const ResourceRef& ref, std::string_view ns,
   cv_.notify_all();
   const uint64_t closeGen = closeGeneration_;
   uint64_t bookmarkGen = bookmarkGeneration_;
-  std::stop_callback wake(stop, [this] {
-    std::lock_guard l(mu_);
-    cv_.notify_all();
-  });
   Status result;
   for (;;) {
     if (!pending.empty()) {
@@ -579,6 +580,11 @@ Status FakeKubeClient::Watch(const ResourceRef& ref, std::string_view ns,
 void FakeKubeClient::FailNext(std::string verb, std::string resource, Status status, int times) {
   std::lock_guard lock(mu_);
   failures_.push_back(Failure{std::move(verb), std::move(resource), std::move(status), times});
+}
+
+void FakeKubeClient::ClearFailures() {
+  std::lock_guard lock(mu_);
+  failures_.clear();
 }
 
 void FakeKubeClient::DisableStatusSubresource(const ResourceRef& ref) {

@@ -69,6 +69,7 @@ class FakeKubeClient final : public KubeClient {
   // The next `times` calls of `verb` ("*" = any) on `resource` (GroupResource, "*" = any) fail
   // with `status` (recorded as actions all the same).
   void FailNext(std::string verb, std::string resource, Status status, int times = 1);
+  void ClearFailures();
   // Resource kinds without a status subresource (Update then writes status too).
   void DisableStatusSubresource(const ResourceRef& ref);
   // Forgets watch history: watches from an older resourceVersion get kGone.

@@ -1,0 +1,193 @@
+#include "kube/events.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "kube/resource.h"
+#include "kube/testing/fake_clock.h"
+#include "kube/testing/fake_kube_client.h"
+
+namespace ayatori::kube {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::FakeClock;
+using testing::FakeKubeClient;
+using ::testing::HasSubstr;
+
+class EventsTest : public ::testing::Test {
+ protected:
+  EventRecorderOptions Options() {
+    EventRecorderOptions o;
+    o.reportingController = "execution.ayatori.ddupan.top/controller";
+    o.reportingInstance = "controller-0";
+    o.seriesInterval = 1h;  // series counts are written on Flush in these tests
+    o.log = [](const std::string&) {};
+    return o;
+  }
+  std::vector<nlohmann::json> Events(const std::string& ns) {
+    auto list = fake_.List(EventsResource(), ns, {});
+    EXPECT_TRUE(list.ok());
+    return list.ok() ? list->items : std::vector<nlohmann::json>{};
+  }
+
+  FakeClock clock_;
+  FakeKubeClient fake_;
+  ObjectReference job_{"execution.ayatori.ddupan.top/v1alpha1", "Job", "ci", "hello", "uid-1", "7"};
+};
+
+TEST_F(EventsTest, WritesAnEventsV1EventAboutTheRegardingObject) {
+  EventRecorder rec(fake_, clock_, Options());
+  rec.Record(job_, EventType::kNormal, "Scheduled", "Create", "created batch/v1 Job hello-x");
+  ASSERT_TRUE(rec.Flush(5s));
+  auto events = Events("ci");
+  ASSERT_EQ(events.size(), 1u);
+  const auto& e = events[0];
+  EXPECT_EQ(e["apiVersion"], "events.k8s.io/v1");
+  EXPECT_THAT(e["metadata"]["name"].get<std::string>(), ::testing::StartsWith("hello."));
+  EXPECT_EQ(e["reportingController"], "execution.ayatori.ddupan.top/controller");
+  EXPECT_EQ(e["reportingInstance"], "controller-0");
+  EXPECT_EQ(e["type"], "Normal");
+  EXPECT_EQ(e["reason"], "Scheduled");
+  EXPECT_EQ(e["action"], "Create");
+  EXPECT_EQ(e["note"], "created batch/v1 Job hello-x");
+  EXPECT_EQ(e["regarding"]["kind"], "Job");
+  EXPECT_EQ(e["regarding"]["uid"], "uid-1");
+  EXPECT_EQ(e["regarding"]["namespace"], "ci");
+  EXPECT_TRUE(std::regex_match(e["eventTime"].get<std::string>(),
+                               std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z)")));
+  EXPECT_FALSE(e.contains("series"));
+  EXPECT_EQ(rec.Stats().created, 1u);
+}
+
+TEST_F(EventsTest, ClusterScopedObjectsGetEventsInDefault) {
+  EventRecorder rec(fake_, clock_, Options());
+  ObjectReference cls{"execution.ayatori.ddupan.top/v1alpha1", "JobClass", "", "default", "u2", ""};
+  rec.Record(cls, EventType::kWarning, "InvalidParameters", "Validate", "parametersRef not found");
+  ASSERT_TRUE(rec.Flush(5s));
+  auto events = Events("default");
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0]["type"], "Warning");
+  EXPECT_FALSE(events[0]["regarding"].contains("namespace"));
+}
+
+TEST_F(EventsTest, RepeatsWithinTheWindowIncrementTheSeriesInsteadOfCreating) {
+  EventRecorder rec(fake_, clock_, Options());
+  rec.Record(job_, EventType::kWarning, "BackendUnreachable", "Observe", "dial tcp: refused");
+  ASSERT_TRUE(rec.Flush(5s));
+  for (int i = 0; i < 4; ++i) {
+    clock_.Advance(10s);
+    rec.Record(job_, EventType::kWarning, "BackendUnreachable", "Observe", "dial tcp: refused");
+  }
+  ASSERT_TRUE(rec.Flush(5s));
+  auto events = Events("ci");
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0]["series"]["count"], 5);
+  EXPECT_TRUE(events[0]["series"].contains("lastObservedTime"));
+  auto stats = rec.Stats();
+  EXPECT_EQ(stats.created, 1u);
+  EXPECT_EQ(stats.deduplicated, 4u);
+  EXPECT_EQ(stats.seriesUpdates, 1u);  // four repeats, one write
+  EXPECT_EQ(fake_.CountActions("create", "events.events.k8s.io"), 1u);
+  EXPECT_EQ(fake_.CountActions("patch", "events.events.k8s.io"), 1u);
+}
+
+TEST_F(EventsTest, RepeatsBeforeTheCreateLandAreCreatedWithTheirSeries) {
+  EventRecorder rec(fake_, clock_, Options());
+  rec.Record(job_, EventType::kNormal, "Started", "Run", "");
+  rec.Record(job_, EventType::kNormal, "Started", "Run", "");
+  ASSERT_TRUE(rec.Flush(5s));
+  auto events = Events("ci");
+  ASSERT_EQ(events.size(), 1u);
+  // Depending on timing the second call folded before or after the create; either way one
+  // Event with count 2 exists.
+  EXPECT_EQ(events[0]["series"]["count"], 2);
+}
+
+TEST_F(EventsTest, DifferentNotesAndExpiredWindowsCreateNewEvents) {
+  EventRecorderOptions o = Options();
+  o.dedupWindow = 10min;
+  EventRecorder rec(fake_, clock_, o);
+  rec.Record(job_, EventType::kNormal, "Progress", "Run", "step 1");
+  rec.Record(job_, EventType::kNormal, "Progress", "Run", "step 2");
+  ASSERT_TRUE(rec.Flush(5s));
+  EXPECT_EQ(Events("ci").size(), 2u);
+  clock_.Advance(11min);
+  rec.Record(job_, EventType::kNormal, "Progress", "Run", "step 1");
+  ASSERT_TRUE(rec.Flush(5s));
+  EXPECT_EQ(Events("ci").size(), 3u);
+}
+
+TEST_F(EventsTest, NewEventsAreRateLimitedPerObject) {
+  EventRecorderOptions o = Options();
+  o.perObjectBurst = 3;
+  o.perObjectQps = 1.0 / 60;
+  EventRecorder rec(fake_, clock_, o);
+  for (int i = 0; i < 5; ++i) {
+    rec.Record(job_, EventType::kNormal, "Progress", "Run", "step " + std::to_string(i));
+  }
+  ObjectReference other = job_;
+  other.uid = "uid-2";
+  other.name = "other";
+  rec.Record(other, EventType::kNormal, "Progress", "Run", "own budget");
+  ASSERT_TRUE(rec.Flush(5s));
+  EXPECT_EQ(Events("ci").size(), 4u);
+  EXPECT_EQ(rec.Stats().droppedRateLimited, 2u);
+  clock_.Advance(60s);
+  rec.Record(job_, EventType::kNormal, "Progress", "Run", "step 5");
+  ASSERT_TRUE(rec.Flush(5s));
+  EXPECT_EQ(Events("ci").size(), 5u);
+}
+
+TEST_F(EventsTest, NotesAreSanitizedAndCutTo1KiBOnACharacterBoundary) {
+  EventRecorderOptions o = Options();
+  o.sanitizeNote = [](std::string_view note) {
+    return std::regex_replace(std::string(note), std::regex("password=[^ ]*"), "password=***");
+  };
+  EventRecorder rec(fake_, clock_, o);
+  EXPECT_EQ(rec.PrepareNote("login password=hunter2 failed"), "login password=*** failed");
+  std::string longNote(1023, 'a');
+  longNote += "\xC3\xA9";  // "é": would straddle the 1024-byte limit
+  longNote += std::string(100, 'b');
+  std::string cut = rec.PrepareNote(longNote);
+  EXPECT_EQ(cut.size(), 1023u);
+  rec.Record(job_, EventType::kWarning, "Failed", "Run", longNote);
+  ASSERT_TRUE(rec.Flush(5s));
+  auto events = Events("ci");
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_LE(events[0]["note"].get<std::string>().size(), 1024u);
+}
+
+TEST_F(EventsTest, AnExpiredEventIsCreatedAgainWhenItsSeriesGrows) {
+  EventRecorder rec(fake_, clock_, Options());
+  rec.Record(job_, EventType::kNormal, "Waiting", "Run", "queued");
+  ASSERT_TRUE(rec.Flush(5s));
+  auto events = Events("ci");
+  ASSERT_EQ(events.size(), 1u);
+  // The API server's event TTL removed it.
+  ASSERT_TRUE(
+      fake_.Delete(EventsResource(), "ci", events[0]["metadata"]["name"].get<std::string>(), {})
+          .ok());
+  rec.Record(job_, EventType::kNormal, "Waiting", "Run", "queued");
+  ASSERT_TRUE(rec.Flush(5s));
+  events = Events("ci");
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0]["series"]["count"], 2);
+}
+
+TEST_F(EventsTest, WriteFailuresAreCountedAndTheNextOccurrenceTriesAgain) {
+  fake_.FailNext("create", "events.events.k8s.io", Status(StatusCode::kForbidden, "no RBAC"));
+  EventRecorder rec(fake_, clock_, Options());
+  rec.Record(job_, EventType::kNormal, "Started", "Run", "x");
+  ASSERT_TRUE(rec.Flush(5s));
+  EXPECT_EQ(rec.Stats().failed, 1u);
+  EXPECT_TRUE(Events("ci").empty());
+  rec.Record(job_, EventType::kNormal, "Started", "Run", "x");
+  ASSERT_TRUE(rec.Flush(5s));
+  EXPECT_EQ(Events("ci").size(), 1u);
+}
+
+}  // namespace
+}  // namespace ayatori::kube
