@@ -324,6 +324,13 @@ class ConfirmBackendLostPolicyTest : public ::testing::Test {
     ASSERT_EQ(r.exitCode, 0) << r.err;
     ns_ = CreateTestNamespace("crd-policy");
     ASSERT_EQ(CreateJob(ns_, "j").exitCode, 0);
+    ASSERT_EQ(CreateJob(ns_, "running").exitCode, 0);
+    // The controller reports j as ResultUnknown: the only state in which a confirmation counts.
+    r = RunKubectl({"patch", kJobs, "j", "-n", ns_, "--subresource=status", "--type=merge", "-p",
+                    R"({"status":{"conditions":[{"type":"Succeeded","status":"Unknown",)"
+                    R"("reason":"ResultUnknown","message":"backend unreachable",)"
+                    R"("observedGeneration":1,"lastTransitionTime":"2026-01-01T00:00:00Z"}]}})"});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
     // The users of group testenv-users may edit Jobs of this namespace, nothing more.
     r = RunKubectl({"create", "role", "job-editor", "-n", ns_, "--verb=get,create,patch,update",
                     "--resource=jobs.execution.ayatori.ddupan.top"});
@@ -348,6 +355,8 @@ class ConfirmBackendLostPolicyTest : public ::testing::Test {
   static constexpr const char* kAnnotation = "execution.ayatori.ddupan.top/confirm-backend-lost";
   static constexpr const char* kDenied =
       "may not set the annotation execution.ayatori.ddupan.top/confirm-backend-lost";
+  static constexpr const char* kNotResultUnknown =
+      "may only be set on a Job whose Succeeded condition is Unknown with reason ResultUnknown";
   std::string ns_;
 };
 
@@ -385,8 +394,10 @@ TEST_F(ConfirmBackendLostPolicyTest, OnlyTheConfirmingGroupMaySetTheAnnotation) 
   r = RunKubectl({"create", "-f", "-"}, preConfirmed, User::kCertUser);
   EXPECT_NE(r.exitCode, 0);
   EXPECT_THAT(r.err, HasSubstr(kDenied));
+  // Cluster administrators hold every verb, but a new Job is not ResultUnknown.
   r = RunKubectl({"create", "-f", "-"}, preConfirmed, User::kAdmin);
-  EXPECT_EQ(r.exitCode, 0) << "cluster administrators hold every verb: " << r.err;
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_THAT(r.err, HasSubstr(kNotResultUnknown));
 
   // Grant the group the verb in this namespace (the shipped ClusterRole, bound locally).
   r = RunKubectl({"create", "rolebinding", "confirmers", "-n", ns_,
@@ -399,6 +410,11 @@ TEST_F(ConfirmBackendLostPolicyTest, OnlyTheConfirmingGroupMaySetTheAnnotation) 
   ASSERT_TRUE(allowed) << "a member of the confirming group stayed rejected: " << last.err;
   r = Annotate(User::kCertUser, "testenv-user: host db-7 destroyed");
   EXPECT_EQ(r.exitCode, 0) << r.err;
+  // Even a member of the group cannot confirm a Job that is not ResultUnknown.
+  r = RunKubectl({"annotate", kJobs, "running", "-n", ns_, std::string(kAnnotation) + "=early"}, "",
+                 User::kCertUser);
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_THAT(r.err, HasSubstr(kNotResultUnknown));
   EXPECT_EQ(GetJsonPath(kJobs, ns_, "j",
                         "{.metadata.annotations.execution\\.ayatori\\.ddupan\\.top/"
                         "confirm-backend-lost}"),
