@@ -1,0 +1,766 @@
+// Ayatori Jobs of a Kubernetes JobClass, end to end as a user runs them: kubectl creates Jobs on
+// the e2e tier of the test control plane (fixture kubee2e: kube-apiserver, kube-controller-manager
+// with the job, TTL and garbage-collector controllers, kube-scheduler and kwok's fake node), the
+// real ayatori-controller binary runs as a subprocess and turns each Job into one batch/v1 Job,
+// and kwok's Stages (hack/testenv/kwok-stages.yaml) play the kubelet: pods start after
+// TESTENV_START_AFTER, run for TESTENV_RUN_FOR, exit with TESTENV_EXIT_CODE, are OOM-killed with
+// TESTENV_OOM=1, and images named "...pull-error..." never pull.
+//
+// Each test has its own namespace and its own controller process (killed at the end, also when
+// the test process dies). The controller reconciles every namespace; TearDown deletes the test's
+// Jobs through it so that no finalizer is left behind. Every wait polls with a deadline.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <functional>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test/adapters/kubernetes/controller_e2e/controller_process.h"
+#include "test/support/process.h"
+#include "test/support/testenv.h"
+
+namespace ayatori::kubernetes_e2e {
+namespace {
+
+using nlohmann::json;
+using testing::ControllerProcess;
+using testing::ProcessResult;
+using testing::RequiredEnv;
+using testing::TestenvVar;
+using namespace std::chrono_literals;  // NOLINT(google-build-using-namespace)
+
+constexpr const char* kJobs = "jobs.execution.ayatori.ddupan.top";
+constexpr const char* kBatchJobs = "jobs.batch";
+constexpr const char* kUidLabel = "execution.ayatori.ddupan.top/job-uid";
+constexpr const char* kCleanupFinalizer = "execution.ayatori.ddupan.top/job-cleanup";
+// A finalizer the tests put on a batch Job to keep it from going away.
+constexpr const char* kHoldFinalizer = "test.ayatori.ddupan.top/hold";
+// The JobClass (and KubernetesExecutionParameters) these tests install.
+constexpr const char* kClass = "kubernetes-e2e";
+constexpr int kPullTimeoutSeconds = 3;
+
+// ---------------------------------------------------------------------------------------------
+// Waiting.
+
+bool Eventually(const std::function<bool()>& done, std::chrono::milliseconds timeout,
+                std::chrono::milliseconds poll = 100ms) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    if (done()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(poll);
+  }
+}
+
+// True when `holds` stays true for all of `duration`: for "this does not happen yet" checks.
+bool HoldsFor(const std::function<bool()>& holds, std::chrono::milliseconds duration) {
+  auto end = std::chrono::steady_clock::now() + duration;
+  while (true) {
+    if (!holds()) return false;
+    if (std::chrono::steady_clock::now() >= end) return true;
+    std::this_thread::sleep_for(100ms);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// kubectl.
+
+ProcessResult Kubectl(const std::vector<std::string>& args, const std::string& input = "") {
+  static const std::string kubectl = testing::Kubectl();
+  static const std::string kubeconfig = TestenvVar("KUBECONFIG");
+  std::vector<std::string> argv = {kubectl, "--kubeconfig=" + kubeconfig};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return testing::RunProcess(argv, input);
+}
+
+bool IsNotFound(const ProcessResult& r) {
+  return r.err.find("NotFound") != std::string::npos ||
+         r.err.find("not found") != std::string::npos;
+}
+
+// kubectl get; nullopt when the object does not exist (other errors fail the test).
+std::optional<json> Get(const std::string& resource, const std::string& ns,
+                        const std::string& name) {
+  auto r = Kubectl({"get", resource, name, "-n", ns, "-o", "json"});
+  if (r.exitCode != 0) {
+    EXPECT_TRUE(IsNotFound(r)) << "kubectl get " << resource << " " << name << ": " << r.err;
+    return std::nullopt;
+  }
+  json j = json::parse(r.out, nullptr, false);
+  if (!j.is_object()) {
+    ADD_FAILURE() << "kubectl get " << resource << " " << name << " printed no object: " << r.out;
+    return std::nullopt;
+  }
+  return j;
+}
+
+// The items of `resource` in `ns` carrying label kUidLabel=uid.
+std::vector<json> ListByUid(const std::string& resource, const std::string& ns,
+                            const std::string& uid) {
+  auto r =
+      Kubectl({"get", resource, "-n", ns, "-l", std::string(kUidLabel) + "=" + uid, "-o", "json"});
+  EXPECT_EQ(r.exitCode, 0) << "kubectl get " << resource << ": " << r.err;
+  json j = json::parse(r.out, nullptr, false);
+  if (!j.is_object() || !j.contains("items")) return {};
+  return j["items"].get<std::vector<json>>();
+}
+
+std::vector<json> BatchJobsOf(const std::string& ns, const std::string& uid) {
+  return ListByUid(kBatchJobs, ns, uid);
+}
+std::vector<json> PodsOf(const std::string& ns, const std::string& uid) {
+  return ListByUid("pods", ns, uid);
+}
+
+bool Apply(const json& object) {
+  auto r = Kubectl({"apply", "-f", "-"}, object.dump());
+  EXPECT_EQ(r.exitCode, 0) << "kubectl apply: " << r.err;
+  return r.exitCode == 0;
+}
+
+void Patch(const std::string& resource, const std::string& ns, const std::string& name,
+           const json& mergePatch) {
+  auto r = Kubectl({"patch", resource, name, "-n", ns, "--type=merge", "-p", mergePatch.dump()});
+  EXPECT_EQ(r.exitCode, 0) << "kubectl patch " << resource << " " << name << ": " << r.err;
+}
+
+// The string at JSON pointer `pointer`, "" when absent or not a string.
+std::string Str(const json& j, const std::string& pointer) {
+  json::json_pointer p(pointer);
+  if (!j.is_object() || !j.contains(p)) return "";
+  const json& v = j.at(p);
+  return v.is_string() ? v.get_ref<const std::string&>() : "";
+}
+
+// The integer at `pointer`, `otherwise` when absent or not an integer.
+long long Int(const json& j, const std::string& pointer, long long otherwise = -1) {
+  json::json_pointer p(pointer);
+  if (!j.is_object() || !j.contains(p)) return otherwise;
+  const json& v = j.at(p);
+  return v.is_number_integer() ? v.get<long long>() : otherwise;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Job status.
+
+// The condition of `type` (a copy), or an empty object when absent.
+json FindCondition(const json& job, const std::string& type) {
+  json conditions = job.value("/status/conditions"_json_pointer, json::array());
+  for (const auto& c : conditions) {
+    if (c.is_object() && Str(c, "/type") == type) return c;
+  }
+  return json::object();
+}
+
+// "<status>/<reason>" of a condition, "" when absent.
+std::string Summary(const json& job, const std::string& type) {
+  json c = FindCondition(job, type);
+  return c.empty() ? "" : Str(c, "/status") + "/" + Str(c, "/reason");
+}
+
+bool Finished(const json& job) {
+  std::string s = Summary(job, "Succeeded");
+  return s.rfind("True/", 0) == 0 || s.rfind("False/", 0) == 0;
+}
+
+std::string StatusField(const json& job, const std::string& field) {
+  if (!job.contains("status") || !job["status"].contains(field)) return "";
+  const json& v = job["status"][field];
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+bool HasStartTime(const json& job) { return !StatusField(job, "startTime").empty(); }
+
+std::string Describe(const json& job) {
+  if (!job.is_object()) return "<no Job>";
+  std::ostringstream s;
+  s << Str(job, "/metadata/name") << " uid=" << Str(job, "/metadata/uid");
+  for (const char* type : {"Accepted", "Scheduled", "Succeeded"}) {
+    json c = FindCondition(job, type);
+    if (!c.empty()) {
+      s << " " << type << "=" << Str(c, "/status") << "/" << Str(c, "/reason") << " ("
+        << Str(c, "/message") << ")";
+    }
+  }
+  for (const char* f : {"startTime", "completionTime", "result", "execution"}) {
+    if (std::string v = StatusField(job, f); !v.empty()) s << " " << f << "=" << v;
+  }
+  if (job.contains("/metadata/deletionTimestamp"_json_pointer)) s << " deleting";
+  return s.str();
+}
+
+// RFC 3339 in UTC ("2026-01-02T15:04:05Z") -> seconds since the epoch.
+std::optional<long long> ParseTime(const std::string& t) {
+  std::tm tm{};
+  const char* end = strptime(t.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (end == nullptr) return std::nullopt;
+  return static_cast<long long>(timegm(&tm));
+}
+
+long long Seconds(const json& job, const std::string& field) {
+  auto t = ParseTime(StatusField(job, field));
+  EXPECT_TRUE(t.has_value()) << "status." << field << " missing or malformed: " << Describe(job);
+  return t.value_or(0);
+}
+
+bool HasFinalizer(const json& object, const std::string& finalizer) {
+  if (!object.contains("/metadata/finalizers"_json_pointer)) return false;
+  for (const auto& f : object["metadata"]["finalizers"]) {
+    if (f == finalizer) return true;
+  }
+  return false;
+}
+
+// The env entry `name` of the first container of a pod template or pod spec.
+json ContainerEnv(const json& podSpec, const std::string& name) {
+  for (const auto& e : podSpec["containers"][0].value("env", json::array())) {
+    if (Str(e, "/name") == name) return e;
+  }
+  return nullptr;
+}
+
+std::string RandomHex(size_t n) {
+  static std::mt19937_64 rng{std::random_device{}()};
+  std::string s;
+  for (size_t i = 0; i < n; ++i) s.push_back("0123456789abcdef"[rng() % 16]);
+  return s;
+}
+
+json Env(const std::vector<std::pair<std::string, std::string>>& vars) {
+  json env = json::array();
+  for (const auto& [k, v] : vars) env.push_back({{"name", k}, {"value", v}});
+  return env;
+}
+
+std::string RunDir() {
+  std::string dir = RequiredEnv("AYATORI_BINARY_DIR") + "/run/k8s-controller-e2e";
+  mkdir((RequiredEnv("AYATORI_BINARY_DIR") + "/run").c_str(), 0755);
+  mkdir(dir.c_str(), 0755);
+  return dir;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The fixture.
+
+class KubernetesControllerE2E : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    setupError_.clear();
+    const std::string crds = RequiredEnv("AYATORI_SOURCE_DIR") + "/config/crd/";
+    auto r = Kubectl({"apply", "-f", crds});
+    if (r.exitCode != 0) {
+      setupError_ = "kubectl apply -f " + crds + ": " + r.err;
+      return;
+    }
+    r = Kubectl({"wait", "--for=condition=established", "--timeout=60s", "-f", crds});
+    if (r.exitCode != 0) {
+      setupError_ = "CRDs not established: " + r.err;
+      return;
+    }
+    json params = {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
+                   {"kind", "KubernetesExecutionParameters"},
+                   {"metadata", {{"name", kClass}}},
+                   {"spec", {{"imagePullFailureTimeoutSeconds", kPullTimeoutSeconds}}}};
+    // secretEnvForwarding Denied: Jobs with Secret env run only because this backend never
+    // needs the values.
+    json jobClass = {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
+                     {"kind", "JobClass"},
+                     {"metadata", {{"name", kClass}}},
+                     {"spec",
+                      {{"controllerName", "execution.ayatori.ddupan.top/kubernetes"},
+                       {"parametersRef",
+                        {{"group", "execution.ayatori.ddupan.top"},
+                         {"kind", "KubernetesExecutionParameters"},
+                         {"name", kClass}}},
+                       {"secretEnvForwarding", "Denied"}}}};
+    for (const json& o : {params, jobClass}) {
+      r = Kubectl({"apply", "-f", "-"}, o.dump());
+      if (r.exitCode != 0) {
+        setupError_ = "kubectl apply " + o["kind"].get<std::string>() + ": " + r.err;
+        return;
+      }
+    }
+  }
+
+  void SetUp() override {
+    ASSERT_TRUE(setupError_.empty()) << setupError_;
+    ns_ = testing::CreateTestNamespace("k8sctl");
+    ASSERT_FALSE(ns_.empty());
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    logPath_ = RunDir() + "/" + info->test_suite_name() + "." + info->name() + ".log";
+    std::remove(logPath_.c_str());
+    StartController();
+  }
+
+  void TearDown() override {
+    if (ns_.empty()) return;
+    if (!controller_.Running()) StartController();
+    auto r = Kubectl({"delete", kJobs, "--all", "-n", ns_, "--timeout=90s"});
+    EXPECT_EQ(r.exitCode, 0) << "deleting the Jobs of " << ns_
+                             << " through the controller: " << r.err;
+    // Secret values must never reach the controller's output, whatever the test did.
+    const std::string log = controller_.Log();
+    for (const auto& secret : secretValues_) {
+      EXPECT_EQ(log.find(secret), std::string::npos)
+          << "a Secret value appears in the controller log " << logPath_;
+    }
+    Kubectl({"delete", "namespace", ns_, "--wait=false"});
+    controller_.Kill();
+    if (HasFailure()) std::cerr << "controller log: " << logPath_ << "\n";
+  }
+
+  void StartController() {
+    Status s = controller_.Start(
+        RequiredEnv("AYATORI_BINARY_DIR") + "/cmd/ayatori-controller/ayatori-controller",
+        {"--kubeconfig=" + TestenvVar("KUBECONFIG"), "--metrics-address=127.0.0.1:0",
+         "--log-format=json", "--log-level=debug"},
+        logPath_, 60s);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+
+  // Creates a Job of class kClass (unless `spec` names another) with kubectl; returns its uid.
+  std::string CreateJob(const std::string& name, const json& env, const json& spec = json::object(),
+                        const std::string& image = "busybox:1.36") {
+    json s = {{"jobClassName", kClass},
+              {"task", {{"image", image}, {"command", {"/bin/sh", "-c", "true"}}, {"env", env}}}};
+    s.merge_patch(spec);
+    json job = {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
+                {"kind", "Job"},
+                {"metadata", {{"name", name}, {"namespace", ns_}}},
+                {"spec", s}};
+    auto r = Kubectl({"create", "-o", "json", "-f", "-"}, job.dump());
+    EXPECT_EQ(r.exitCode, 0) << "kubectl create Job " << name << ": " << r.err;
+    json created = json::parse(r.out, nullptr, false);
+    return created.is_object() ? Str(created, "/metadata/uid") : "";
+  }
+
+  std::optional<json> GetJob(const std::string& name) { return Get(kJobs, ns_, name); }
+
+  // Polls the Job until `done` accepts it; fails the test naming `what` and the last state seen.
+  json WaitForJob(const std::string& name, const std::function<bool(const json&)>& done,
+                  const std::string& what, std::chrono::milliseconds timeout = 60s) {
+    json last;
+    bool ok = Eventually(
+        [&] {
+          auto job = GetJob(name);
+          if (job) last = std::move(*job);
+          return job.has_value() && done(last);
+        },
+        timeout);
+    EXPECT_TRUE(ok) << "timed out waiting for " << ns_ << "/" << name << ": " << what
+                    << "; last seen: " << Describe(last);
+    return last;
+  }
+
+  json WaitForFinished(const std::string& name, std::chrono::milliseconds timeout = 60s) {
+    return WaitForJob(name, Finished, "Succeeded True or False", timeout);
+  }
+
+  bool WaitForJobGone(const std::string& name, std::chrono::milliseconds timeout = 60s) {
+    return Eventually(
+        [&] {
+          auto r = Kubectl({"get", kJobs, name, "-n", ns_, "-o", "name"});
+          return r.exitCode != 0 && IsNotFound(r);
+        },
+        timeout);
+  }
+
+  void Cancel(const std::string& name) {
+    Patch(kJobs, ns_, name, {{"spec", {{"desiredState", "Cancelled"}}}});
+  }
+
+  // The single batch Job of `uid` (a test failure when there is not exactly one).
+  json OnlyBatchJob(const std::string& uid) {
+    auto jobs = BatchJobsOf(ns_, uid);
+    EXPECT_EQ(jobs.size(), 1u) << "batch Jobs with " << kUidLabel << "=" << uid;
+    return jobs.empty() ? json::object() : jobs[0];
+  }
+
+  // Waits until neither a batch Job nor a pod of `uid` is left.
+  void ExpectBackendGone(const std::string& uid, std::chrono::milliseconds timeout = 60s) {
+    size_t jobs = 0, pods = 0;
+    bool gone = Eventually(
+        [&] {
+          jobs = BatchJobsOf(ns_, uid).size();
+          pods = PodsOf(ns_, uid).size();
+          return jobs == 0 && pods == 0;
+        },
+        timeout);
+    EXPECT_TRUE(gone) << "left of Job uid " << uid << ": " << jobs << " batch Jobs, " << pods
+                      << " pods";
+  }
+
+  // Waits until the pod of `uid` exists and `accept` accepts it.
+  json WaitForPod(const std::string& uid, const std::function<bool(const json&)>& accept,
+                  const std::string& what, std::chrono::milliseconds timeout = 60s) {
+    json pod;
+    bool ok = Eventually(
+        [&] {
+          auto pods = PodsOf(ns_, uid);
+          if (pods.size() != 1) return false;
+          pod = pods[0];
+          return accept(pod);
+        },
+        timeout);
+    EXPECT_TRUE(ok) << "timed out waiting for the pod of " << uid << ": " << what
+                    << "; last seen: " << pod.value("/status"_json_pointer, json()).dump();
+    return pod;
+  }
+
+  static std::string PodPhase(const json& pod) { return Str(pod, "/status/phase"); }
+
+  std::string ns_;
+  std::string logPath_;
+  ControllerProcess controller_;
+  std::vector<std::string> secretValues_;
+
+ private:
+  static std::string setupError_;
+};
+
+std::string KubernetesControllerE2E::setupError_;
+
+// ---------------------------------------------------------------------------------------------
+// Results.
+
+TEST_F(KubernetesControllerE2E, SuccessfulJobCompletesWithStartTimeOfTheContainer) {
+  std::string uid = CreateJob("ok", Env({{"TESTENV_RUN_FOR", "1s"}}));
+  ASSERT_FALSE(uid.empty());
+  json job = WaitForFinished("ok");
+  EXPECT_EQ(Summary(job, "Accepted"), "True/Valid") << Describe(job);
+  EXPECT_EQ(Summary(job, "Scheduled"), "True/BackendCreated") << Describe(job);
+  EXPECT_EQ(Summary(job, "Succeeded"), "True/Completed") << Describe(job);
+  EXPECT_EQ(Int(job, "/status/result/exitCode"), 0) << Describe(job);
+  EXPECT_EQ(Str(job, "/status/execution/adapter"), "kubernetes");
+  EXPECT_GE(Seconds(job, "completionTime"), Seconds(job, "startTime"));
+
+  // One batch Job, controlled by the Ayatori Job and named in its references.
+  json batch = OnlyBatchJob(uid);
+  EXPECT_EQ(Str(batch, "/metadata/ownerReferences/0/uid"), uid);
+  EXPECT_EQ(batch.value("/metadata/ownerReferences/0/controller"_json_pointer, json()), true);
+  EXPECT_FALSE(Str(batch, "/metadata/uid").empty());
+  EXPECT_EQ(Str(job, "/status/execution/references/0/id"), Str(batch, "/metadata/uid"))
+      << Describe(job);
+  EXPECT_EQ(Int(batch, "/spec/backoffLimit"), 0);
+  EXPECT_EQ(Str(batch, "/spec/template/spec/restartPolicy"), "Never");
+
+  // startTime is when the container started (kwok's startedAt), not when the Job was created.
+  auto pods = PodsOf(ns_, uid);
+  ASSERT_EQ(pods.size(), 1u);
+  EXPECT_EQ(StatusField(job, "startTime"),
+            Str(pods[0], "/status/containerStatuses/0/state/terminated/startedAt"))
+      << Describe(job);
+}
+
+TEST_F(KubernetesControllerE2E, NonZeroExitFailsWithProcessFailedAndTheExitCode) {
+  ASSERT_FALSE(CreateJob("exit3", Env({{"TESTENV_EXIT_CODE", "3"}})).empty());
+  json job = WaitForFinished("exit3");
+  EXPECT_EQ(Summary(job, "Succeeded"), "False/ProcessFailed") << Describe(job);
+  EXPECT_EQ(Int(job, "/status/result/exitCode"), 3) << Describe(job);
+  EXPECT_TRUE(HasStartTime(job)) << Describe(job);
+}
+
+TEST_F(KubernetesControllerE2E, OomKilledContainerFailsWithOOMKilled) {
+  ASSERT_FALSE(CreateJob("oom", Env({{"TESTENV_OOM", "1"}})).empty());
+  json job = WaitForFinished("oom");
+  EXPECT_EQ(Summary(job, "Succeeded"), "False/OOMKilled") << Describe(job);
+  EXPECT_EQ(Int(job, "/status/result/exitCode"), 137) << Describe(job);
+}
+
+TEST_F(KubernetesControllerE2E, DeadlineStopsTheRunningPodAndRemovesTheBatchJob) {
+  std::string uid =
+      CreateJob("deadline", Env({{"TESTENV_RUN_FOR", "300s"}}), {{"activeDeadlineSeconds", 2}});
+  ASSERT_FALSE(uid.empty());
+  json job = WaitForFinished("deadline", 60s);
+  EXPECT_EQ(Summary(job, "Succeeded"), "False/DeadlineExceeded") << Describe(job);
+  // The deadline counts from startTime; both times are truncated to seconds.
+  EXPECT_GE(Seconds(job, "completionTime") - Seconds(job, "startTime"), 2) << Describe(job);
+  ExpectBackendGone(uid);
+}
+
+TEST_F(KubernetesControllerE2E, ImagePullFailureFailsWithoutStartTime) {
+  std::string uid = CreateJob("pull", Env({}), json::object(), "registry.invalid/pull-error:1");
+  ASSERT_FALSE(uid.empty());
+  json job = WaitForFinished("pull", 60s);
+  EXPECT_EQ(Summary(job, "Succeeded"), "False/ImagePullFailed") << Describe(job);
+  EXPECT_FALSE(HasStartTime(job)) << Describe(job);
+  // Not before imagePullFailureTimeoutSeconds after the pod (created after the Job) existed.
+  auto created = ParseTime(Str(job, "/metadata/creationTimestamp"));
+  ASSERT_TRUE(created.has_value());
+  EXPECT_GE(Seconds(job, "completionTime") - *created, kPullTimeoutSeconds) << Describe(job);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cancellation in each phase.
+
+TEST_F(KubernetesControllerE2E, CancelWhileResolvingNeverCreatesABatchJob) {
+  std::string uid = CreateJob("resolving", Env({}), {{"jobClassName", "absent-" + RandomHex(8)}});
+  ASSERT_FALSE(uid.empty());
+  WaitForJob(
+      "resolving", [](const json& j) { return Summary(j, "Accepted") == "False/JobClassNotFound"; },
+      "Accepted=False/JobClassNotFound");
+  Cancel("resolving");
+  json job = WaitForFinished("resolving");
+  EXPECT_EQ(Summary(job, "Succeeded"), "False/Cancelled") << Describe(job);
+  EXPECT_FALSE(HasStartTime(job)) << Describe(job);
+  EXPECT_EQ(StatusField(job, "execution"), "") << Describe(job);
+  EXPECT_TRUE(BatchJobsOf(ns_, uid).empty());
+}
+
+TEST_F(KubernetesControllerE2E, CancelWhileThePodIsPendingStopsItBeforeItStarts) {
+  std::string uid = CreateJob("pending", Env({{"TESTENV_START_AFTER", "300s"}}));
+  ASSERT_FALSE(uid.empty());
+  WaitForPod(
+      uid, [](const json& p) { return PodPhase(p) == "Pending"; }, "a Pending pod");
+  json before = WaitForJob(
+      "pending", [](const json& j) { return Summary(j, "Scheduled") == "True/BackendCreated"; },
+      "Scheduled=True");
+  EXPECT_FALSE(HasStartTime(before)) << Describe(before);
+  Cancel("pending");
+  json job = WaitForFinished("pending");
+  EXPECT_EQ(Summary(job, "Succeeded"), "False/Cancelled") << Describe(job);
+  EXPECT_FALSE(HasStartTime(job)) << Describe(job);
+  // Cancelled is only reported once the backend confirmed: the batch Job is gone already.
+  EXPECT_TRUE(BatchJobsOf(ns_, uid).empty());
+  ExpectBackendGone(uid);
+}
+
+TEST_F(KubernetesControllerE2E, CancelWhileRunningKillsThePod) {
+  std::string uid = CreateJob("running", Env({{"TESTENV_RUN_FOR", "300s"}}));
+  ASSERT_FALSE(uid.empty());
+  json running = WaitForJob("running", HasStartTime, "startTime");
+  Cancel("running");
+  json job = WaitForFinished("running");
+  EXPECT_EQ(Summary(job, "Succeeded"), "False/Cancelled") << Describe(job);
+  EXPECT_EQ(StatusField(job, "startTime"), StatusField(running, "startTime"));
+  EXPECT_TRUE(BatchJobsOf(ns_, uid).empty());
+  ExpectBackendGone(uid);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Secrets and ConfigMaps.
+
+TEST_F(KubernetesControllerE2E, SecretAndConfigMapEnvStayReferencesForTheNode) {
+  const std::string secretValue = "s3cret-" + RandomHex(24);
+  const std::string configValue = "config-" + RandomHex(12);
+  secretValues_.push_back(secretValue);
+  ASSERT_TRUE(Apply({{"apiVersion", "v1"},
+                     {"kind", "Secret"},
+                     {"metadata", {{"name", "token"}, {"namespace", ns_}}},
+                     {"stringData", {{"token", secretValue}}}}));
+  ASSERT_TRUE(Apply({{"apiVersion", "v1"},
+                     {"kind", "ConfigMap"},
+                     {"metadata", {{"name", "settings"}, {"namespace", ns_}}},
+                     {"data", {{"value", configValue}}}}));
+  json env = Env({{"TESTENV_RUN_FOR", "1s"}});
+  env.push_back({{"name", "TOKEN"},
+                 {"valueFrom", {{"secretKeyRef", {{"name", "token"}, {"key", "token"}}}}}});
+  env.push_back({{"name", "SETTING"},
+                 {"valueFrom", {{"configMapKeyRef", {{"name", "settings"}, {"key", "value"}}}}}});
+  std::string uid = CreateJob("secret-env", env);
+  ASSERT_FALSE(uid.empty());
+  json job = WaitForFinished("secret-env");
+  // Accepted although the class denies forwarding Secret values: none is forwarded.
+  EXPECT_EQ(Summary(job, "Accepted"), "True/Valid") << Describe(job);
+  EXPECT_EQ(Summary(job, "Succeeded"), "True/Completed") << Describe(job);
+
+  json batch = OnlyBatchJob(uid);
+  const json& podSpec = batch["spec"]["template"]["spec"];
+  json token = ContainerEnv(podSpec, "TOKEN");
+  EXPECT_EQ(Str(token, "/valueFrom/secretKeyRef/name"), "token") << token;
+  EXPECT_EQ(Str(token, "/valueFrom/secretKeyRef/key"), "token") << token;
+  EXPECT_FALSE(token.contains("value")) << token;
+  json setting = ContainerEnv(podSpec, "SETTING");
+  EXPECT_EQ(Str(setting, "/valueFrom/configMapKeyRef/name"), "settings") << setting;
+  EXPECT_EQ(Str(setting, "/valueFrom/configMapKeyRef/key"), "value") << setting;
+  EXPECT_FALSE(setting.contains("value")) << setting;
+  EXPECT_EQ(batch.dump().find(secretValue), std::string::npos);
+  EXPECT_EQ(batch.dump().find(configValue), std::string::npos);
+  auto pods = PodsOf(ns_, uid);
+  ASSERT_EQ(pods.size(), 1u);
+  EXPECT_EQ(pods[0].dump().find(secretValue), std::string::npos);
+
+  // Nowhere else either: not in the Job, its Events or the controller's log (also checked in
+  // TearDown for the whole run).
+  EXPECT_EQ(job.dump().find(secretValue), std::string::npos);
+  auto events = Kubectl({"get", "events", "-n", ns_, "-o", "json"});
+  EXPECT_EQ(events.exitCode, 0) << events.err;
+  EXPECT_NE(events.out.find("secret-env"), std::string::npos) << "no Events for the Job at all";
+  EXPECT_EQ(events.out.find(secretValue), std::string::npos);
+  EXPECT_EQ(controller_.Log().find(secretValue), std::string::npos);
+  EXPECT_EQ(controller_.Log().find(configValue), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Controller crashes.
+
+TEST_F(KubernetesControllerE2E, ControllerKilledWhileRunningFindsTheResultAfterRestart) {
+  std::string uid =
+      CreateJob("crash", Env({{"TESTENV_RUN_FOR", "3s"}, {"TESTENV_EXIT_CODE", "3"}}));
+  ASSERT_FALSE(uid.empty());
+  json running = WaitForJob("crash", HasStartTime, "startTime");
+  controller_.Kill();
+  // The pod ends while no controller runs.
+  WaitForPod(
+      uid, [](const json& p) { return PodPhase(p) == "Failed"; }, "pod Failed");
+  json stale = *GetJob("crash");
+  EXPECT_FALSE(Finished(stale)) << "finished without a controller: " << Describe(stale);
+  StartController();
+  json job = WaitForFinished("crash");
+  EXPECT_EQ(Summary(job, "Succeeded"), "False/ProcessFailed") << Describe(job);
+  EXPECT_EQ(Int(job, "/status/result/exitCode"), 3) << Describe(job);
+  EXPECT_EQ(StatusField(job, "startTime"), StatusField(running, "startTime"));
+  EXPECT_EQ(BatchJobsOf(ns_, uid).size(), 1u);
+}
+
+TEST_F(KubernetesControllerE2E, ControllerKilledDuringCreationMakesExactlyOneBatchJobPerJob) {
+  // Several Jobs at once, the controller killed as soon as the first batch Job exists: some
+  // Jobs have their batch Job, some have a finalizer only, some nothing yet.
+  constexpr int kJobCount = 6;
+  std::vector<std::string> uids;
+  for (int i = 0; i < kJobCount; ++i) {
+    uids.push_back(CreateJob("burst-" + std::to_string(i), Env({{"TESTENV_RUN_FOR", "2s"}})));
+    ASSERT_FALSE(uids.back().empty());
+  }
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto r = Kubectl({"get", kBatchJobs, "-n", ns_, "-o", "name"});
+        return r.exitCode == 0 && !r.out.empty();
+      },
+      30s, 20ms))
+      << "no batch Job was created";
+  controller_.Kill();
+  StartController();
+  for (int i = 0; i < kJobCount; ++i) {
+    json job = WaitForFinished("burst-" + std::to_string(i));
+    EXPECT_EQ(Summary(job, "Succeeded"), "True/Completed") << Describe(job);
+    EXPECT_EQ(BatchJobsOf(ns_, uids[i]).size(), 1u) << Describe(job);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deletion: the Job keeps its finalizer until the backend is gone.
+
+TEST_F(KubernetesControllerE2E, DeleteWhileResolvingRemovesTheJob) {
+  std::string uid =
+      CreateJob("del-resolving", Env({}), {{"jobClassName", "absent-" + RandomHex(8)}});
+  ASSERT_FALSE(uid.empty());
+  WaitForJob(
+      "del-resolving",
+      [](const json& j) { return Summary(j, "Accepted") == "False/JobClassNotFound"; },
+      "Accepted=False/JobClassNotFound");
+  auto r = Kubectl({"delete", kJobs, "del-resolving", "-n", ns_, "--wait=false"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_TRUE(WaitForJobGone("del-resolving", 30s));
+  EXPECT_TRUE(BatchJobsOf(ns_, uid).empty());
+}
+
+class DeletionE2E : public KubernetesControllerE2E {
+ protected:
+  // Deletes the Job while the test holds its batch Job: a test finalizer keeps the batch Job
+  // from going away once deleted, and a second (non-controller) owner, a ConfigMap, keeps the
+  // garbage collector from deleting it when the Ayatori Job is gone, so a deletionTimestamp on
+  // it can only come from the controller.
+  //
+  // `podRuns`: a pod of the Job has not terminated. Then the Job must stay, with its cleanup
+  // finalizer, for as long as the batch Job is held, and go once it is released. A finished
+  // Job's pod has terminated: the controller then removes its finalizer as soon as the batch
+  // Job's deletion is accepted (it does not wait for other finalizers on the batch Job).
+  void DeleteWithTheBatchJobHeld(const std::string& name, const std::string& uid, bool podRuns) {
+    json batch = OnlyBatchJob(uid);
+    const std::string batchName = Str(batch, "/metadata/name");
+    ASSERT_FALSE(batchName.empty());
+    auto r = Kubectl({"create", "configmap", "anchor", "-n", ns_, "-o", "json"});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    const std::string anchorUid = Str(json::parse(r.out, nullptr, false), "/metadata/uid");
+    ASSERT_FALSE(anchorUid.empty());
+    json owners = batch["metadata"]["ownerReferences"];
+    owners.push_back(
+        {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"name", "anchor"}, {"uid", anchorUid}});
+    Patch(kBatchJobs, ns_, batchName,
+          {{"metadata", {{"finalizers", {kHoldFinalizer}}, {"ownerReferences", owners}}}});
+
+    r = Kubectl({"delete", kJobs, name, "-n", ns_, "--wait=false"});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    auto batchDeleting = [&] {
+      auto b = Get(kBatchJobs, ns_, batchName);
+      return b && b->contains("/metadata/deletionTimestamp"_json_pointer);
+    };
+    EXPECT_TRUE(Eventually(batchDeleting, 30s))
+        << "the controller did not delete batch Job " << batchName;
+    if (podRuns) {
+      bool stays = HoldsFor(
+          [&] {
+            auto job = GetJob(name);
+            return job && job->contains("/metadata/deletionTimestamp"_json_pointer) &&
+                   HasFinalizer(*job, kCleanupFinalizer);
+          },
+          2s);
+      EXPECT_TRUE(stays) << "the Job went away while its batch Job and pod still existed";
+      Patch(kBatchJobs, ns_, batchName, {{"metadata", {{"finalizers", nullptr}}}});
+      EXPECT_TRUE(WaitForJobGone(name, 60s)) << "the Job stayed after its batch Job was gone";
+    } else {
+      EXPECT_TRUE(WaitForJobGone(name, 30s));
+      // Gone only after the controller deleted the batch Job (nobody else could).
+      EXPECT_TRUE(batchDeleting()) << "the Job went away before its batch Job was deleted";
+      Patch(kBatchJobs, ns_, batchName, {{"metadata", {{"finalizers", nullptr}}}});
+    }
+    ExpectBackendGone(uid);
+  }
+};
+
+TEST_F(DeletionE2E, DeleteWhilePending) {
+  std::string uid = CreateJob("del-pending", Env({{"TESTENV_START_AFTER", "300s"}}));
+  ASSERT_FALSE(uid.empty());
+  WaitForPod(
+      uid, [](const json& p) { return PodPhase(p) == "Pending"; }, "a Pending pod");
+  DeleteWithTheBatchJobHeld("del-pending", uid, /*podRuns=*/true);
+}
+
+TEST_F(DeletionE2E, DeleteWhileRunning) {
+  std::string uid = CreateJob("del-running", Env({{"TESTENV_RUN_FOR", "300s"}}));
+  ASSERT_FALSE(uid.empty());
+  WaitForJob("del-running", HasStartTime, "startTime");
+  DeleteWithTheBatchJobHeld("del-running", uid, /*podRuns=*/true);
+}
+
+TEST_F(DeletionE2E, DeleteWhenFinished) {
+  std::string uid = CreateJob("del-finished", Env({{"TESTENV_RUN_FOR", "1s"}}));
+  ASSERT_FALSE(uid.empty());
+  json job = WaitForFinished("del-finished");
+  EXPECT_EQ(Summary(job, "Succeeded"), "True/Completed") << Describe(job);
+  DeleteWithTheBatchJobHeld("del-finished", uid, /*podRuns=*/false);
+}
+
+// ---------------------------------------------------------------------------------------------
+// TTL.
+
+TEST_F(KubernetesControllerE2E, TtlDeletesTheFinishedJobAndItsBatchJob) {
+  std::string uid =
+      CreateJob("ttl", Env({{"TESTENV_RUN_FOR", "1s"}}), {{"ttlSecondsAfterFinished", 2}});
+  ASSERT_FALSE(uid.empty());
+  json job = WaitForFinished("ttl");
+  EXPECT_EQ(Summary(job, "Succeeded"), "True/Completed") << Describe(job);
+  const long long completion = Seconds(job, "completionTime");
+  ASSERT_TRUE(WaitForJobGone("ttl", 60s)) << "the Job outlived its TTL";
+  const long long goneAt = std::chrono::duration_cast<std::chrono::seconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+  // completionTime is truncated to the second, so the real completion is at or after it.
+  EXPECT_GE(goneAt, completion + 2) << "deleted before ttlSecondsAfterFinished passed";
+  EXPECT_TRUE(BatchJobsOf(ns_, uid).empty());
+  ExpectBackendGone(uid);
+}
+
+}  // namespace
+}  // namespace ayatori::kubernetes_e2e
