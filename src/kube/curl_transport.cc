@@ -1,6 +1,7 @@
 #include <curl/curl.h>
 
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -92,6 +93,7 @@ class CurlTransport final : public HttpTransport {
     CURLcode rc = curl_easy_perform(easy);
     long code = 0;
     curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &code);
+    CountConnects(easy);
     curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, nullptr);
     curl_easy_setopt(easy, CURLOPT_HTTPHEADER, nullptr);
     curl_slist_free_all(headers);
@@ -135,6 +137,7 @@ class CurlTransport final : public HttpTransport {
     }
     long code = 0;
     curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &code);
+    CountConnects(easy);
     curl_multi_remove_handle(multi, easy);
     curl_multi_cleanup(multi);
     curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, nullptr);
@@ -150,7 +153,16 @@ class CurlTransport final : public HttpTransport {
     return std::move(t.response);
   }
 
+  uint64_t ConnectionsOpened() const override { return connects_.load(); }
+
  private:
+  void CountConnects(CURL* easy) {
+    long n = 0;
+    if (curl_easy_getinfo(easy, CURLINFO_NUM_CONNECTS, &n) == CURLE_OK && n > 0) {
+      connects_ += static_cast<uint64_t>(n);
+    }
+  }
+
   static void Lock(CURL*, curl_lock_data data, curl_lock_access, void* userptr) {
     static_cast<CurlTransport*>(userptr)->locks_[LockIndex(data)].lock();
   }
@@ -264,6 +276,7 @@ class CurlTransport final : public HttpTransport {
   std::array<std::mutex, kLocks> locks_;
   std::mutex poolMu_;
   std::vector<CURL*> idle_;
+  std::atomic<uint64_t> connects_{0};
 };
 
 }  // namespace

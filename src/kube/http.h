@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <stop_token>
@@ -40,6 +41,8 @@ class HttpTransport {
   // the transfer without error; `stop` ends it with kCancelled at once.
   virtual StatusOr<HttpResponse> Stream(const HttpRequest& request, std::stop_token stop,
                                         const std::function<bool(std::string_view)>& onData) = 0;
+  // New connections opened so far (keep-alive reuse keeps this low); 0 if unknown.
+  virtual uint64_t ConnectionsOpened() const { return 0; }
 };
 
 struct CurlTransportOptions {

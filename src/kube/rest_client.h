@@ -91,6 +91,9 @@ class RestClient final : public KubeClient {
     observer_ = std::move(observer);
   }
 
+  // Connections the transport opened so far (keep-alive makes this much less than requests).
+  uint64_t ConnectionsOpened() const { return transport_->ConnectionsOpened(); }
+
   const RestConfig& config() const { return config_; }
   TokenBucket& rateLimiter() { return limiter_; }
 
