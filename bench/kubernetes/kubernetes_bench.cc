@@ -1,0 +1,857 @@
+// Throughput and cost of Ayatori Jobs on the Kubernetes backend against native batch/v1 Jobs, on
+// one control plane (the e2e tier of hack/testenv: kube-apiserver, kube-controller-manager,
+// kube-scheduler, kwok) in one run. Started by hack/bench-kubernetes.sh, which also starts the
+// ayatori-controller whose pid and metrics address it passes here.
+//
+// Each side creates N Jobs at once (several threads sharing one client limited to --qps/--burst)
+// in a namespace of its own, each pod running TESTENV_RUN_FOR (kwok), and watches them until all
+// finished:
+//   native   batch/v1 Jobs (backoffLimit 0, restartPolicy Never, the same container and env);
+//   ayatori  execution.ayatori.ddupan.top Jobs of --job-class (controllerName .../kubernetes),
+//            which the controller turns into the same batch/v1 Jobs.
+// and reports: Jobs/s from the first create to the last Job seen finished; create->start
+// latency (server timestamps, 1 s resolution; and watch receive times, ms); API requests per Job
+// from kube-apiserver's apiserver_request_total (all clients: creator, controller, KCM, scheduler,
+// kwok), split into writes and reads; the controller's own requests and Job writes from its
+// /metrics; the controller's RSS and RSS per cached Job; kube-controller-manager's RSS while the
+// native side runs. Ratios are printed against the targets of DESIGN.md.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cinttypes>
+#include <condition_variable>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "ayatori/kube_client.h"
+#include "kube/config.h"
+#include "kube/http.h"
+#include "kube/rest_client.h"
+#include "kube/time_format.h"
+
+namespace {
+
+using nlohmann::json;
+using namespace ayatori;               // NOLINT(google-build-using-namespace)
+using namespace std::chrono_literals;  // NOLINT(google-build-using-namespace)
+
+const ResourceRef kAyatoriJobs{"execution.ayatori.ddupan.top", "v1alpha1", "jobs", true};
+const ResourceRef kBatchJobs{"batch", "v1", "jobs", true};
+const ResourceRef kPods{"", "v1", "pods", true};
+const ResourceRef kNamespaces{"", "v1", "namespaces", false};
+constexpr const char* kControllerReporter = "execution.ayatori.ddupan.top/controller";
+
+struct Options {
+  std::string kubeconfig;
+  int n = 1000;
+  double qps = 100;
+  int burst = 200;
+  int creators = 16;
+  std::string runFor = "1s";
+  std::string jobClass = "kubernetes-bench";
+  std::string image = "busybox:1.36";
+  std::string sides = "native,ayatori";
+  int controllerPid = 0;
+  std::string controllerMetrics;  // host:port
+  int kcmPid = 0;
+  std::string controllerFlags;  // for the report only
+  std::string kcmFlags;         // for the report only
+  int timeoutSeconds = 900;
+};
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Seconds since the epoch of an RFC 3339 time, -1 when absent or malformed.
+int64_t Seconds(const std::string& t) {
+  auto tp = kube::ParseTime(t);
+  if (!tp) return -1;
+  return std::chrono::duration_cast<std::chrono::seconds>(tp->time_since_epoch()).count();
+}
+
+std::string Str(const json& j, const char* pointer) {
+  json::json_pointer p(pointer);
+  if (!j.is_object() || !j.contains(p)) return "";
+  const json& v = j.at(p);
+  return v.is_string() ? v.get_ref<const std::string&>() : "";
+}
+
+// "True"/"False"/"Unknown"/"" of the condition `type`.
+std::string ConditionStatus(const json& object, const std::string& type) {
+  json::json_pointer p("/status/conditions");
+  if (!object.contains(p) || !object.at(p).is_array()) return "";
+  for (const auto& c : object.at(p)) {
+    if (c.is_object() && Str(c, "/type") == type) return Str(c, "/status");
+  }
+  return "";
+}
+
+int64_t RssKiB(int pid) {
+  if (pid <= 0) return -1;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
+  }
+  return -1;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Prometheus text.
+
+struct Sample {
+  std::map<std::string, std::string> labels;
+  double value = 0;
+};
+
+std::vector<Sample> ParseMetric(const std::string& text, const std::string& name) {
+  std::vector<Sample> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(name, 0) != 0) continue;
+    size_t pos = name.size();
+    Sample s;
+    if (pos < line.size() && line[pos] == '{') {
+      size_t end = line.find('}', pos);
+      if (end == std::string::npos) continue;
+      std::string labels = line.substr(pos + 1, end - pos - 1);
+      size_t i = 0;
+      while (i < labels.size()) {
+        size_t eq = labels.find('=', i);
+        if (eq == std::string::npos || eq + 1 >= labels.size() || labels[eq + 1] != '"') break;
+        size_t close = labels.find('"', eq + 2);
+        if (close == std::string::npos) break;
+        s.labels[labels.substr(i, eq - i)] = labels.substr(eq + 2, close - eq - 2);
+        i = close + 1;
+        if (i < labels.size() && labels[i] == ',') ++i;
+      }
+      pos = end + 1;
+    } else if (pos < line.size() && line[pos] != ' ') {
+      continue;  // another metric whose name starts with `name`
+    }
+    try {
+      s.value = std::stod(line.substr(pos));
+    } catch (...) {
+      continue;
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// apiserver_request_total summed by "VERB resource[/subresource]".
+std::map<std::string, double> RequestsByVerbResource(const std::string& text) {
+  std::map<std::string, double> out;
+  for (const auto& s : ParseMetric(text, "apiserver_request_total")) {
+    auto get = [&](const char* k) {
+      auto it = s.labels.find(k);
+      return it == s.labels.end() ? std::string() : it->second;
+    };
+    std::string resource = get("resource");
+    if (resource.empty()) resource = "<non-resource>";
+    if (!get("subresource").empty()) resource += "/" + get("subresource");
+    out[get("verb") + " " + resource] += s.value;
+  }
+  return out;
+}
+
+bool IsWriteVerb(const std::string& verb) {
+  return verb == "POST" || verb == "PUT" || verb == "PATCH" || verb == "DELETE" ||
+         verb == "DELETECOLLECTION" || verb == "APPLY" || verb == "CREATE" || verb == "UPDATE";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-Job timing, filled by the watches.
+
+struct JobTimes {
+  int64_t sentMs = -1;        // the create request was issued
+  int64_t createdMs = -1;     // its response arrived
+  int64_t creationTs = -1;    // metadata.creationTimestamp (s)
+  int64_t startTs = -1;       // Ayatori: status.startTime; native: the container's startedAt (s)
+  int64_t startSeenMs = -1;   // Ayatori: the Job with startTime arrived; native: = podRunningMs
+  int64_t podRunningMs = -1;  // a pod event showing the container running (or done) arrived
+  int64_t doneSeenMs = -1;    // the Job was seen finished
+  bool failed = false;
+};
+
+class Tracker {
+ public:
+  explicit Tracker(int n) : n_(n) {}
+
+  void Sent(const std::string& name, int64_t sent, int64_t created) {
+    std::lock_guard lock(mu_);
+    auto& t = jobs_[name];
+    t.sentMs = sent;
+    t.createdMs = created;
+  }
+
+  // An Ayatori Job (ayatori=true) or a batch Job.
+  void OnJob(const json& object, bool ayatori) {
+    const int64_t now = NowMs();
+    const std::string name = Str(object, "/metadata/name");
+    std::lock_guard lock(mu_);
+    auto& t = jobs_[name];
+    if (t.creationTs < 0) t.creationTs = Seconds(Str(object, "/metadata/creationTimestamp"));
+    if (ayatori && t.startSeenMs < 0 && !Str(object, "/status/startTime").empty()) {
+      t.startSeenMs = now;
+      t.startTs = Seconds(Str(object, "/status/startTime"));
+    }
+    if (t.doneSeenMs >= 0) return;
+    std::string ok = ConditionStatus(object, ayatori ? "Succeeded" : "Complete");
+    bool failed = ayatori ? ok == "False" : ConditionStatus(object, "Failed") == "True";
+    if (ok == "True" || failed) {
+      t.doneSeenMs = now;
+      t.failed = failed;
+      ++finished_;
+      if (failed) ++failed_;
+      cv_.notify_all();
+    }
+  }
+
+  // Pods name their Job through a label: the Ayatori Job's name, else the batch Job's.
+  void OnPod(const json& pod, bool ayatori) {
+    const int64_t now = NowMs();
+    std::string job = ayatori ? Str(pod, "/metadata/labels/execution.ayatori.ddupan.top~1job-name")
+                              : Str(pod, "/metadata/labels/batch.kubernetes.io~1job-name");
+    if (job.empty()) return;
+    std::string started = Str(pod, "/status/containerStatuses/0/state/running/startedAt");
+    if (started.empty())
+      started = Str(pod, "/status/containerStatuses/0/state/terminated/startedAt");
+    if (started.empty()) return;
+    std::lock_guard lock(mu_);
+    auto& t = jobs_[job];
+    if (t.podRunningMs >= 0) return;
+    t.podRunningMs = now;
+    if (!ayatori) {
+      t.startSeenMs = now;
+      t.startTs = Seconds(started);
+    }
+  }
+
+  // Waits until every Job finished or `deadline` passes; true when all finished.
+  bool WaitAll(std::chrono::steady_clock::time_point deadline, int* finished) {
+    std::unique_lock lock(mu_);
+    bool all = cv_.wait_until(lock, deadline, [&] { return finished_ >= n_; });
+    *finished = finished_;
+    return all;
+  }
+
+  int finished() {
+    std::lock_guard lock(mu_);
+    return finished_;
+  }
+  int failed() {
+    std::lock_guard lock(mu_);
+    return failed_;
+  }
+  std::unordered_map<std::string, JobTimes> Snapshot() {
+    std::lock_guard lock(mu_);
+    return jobs_;
+  }
+
+ private:
+  const int n_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::unordered_map<std::string, JobTimes> jobs_;
+  int finished_ = 0;
+  int failed_ = 0;
+};
+
+// List, then watch from the list's resourceVersion, again and again until stopped: every object
+// of `ref` in `ns` passes through `visit` as it is first listed and on every change.
+void WatchLoop(KubeClient& client, const ResourceRef& ref, const std::string& ns,
+               std::stop_token stop, const std::function<void(const json&)>& visit) {
+  std::string rv;
+  while (!stop.stop_requested()) {
+    if (rv.empty()) {
+      auto list = client.List(ref, ns, {});
+      if (!list.ok()) {
+        std::this_thread::sleep_for(200ms);
+        continue;
+      }
+      for (const auto& item : list->items) visit(item);
+      rv = list->resourceVersion;
+    }
+    WatchOptions wo;
+    wo.resourceVersion = rv;
+    wo.timeoutSeconds = 1800;
+    Status s = client.Watch(ref, ns, wo, stop, [&](WatchEvent&& e) {
+      std::string next = Str(e.object, "/metadata/resourceVersion");
+      if (!next.empty()) rv = next;
+      if (e.type != WatchEventType::kBookmark && e.type != WatchEventType::kDeleted) {
+        visit(e.object);
+      }
+      return true;
+    });
+    if (s.code() == StatusCode::kGone) rv.clear();
+    if (!s.ok() && !stop.stop_requested()) std::this_thread::sleep_for(100ms);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Manifests.
+
+json Container(const Options& o) {
+  return {{"name", "main"},
+          {"image", o.image},
+          {"command", {"/bin/sh", "-c", "true"}},
+          {"env", json::array({json{{"name", "TESTENV_RUN_FOR"}, {"value", o.runFor}}})}};
+}
+
+json NativeJob(const Options& o, const std::string& ns, const std::string& name) {
+  json podSpec = {{"restartPolicy", "Never"}, {"containers", json::array({Container(o)})}};
+  json spec = {{"backoffLimit", 0}, {"template", {{"spec", podSpec}}}};
+  return {{"apiVersion", "batch/v1"},
+          {"kind", "Job"},
+          {"metadata", {{"name", name}, {"namespace", ns}}},
+          {"spec", spec}};
+}
+
+json AyatoriJob(const Options& o, const std::string& ns, const std::string& name) {
+  json c = Container(o);
+  json task = {{"image", c["image"]}, {"command", c["command"]}, {"env", c["env"]}};
+  json spec = {{"jobClassName", o.jobClass}, {"task", task}};
+  return {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
+          {"kind", "Job"},
+          {"metadata", {{"name", name}, {"namespace", ns}}},
+          {"spec", spec}};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Measurements around a side.
+
+struct Scrapes {
+  std::map<std::string, double> apiserver;  // by "VERB resource"
+  std::string controller;                   // its /metrics text
+};
+
+class Probe {
+ public:
+  Probe(const kube::RestConfig& config, const Options& o) : options_(o), server_(config.server) {
+    apiserver_ = kube::NewCurlTransport(config, {});
+    if (!o.controllerMetrics.empty()) {
+      kube::RestConfig plain;
+      plain.server = "http://" + o.controllerMetrics;
+      controller_ = kube::NewCurlTransport(plain, {});
+    }
+    bearer_ = config.bearerToken;
+  }
+
+  std::string Get(kube::HttpTransport& t, const std::string& url, bool auth) {
+    kube::HttpRequest r;
+    r.method = "GET";
+    r.url = url;
+    r.timeout = 30s;
+    if (auth && !bearer_.empty()) r.headers.push_back({"Authorization", "Bearer " + bearer_});
+    auto resp = t.Do(r);
+    if (!resp.ok() || resp->status != 200) {
+      std::fprintf(
+          stderr, "bench: GET %s failed: %s\n", url.c_str(),
+          resp.ok() ? std::to_string(resp->status).c_str() : resp.status().ToString().c_str());
+      return "";
+    }
+    return resp->body;
+  }
+
+  std::string ScrapeController() {
+    return controller_
+               ? Get(*controller_, "http://" + options_.controllerMetrics + "/metrics", false)
+               : "";
+  }
+
+  Scrapes Scrape() {
+    Scrapes s;
+    s.apiserver = RequestsByVerbResource(Get(*apiserver_, server_ + "/metrics", true));
+    if (controller_)
+      s.controller = Get(*controller_, "http://" + options_.controllerMetrics + "/metrics", false);
+    return s;
+  }
+
+ private:
+  const Options& options_;
+  std::string server_;
+  std::string bearer_;
+  std::unique_ptr<kube::HttpTransport> apiserver_;
+  std::unique_ptr<kube::HttpTransport> controller_;
+};
+
+// Peak RSS of a process while a side runs.
+class RssSampler {
+ public:
+  explicit RssSampler(int pid)
+      : pid_(pid), thread_([this](std::stop_token stop) {
+          while (!stop.stop_requested()) {
+            int64_t r = RssKiB(pid_);
+            int64_t p = peak_.load();
+            while (r > p && !peak_.compare_exchange_weak(p, r)) {
+            }
+            std::this_thread::sleep_for(200ms);
+          }
+        }) {}
+  int64_t peak() const { return peak_.load(); }
+
+ private:
+  int pid_;
+  std::atomic<int64_t> peak_{-1};
+  std::jthread thread_;
+};
+
+struct SideResult {
+  std::string name;
+  bool ayatori = false;
+  int n = 0, finished = 0, failed = 0, createErrors = 0;
+  double wallSeconds = 0, jobsPerSecond = 0;
+  double createSeconds = 0;  // first create sent -> last create answered
+  std::vector<double> startServerS, startWatchMs, podToStatusMs;
+  std::map<std::string, double> apiDelta;
+  double writes = 0, reads = 0;
+  // Ayatori only.
+  double controllerRequests = 0, controllerWrites = 0, controllerReads = 0, jobWrites = 0;
+  std::map<std::string, double> jobWritesByKind, controllerByVerb;
+  std::map<std::string, double> eventsByReporter;  // Event objects in the namespace
+  int64_t controllerRssBefore = -1, controllerRssAfter = -1, controllerRssPeak = -1;
+  int64_t kcmRssBefore = -1, kcmRssPeak = -1, kcmRssAfter = -1;
+};
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return -1;
+  std::sort(v.begin(), v.end());
+  size_t i = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+std::map<std::string, double> ControllerSamples(const std::string& text, const std::string& metric,
+                                                const std::string& label) {
+  std::map<std::string, double> out;
+  for (const auto& s : ParseMetric(text, metric)) {
+    auto it = s.labels.find(label);
+    out[it == s.labels.end() ? "" : it->second] += s.value;
+  }
+  return out;
+}
+
+std::map<std::string, double> Delta(const std::map<std::string, double>& before,
+                                    const std::map<std::string, double>& after) {
+  std::map<std::string, double> d;
+  for (const auto& [k, v] : after) {
+    auto it = before.find(k);
+    double x = v - (it == before.end() ? 0 : it->second);
+    if (x != 0) d[k] = x;
+  }
+  return d;
+}
+
+Status CreateNamespace(KubeClient& client, const std::string& ns) {
+  json o = {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}};
+  auto r = client.Create(kNamespaces, "", o, {});
+  return r.ok() ? Status::Ok() : r.status();
+}
+
+// Waits until the controller has nothing left to do for the Jobs: its workqueue is empty and its
+// request counter (status writes, Events written in the background) stopped moving for a second.
+void WaitControllerIdle(Probe& probe, const Options& o) {
+  if (o.controllerMetrics.empty()) return;
+  auto deadline = std::chrono::steady_clock::now() + 60s;
+  double lastRequests = -1;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::string m = probe.ScrapeController();
+    auto depth = ParseMetric(m, "ayatori_workqueue_depth");
+    double requests = 0;
+    for (const auto& sample : ParseMetric(m, "ayatori_api_requests_total")) {
+      requests += sample.value;
+    }
+    if (!depth.empty() && depth[0].value == 0 && requests == lastRequests) return;
+    lastRequests = requests;
+    std::this_thread::sleep_for(1s);
+  }
+}
+
+// Events in `ns` by reporting controller (events.k8s.io/v1 reportingController, or the source
+// component of core/v1 Events).
+std::map<std::string, double> EventsByReporter(KubeClient& client, const std::string& ns) {
+  static const ResourceRef kEvents{"events.k8s.io", "v1", "events", true};
+  std::map<std::string, double> out;
+  ListOptions lo;
+  lo.limit = 500;
+  auto rv = ListAll(client, kEvents, ns, lo, [&](json&& e) {
+    std::string who = Str(e, "/reportingController");
+    if (who.empty()) who = Str(e, "/deprecatedSource/component");
+    if (who.empty()) who = "<unknown>";
+    out[who] += 1;
+  });
+  if (!rv.ok()) std::fprintf(stderr, "bench: listing events: %s\n", rv.status().ToString().c_str());
+  return out;
+}
+
+SideResult RunSide(const Options& o, bool ayatori, KubeClient& creator, KubeClient& watcher,
+                   Probe& probe, const std::string& ns) {
+  SideResult r;
+  r.name = ayatori ? "Ayatori (kubernetes)" : "native batch/v1";
+  r.ayatori = ayatori;
+  r.n = o.n;
+  std::fprintf(stderr, "bench: %s: %d Jobs in namespace %s\n", r.name.c_str(), o.n, ns.c_str());
+  if (Status s = CreateNamespace(creator, ns); !s.ok()) {
+    std::fprintf(stderr, "bench: namespace %s: %s\n", ns.c_str(), s.ToString().c_str());
+    return r;
+  }
+  Tracker tracker(o.n);
+  std::vector<std::jthread> watches;
+  watches.emplace_back([&](std::stop_token stop) {
+    WatchLoop(watcher, ayatori ? kAyatoriJobs : kBatchJobs, ns, stop,
+              [&](const json& j) { tracker.OnJob(j, ayatori); });
+  });
+  watches.emplace_back([&](std::stop_token stop) {
+    WatchLoop(watcher, kPods, ns, stop, [&](const json& p) { tracker.OnPod(p, ayatori); });
+  });
+  // Let both watches be established before the first create (they start with a LIST).
+  std::this_thread::sleep_for(500ms);
+
+  WaitControllerIdle(probe, o);
+  r.controllerRssBefore = RssKiB(o.controllerPid);
+  r.kcmRssBefore = RssKiB(o.kcmPid);
+  Scrapes before = probe.Scrape();
+  RssSampler controllerRss(o.controllerPid), kcmRss(o.kcmPid);
+
+  std::atomic<int> next{0}, errors{0};
+  std::atomic<int64_t> lastCreated{0};
+  const int64_t firstSent = NowMs();
+  {
+    std::vector<std::jthread> creators;
+    for (int w = 0; w < o.creators; ++w) {
+      creators.emplace_back([&] {
+        for (int i = next++; i < o.n; i = next++) {
+          const std::string name = "b-" + std::to_string(i);
+          json object = ayatori ? AyatoriJob(o, ns, name) : NativeJob(o, ns, name);
+          for (int attempt = 0; attempt < 5; ++attempt) {
+            int64_t sent = NowMs();
+            auto created = creator.Create(ayatori ? kAyatoriJobs : kBatchJobs, ns, object, {});
+            int64_t done = NowMs();
+            if (created.ok() || created.status().code() == StatusCode::kAlreadyExists) {
+              tracker.Sent(name, sent, done);
+              int64_t prev = lastCreated.load();
+              while (done > prev && !lastCreated.compare_exchange_weak(prev, done)) {
+              }
+              break;
+            }
+            ++errors;
+            std::fprintf(stderr, "bench: create %s: %s\n", name.c_str(),
+                         created.status().ToString().c_str());
+            std::this_thread::sleep_for(200ms);
+          }
+        }
+      });
+    }
+  }
+  r.createErrors = errors.load();
+  r.createSeconds = static_cast<double>(lastCreated.load() - firstSent) / 1000.0;
+  std::fprintf(stderr, "bench: %s: created in %.1f s, waiting for completion\n", r.name.c_str(),
+               r.createSeconds);
+
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.timeoutSeconds);
+  int finished = 0;
+  while (!tracker.WaitAll(std::min(deadline, std::chrono::steady_clock::now() + 10s), &finished)) {
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::fprintf(stderr, "bench: %s: %d/%d finished\n", r.name.c_str(), finished, o.n);
+  }
+  r.finished = finished;
+  r.failed = tracker.failed();
+  for (auto& w : watches) w.request_stop();
+  watches.clear();
+
+  // Let the controller settle (last status writes, events) before counting its requests.
+  WaitControllerIdle(probe, o);
+  Scrapes after = probe.Scrape();
+  r.controllerRssAfter = RssKiB(o.controllerPid);
+  r.controllerRssPeak = std::max(controllerRss.peak(), r.controllerRssAfter);
+  r.kcmRssAfter = RssKiB(o.kcmPid);
+  r.kcmRssPeak = std::max(kcmRss.peak(), r.kcmRssAfter);
+
+  auto jobs = tracker.Snapshot();
+  int64_t lastDone = firstSent;
+  for (const auto& [name, t] : jobs) {
+    if (t.doneSeenMs > lastDone) lastDone = t.doneSeenMs;
+    if (t.startTs >= 0 && t.creationTs >= 0) {
+      r.startServerS.push_back(static_cast<double>(t.startTs - t.creationTs));
+    }
+    if (t.startSeenMs >= 0 && t.createdMs >= 0) {
+      r.startWatchMs.push_back(static_cast<double>(t.startSeenMs - t.createdMs));
+    }
+    if (ayatori && t.startSeenMs >= 0 && t.podRunningMs >= 0) {
+      r.podToStatusMs.push_back(static_cast<double>(t.startSeenMs - t.podRunningMs));
+    }
+  }
+  r.wallSeconds = static_cast<double>(lastDone - firstSent) / 1000.0;
+  r.jobsPerSecond = r.wallSeconds > 0 ? r.finished / r.wallSeconds : 0;
+
+  r.eventsByReporter = EventsByReporter(watcher, ns);
+  r.apiDelta = Delta(before.apiserver, after.apiserver);
+  for (const auto& [key, v] : r.apiDelta) {
+    std::string verb = key.substr(0, key.find(' '));
+    (IsWriteVerb(verb) ? r.writes : r.reads) += v;
+  }
+  if (!before.controller.empty() && !after.controller.empty()) {
+    r.controllerByVerb =
+        Delta(ControllerSamples(before.controller, "ayatori_api_requests_total", "verb"),
+              ControllerSamples(after.controller, "ayatori_api_requests_total", "verb"));
+    for (const auto& [verb, v] : r.controllerByVerb) {
+      r.controllerRequests += v;
+      bool write = verb == "create" || verb == "update" || verb == "patch" || verb == "delete";
+      (write ? r.controllerWrites : r.controllerReads) += v;
+    }
+    r.jobWritesByKind =
+        Delta(ControllerSamples(before.controller, "ayatori_job_api_writes_total", "kind"),
+              ControllerSamples(after.controller, "ayatori_job_api_writes_total", "kind"));
+    for (const auto& [kind, v] : r.jobWritesByKind) r.jobWrites += v;
+  }
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report.
+
+std::string Fixed(double v, int digits = 1) {
+  if (v < 0) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string Kib(int64_t kib) { return kib < 0 ? "-" : std::to_string(kib / 1024) + " MiB"; }
+
+void PrintBreakdown(const SideResult& r, int n) {
+  std::vector<std::pair<double, std::string>> rows;
+  for (const auto& [k, v] : r.apiDelta) rows.push_back({v, k});
+  std::sort(rows.rbegin(), rows.rend());
+  std::printf("  %s: apiserver requests per Job by verb and resource (top 14)\n", r.name.c_str());
+  for (size_t i = 0; i < rows.size() && i < 14; ++i) {
+    std::printf("    %-48s %7.2f\n", rows[i].second.c_str(), rows[i].first / n);
+  }
+}
+
+void Report(const Options& o, const std::vector<SideResult>& sides) {
+  const SideResult* native = nullptr;
+  const SideResult* ayatori = nullptr;
+  for (const auto& s : sides) (s.ayatori ? ayatori : native) = &s;
+  std::printf(
+      "\nkubernetes bench: N=%d, TESTENV_RUN_FOR=%s, creator client qps %.0f burst %d "
+      "(%d threads)\n",
+      o.n, o.runFor.c_str(), o.qps, o.burst, o.creators);
+  if (!o.controllerFlags.empty())
+    std::printf("  ayatori-controller %s\n", o.controllerFlags.c_str());
+  if (!o.kcmFlags.empty()) std::printf("  kube-controller-manager %s\n", o.kcmFlags.c_str());
+  std::printf("\n%-44s %18s %22s %8s\n", "", "native batch/v1", "Ayatori (kubernetes)", "ratio");
+  auto row = [&](const char* label, auto value, double nv, double av, bool ratio) {
+    std::string ns = native ? value(*native) : "-";
+    std::string as = ayatori ? value(*ayatori) : "-";
+    std::string rs = ratio && native && ayatori && nv > 0 ? Fixed(av / nv, 2) + "x" : "";
+    std::printf("%-44s %18s %22s %8s\n", label, ns.c_str(), as.c_str(), rs.c_str());
+  };
+  auto val = [](const SideResult* s, double SideResult::*f) { return s ? s->*f : 0.0; };
+  row(
+      "Jobs finished / failed / create errors",
+      [](const SideResult& s) {
+        return std::to_string(s.finished) + "/" + std::to_string(s.failed) + "/" +
+               std::to_string(s.createErrors);
+      },
+      0, 0, false);
+  row(
+      "all created after (s)", [](const SideResult& s) { return Fixed(s.createSeconds); }, 0, 0,
+      false);
+  row(
+      "first create -> last finished (s)", [](const SideResult& s) { return Fixed(s.wallSeconds); },
+      val(native, &SideResult::wallSeconds), val(ayatori, &SideResult::wallSeconds), true);
+  row(
+      "Jobs/s to completion", [](const SideResult& s) { return Fixed(s.jobsPerSecond, 2); },
+      val(native, &SideResult::jobsPerSecond), val(ayatori, &SideResult::jobsPerSecond), true);
+  row(
+      "create->start p50 / p99 (s, server times)",
+      [](const SideResult& s) {
+        return Fixed(Percentile(s.startServerS, 0.5), 0) + " / " +
+               Fixed(Percentile(s.startServerS, 0.99), 0);
+      },
+      0, 0, false);
+  row(
+      "create->start p50 / p99 (ms, watch)",
+      [](const SideResult& s) {
+        return Fixed(Percentile(s.startWatchMs, 0.5), 0) + " / " +
+               Fixed(Percentile(s.startWatchMs, 0.99), 0);
+      },
+      native ? Percentile(native->startWatchMs, 0.5) : 0,
+      ayatori ? Percentile(ayatori->startWatchMs, 0.5) : 0, true);
+  row(
+      "  pod running -> Job startTime p50/p99 (ms)",
+      [](const SideResult& s) {
+        if (!s.ayatori) return std::string("-");
+        return Fixed(Percentile(s.podToStatusMs, 0.5), 0) + " / " +
+               Fixed(Percentile(s.podToStatusMs, 0.99), 0);
+      },
+      0, 0, false);
+  row(
+      "apiserver requests per Job (all clients)",
+      [&](const SideResult& s) { return Fixed((s.writes + s.reads) / o.n, 2); }, 0, 0, false);
+  row(
+      "  writes per Job", [&](const SideResult& s) { return Fixed(s.writes / o.n, 2); },
+      val(native, &SideResult::writes), val(ayatori, &SideResult::writes), true);
+  row(
+      "  reads per Job", [&](const SideResult& s) { return Fixed(s.reads / o.n, 2); }, 0, 0, false);
+  row(
+      "controller requests per Job",
+      [&](const SideResult& s) {
+        return s.ayatori ? Fixed(s.controllerRequests / o.n, 2) : std::string("-");
+      },
+      0, 0, false);
+  row(
+      "  controller writes per Job",
+      [&](const SideResult& s) {
+        return s.ayatori ? Fixed(s.controllerWrites / o.n, 2) : std::string("-");
+      },
+      0, 0, false);
+  row(
+      "  controller reads per Job",
+      [&](const SideResult& s) {
+        return s.ayatori ? Fixed(s.controllerReads / o.n, 2) : std::string("-");
+      },
+      0, 0, false);
+  row(
+      "  ayatori_job_api_writes_total per Job",
+      [&](const SideResult& s) {
+        return s.ayatori ? Fixed(s.jobWrites / o.n, 2) : std::string("-");
+      },
+      0, 0, false);
+  row(
+      "controller RSS before / after",
+      [](const SideResult& s) {
+        return Kib(s.controllerRssBefore) + " / " + Kib(s.controllerRssAfter);
+      },
+      0, 0, false);
+  row(
+      "controller RSS peak", [](const SideResult& s) { return Kib(s.controllerRssPeak); }, 0, 0,
+      false);
+  row(
+      "kube-controller-manager RSS before / peak",
+      [](const SideResult& s) { return Kib(s.kcmRssBefore) + " / " + Kib(s.kcmRssPeak); }, 0, 0,
+      false);
+
+  if (ayatori) {
+    std::printf("\n  controller requests by verb: ");
+    for (const auto& [verb, v] : ayatori->controllerByVerb) {
+      std::printf("%s %.2f  ", verb.c_str(), v / o.n);
+    }
+    std::printf("(per Job)\n  ayatori_job_api_writes_total by kind: ");
+    for (const auto& [kind, v] : ayatori->jobWritesByKind) {
+      std::printf("%s %.2f  ", kind.c_str(), v / o.n);
+    }
+    std::printf("(per Job)\n");
+  }
+  for (const auto& s : sides) {
+    std::printf("  %s: Events per Job by reporter: ", s.name.c_str());
+    for (const auto& [who, v] : s.eventsByReporter) std::printf("%s %.2f  ", who.c_str(), v / o.n);
+    std::printf("\n");
+  }
+  for (const auto& s : sides) PrintBreakdown(s, o.n);
+
+  std::printf("\ntargets (DESIGN.md):\n");
+  if (native && ayatori && native->jobsPerSecond > 0) {
+    double ratio = ayatori->jobsPerSecond / native->jobsPerSecond;
+    std::printf("  throughput >= 0.9x native:        %.2fx  %s\n", ratio,
+                ratio >= 0.9 ? "MET" : "MISSED");
+  }
+  if (ayatori) {
+    const double w = ayatori->controllerWrites / o.n;
+    auto ev = ayatori->eventsByReporter.find(kControllerReporter);
+    const double events = ev == ayatori->eventsByReporter.end() ? 0 : ev->second / o.n;
+    std::printf("  <= 6 writes per Job (controller, all):        %.2f  %s\n", w,
+                w <= 6 ? "MET" : "MISSED");
+    std::printf("  <= 6 writes per Job (controller, w/o Events): %.2f  %s  (Events %.2f)\n",
+                w - events, w - events <= 6 ? "MET" : "MISSED", events);
+    if (native) {
+      std::printf("     apiserver-wide writes per Job: %.2f vs native %.2f (+%.2f)\n",
+                  ayatori->writes / o.n, native->writes / o.n,
+                  (ayatori->writes - native->writes) / o.n);
+    }
+    if (ayatori->controllerRssBefore > 0 && ayatori->controllerRssAfter > 0) {
+      double perJob =
+          static_cast<double>(ayatori->controllerRssAfter - ayatori->controllerRssBefore) / o.n;
+      std::printf(
+          "  <= 3 KiB controller RSS per cached Job: %.2f KiB  %s  (cache holds the Job, "
+          "its batch Job and its pod)\n",
+          perJob, perJob <= 3 ? "MET" : "MISSED");
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"Ayatori Jobs (Kubernetes backend) vs native batch/v1 Jobs on one control plane"};
+  app.add_option("--kubeconfig", o.kubeconfig, "kubeconfig of the control plane")->required();
+  app.add_option("--n", o.n, "Jobs per side")->check(CLI::Range(1, 1000000));
+  app.add_option("--qps", o.qps, "client QPS of the creator (both sides)");
+  app.add_option("--burst", o.burst, "client burst of the creator (both sides)");
+  app.add_option("--creators", o.creators, "threads creating Jobs")->check(CLI::Range(1, 256));
+  app.add_option("--run-for", o.runFor, "TESTENV_RUN_FOR of every pod (kwok)");
+  app.add_option("--job-class", o.jobClass, "JobClass of the Ayatori Jobs (Kubernetes backend)");
+  app.add_option("--image", o.image, "image of the task");
+  app.add_option("--sides", o.sides, "which sides, in order: native,ayatori");
+  app.add_option("--controller-pid", o.controllerPid, "pid of ayatori-controller (for RSS)");
+  app.add_option("--controller-metrics", o.controllerMetrics, "host:port of its /metrics");
+  app.add_option("--kcm-pid", o.kcmPid, "pid of kube-controller-manager (for RSS)");
+  app.add_option("--controller-flags", o.controllerFlags, "shown in the report");
+  app.add_option("--kcm-flags", o.kcmFlags, "shown in the report");
+  app.add_option("--timeout", o.timeoutSeconds, "seconds to wait for each side");
+  CLI11_PARSE(app, argc, argv);
+
+  kube::ConfigLoadOptions lo;
+  auto config = kube::LoadKubeconfigFile(o.kubeconfig, lo);
+  if (!config.ok()) {
+    std::fprintf(stderr, "bench: %s\n", config.status().ToString().c_str());
+    return 2;
+  }
+  kube::RestClientOptions creatorOptions;
+  creatorOptions.qps = o.qps;
+  creatorOptions.burst = o.burst;
+  creatorOptions.userAgent = "ayatori-bench-creator";
+  auto creator = kube::RestClient::New(*config, creatorOptions);
+  kube::RestClientOptions watchOptions;
+  watchOptions.qps = 1000;
+  watchOptions.burst = 1000;
+  watchOptions.userAgent = "ayatori-bench-watch";
+  auto watcher = kube::RestClient::New(*config, watchOptions);
+  Probe probe(*config, o);
+
+  const std::string suffix = std::to_string(getpid());
+  std::vector<SideResult> results;
+  std::stringstream sides(o.sides);
+  for (std::string side; std::getline(sides, side, ',');) {
+    if (side != "native" && side != "ayatori") {
+      std::fprintf(stderr, "bench: unknown side %s\n", side.c_str());
+      return 2;
+    }
+    bool ayatori = side == "ayatori";
+    results.push_back(
+        RunSide(o, ayatori, *creator, *watcher, probe, "bench-" + side + "-" + suffix));
+  }
+  Report(o, results);
+  for (const auto& r : results) {
+    if (r.finished < o.n) return 1;
+  }
+  return 0;
+}
