@@ -73,6 +73,7 @@ int main(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGUSR1);  // only sent by main() to wake the signal thread
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   auto config = kube::LoadConfig(load);
@@ -150,7 +151,7 @@ int main(int argc, char** argv) {
   }
   informer.Stop();
   // Wake the signal thread if it is still waiting (exit-after or timeout).
-  pthread_kill(signalWaiter.native_handle(), SIGTERM);
+  pthread_kill(signalWaiter.native_handle(), SIGUSR1);
   signalWaiter.join();
   if (timedOut) {
     std::fprintf(stderr, "watch-jobs: timed out after %d s\n", timeoutSeconds);

@@ -78,7 +78,8 @@ std::string LeaderElector::ObservedLeader() const {
 std::chrono::milliseconds LeaderElector::Jittered(std::chrono::milliseconds d) const {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   std::uniform_real_distribution<double> f(0.0, 0.2);
-  return d + std::chrono::milliseconds(static_cast<int64_t>(d.count() * f(rng)));
+  return d +
+         std::chrono::milliseconds(static_cast<int64_t>(static_cast<double>(d.count()) * f(rng)));
 }
 
 void LeaderElector::Observe(const LeaseRecord& record) {
