@@ -24,7 +24,7 @@ std::shared_ptr<const api::Job> DecodeJob(const nlohmann::json& j) {
     obs::Error("cannot decode Job; it is ignored", {{"error", job.status().message()}});
     return nullptr;
   }
-  return std::make_shared<const api::Job>(std::move(*job));
+  return std::make_shared<const api::Job>(CompactJobForCache(std::move(*job)));
 }
 
 std::shared_ptr<const api::JobClass> DecodeJobClass(const nlohmann::json& j) {
@@ -69,6 +69,21 @@ std::function<std::shared_ptr<const nlohmann::json>(const nlohmann::json&)> Deco
 }
 
 }  // namespace
+
+api::Job CompactJobForCache(api::Job job) {
+  job.metadata.generateName.clear();
+  job.metadata.labels.clear();
+  job.metadata.ownerReferences.clear();
+  std::erase_if(job.metadata.annotations,
+                [](const auto& a) { return a.first != api::kConfirmBackendLostAnnotation; });
+  if (!statemachine::NeedsResolution(job)) {
+    api::TaskSpec compact;
+    compact.image = std::move(job.spec.task.image);
+    job.spec.task = std::move(compact);
+    job.spec.resources.reset();
+  }
+  return job;
+}
 
 InformerClusterCache::InformerClusterCache(KubeClient& client, std::string dockerEndpointOverride)
     : jobs(client, kJobs, Named("jobs"), DecodeJob),

@@ -36,6 +36,13 @@ struct ControllerOptions {
   std::chrono::milliseconds syncTimeout{60000};
 };
 
+// What the Job cache keeps (≤ 3 KiB per Job is the budget): once a Job no longer needs
+// resolution, its task (argv, env, pull secrets) and requested resources are dropped, since the
+// controller reads the Job fresh from the API server before the one call that needs them
+// (Ensure), and effectiveResources in status carries the resources. Labels, owner references and
+// annotations other than confirm-backend-lost are never needed.
+api::Job CompactJobForCache(api::Job job);
+
 // A projection of a Namespace: only the default-job-class annotation.
 struct NamespaceInfo {
   std::string defaultJobClass;

@@ -154,8 +154,11 @@ ReconcileResult JobReconciler::Step(RoundState& round) {
       if (!decoded.ok()) return Failed(decoded.status());
       if (decoded->metadata.uid != job.metadata.uid) return {};  // a new Job: its own events
       round.fresh = true;
-      if (decoded->metadata.resourceVersion != job.metadata.resourceVersion) {
-        job = std::move(*decoded);
+      bool changed = decoded->metadata.resourceVersion != job.metadata.resourceVersion;
+      // Always continue with the full object: the cache keeps a compact projection of accepted
+      // Jobs without the task (CompactJobForCache), and Ensure needs all of it.
+      job = std::move(*decoded);
+      if (changed) {
         if (statemachine::NeedsResolution(job) && !round.facts.resolution) {
           round.facts.resolution = ResolveJob(job, cache_, registry_);
         }
