@@ -12,8 +12,12 @@
 #   BENCH_DIR           working directory (default /tmp/ayatori-bench-<uid>): control plane,
 #                       controller log
 #   CONTROLLER_QPS, CONTROLLER_BURST   default: kube-controller-manager's --kube-api-qps/-burst
+#   CREATOR_QPS, CREATOR_BURST         client limits of the program creating the Jobs (both
+#                                      sides); default: kube-controller-manager's, like the controller
 #   CONTROLLER_WORKERS  --workers of the controller (default: its own default)
 #   CONTROLLER_LOG_LEVEL  (default info)
+#   BENCH_MALLOC_TRIM=1   also report the controllers' RSS after gdb made them call malloc_trim(0)
+#                         (memory glibc keeps from freed JSON documents is then returned)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -59,6 +63,8 @@ KCM_QPS=$(kcm_flag kube-api-qps)
 KCM_BURST=$(kcm_flag kube-api-burst)
 QPS=${CONTROLLER_QPS:-${KCM_QPS:-20}}
 BURST=${CONTROLLER_BURST:-${KCM_BURST:-30}}
+CQPS=${CREATOR_QPS:-${KCM_QPS:-20}}
+CBURST=${CREATOR_BURST:-${KCM_BURST:-30}}
 
 kubectl apply -f "$ROOT/config/crd/" >/dev/null
 kubectl wait --for=condition=established --timeout=60s -f "$ROOT/config/crd/" >/dev/null
@@ -96,7 +102,59 @@ for _ in $(seq 300); do
 done
 [ -n "$port" ] || { log "the controller did not become ready"; cat "$DIR/controller.log" >&2; exit 1; }
 
-"$BENCH" --kubeconfig="$KUBECONFIG" --qps="$QPS" --burst="$BURST" \
+rss_kib() { sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$1/status"; }
+# RSS after malloc_trim(0) in the process (BENCH_MALLOC_TRIM=1 and gdb), else "-".
+trimmed_rss_kib() {
+  if [ -n "${BENCH_MALLOC_TRIM:-}" ] && command -v gdb >/dev/null; then
+    gdb -p "$1" -batch -ex 'call (int) malloc_trim(0)' >/dev/null 2>&1 || true
+    rss_kib "$1"
+  else
+    echo -
+  fi
+}
+rss_empty=$(rss_kib "$controller_pid")
+trim_empty=$(trimmed_rss_kib "$controller_pid")
+
+rc=0
+processes=ayatori-controller:$controller_pid
+for n in kube-controller-manager kube-apiserver etcd kube-scheduler kwok; do
+  processes+=",$n:$(cat "$TESTENV_DIR/pids/$n")"
+done
+"$BENCH" --kubeconfig="$KUBECONFIG" --qps="$CQPS" --burst="$CBURST" --processes="$processes" \
   --controller-pid="$controller_pid" --controller-metrics="127.0.0.1:$port" --kcm-pid="$kcm_pid" \
   --controller-flags="--qps=$QPS --burst=$BURST${CONTROLLER_WORKERS:+ --workers=$CONTROLLER_WORKERS}" \
-  --kcm-flags="--kube-api-qps=$KCM_QPS --kube-api-burst=$KCM_BURST" "$@"
+  --kcm-flags="--kube-api-qps=$KCM_QPS --kube-api-burst=$KCM_BURST" "$@" || rc=$?
+
+trim_live=$(trimmed_rss_kib "$controller_pid")
+# The cache without the garbage of the run: a fresh controller that lists the finished Jobs (and
+# their batch Jobs and pods) and reconciles them once, against the fresh one with no Job above.
+ayatori_jobs=$(kubectl get jobs.execution.ayatori.ddupan.top -A --no-headers 2>/dev/null | wc -l)
+if [ "$ayatori_jobs" -gt 0 ]; then
+  kill -TERM "$controller_pid"
+  wait "$controller_pid" 2>/dev/null || true
+  "$CONTROLLER" "${flags[@]}" >"$DIR/controller-restarted.log" 2>&1 &
+  controller_pid=$!
+  for _ in $(seq 600); do
+    grep -q '"msg":"controller ready"' "$DIR/controller-restarted.log" 2>/dev/null && break
+    sleep 0.1
+  done
+  port=$(sed -n 's/.*"msg":"serving metrics and health","port":\([0-9]*\).*/\1/p' \
+    "$DIR/controller-restarted.log" | head -n1)
+  # Idle: workqueue empty on three scrapes in a row, one second apart.
+  idle=0
+  for _ in $(seq 120); do
+    depth=$(curl -sf "http://127.0.0.1:$port/metrics" | sed -n 's/^ayatori_workqueue_depth \([0-9.e+]*\)$/\1/p')
+    if [ "$depth" = 0 ]; then idle=$((idle + 1)); else idle=0; fi
+    [ "$idle" -ge 3 ] && break
+    sleep 1
+  done
+  rss_full=$(rss_kib "$controller_pid")
+  trim_full=$(trimmed_rss_kib "$controller_pid")
+  awk -v e="$rss_empty" -v f="$rss_full" -v n="$ayatori_jobs" 'BEGIN {
+    printf "\nfresh controller RSS: %d KiB with no Job, %d KiB after syncing %d finished Jobs: %.2f KiB per cached Job (target <= 3)\n", e, f, n, (f - e) / n }'
+  if [ "$trim_empty" != - ]; then
+    awk -v e="$trim_empty" -v l="$trim_live" -v f="$trim_full" -v n="$ayatori_jobs" 'BEGIN {
+      printf "after malloc_trim(0): %d KiB with no Job; %d KiB in the controller that ran the Jobs (%.2f KiB per Job); %d KiB in the fresh one (%.2f KiB per Job)\n", e, l, (l - e) / n, f, (f - e) / n }'
+  fi
+fi
+exit "$rc"

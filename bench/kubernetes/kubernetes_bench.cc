@@ -24,6 +24,7 @@
 #include <cinttypes>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -71,6 +72,7 @@ struct Options {
   std::string controllerFlags;  // for the report only
   std::string kcmFlags;         // for the report only
   int timeoutSeconds = 900;
+  std::string processes;  // "name:pid,name:pid", for CPU time per component
 };
 
 int64_t NowMs() {
@@ -110,6 +112,40 @@ int64_t RssKiB(int pid) {
     if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
   }
   return -1;
+}
+
+// User + system CPU seconds a process used so far, -1 if unknown.
+double CpuSeconds(int pid) {
+  if (pid <= 0) return -1;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return -1;
+  std::istringstream fields(stat.substr(paren + 2));
+  std::string f;
+  double ticks = 0;
+  // Fields after the command: state(3) ... utime(14) stime(15).
+  for (int i = 3; i <= 15 && fields >> f; ++i) {
+    if (i == 14 || i == 15) ticks += std::stod(f);
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// Busy and total CPU seconds of the machine (all cores) from /proc/stat.
+std::pair<double, double> MachineCpu() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  in >> cpu;
+  double busy = 0, total = 0;
+  for (int i = 0; i < 8; ++i) {
+    double v = 0;
+    in >> v;
+    total += v;
+    if (i != 3 && i != 4) busy += v;  // idle, iowait
+  }
+  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+  return {busy / tick, total / tick};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -428,6 +464,9 @@ struct SideResult {
   std::map<std::string, double> eventsByReporter;  // Event objects in the namespace
   int64_t controllerRssBefore = -1, controllerRssAfter = -1, controllerRssPeak = -1;
   int64_t kcmRssBefore = -1, kcmRssPeak = -1, kcmRssAfter = -1;
+  std::map<std::string, double> cpuSeconds;  // per --process, during the side
+  double machineBusy = 0, machineTotal = 0;  // CPU seconds of all cores during the side
+  double reconciles = 0, reconcileSeconds = 0;
 };
 
 double Percentile(std::vector<double> v, double p) {
@@ -500,6 +539,17 @@ std::map<std::string, double> EventsByReporter(KubeClient& client, const std::st
   return out;
 }
 
+std::vector<std::pair<std::string, int>> Processes(const Options& o) {
+  std::vector<std::pair<std::string, int>> out = {{"kubernetes_bench (this)", getpid()}};
+  std::stringstream list(o.processes);
+  for (std::string p; std::getline(list, p, ',');) {
+    size_t colon = p.rfind(':');
+    if (colon == std::string::npos) continue;
+    out.push_back({p.substr(0, colon), std::atoi(p.c_str() + colon + 1)});
+  }
+  return out;
+}
+
 SideResult RunSide(const Options& o, bool ayatori, KubeClient& creator, KubeClient& watcher,
                    Probe& probe, const std::string& ns) {
   SideResult r;
@@ -527,6 +577,9 @@ SideResult RunSide(const Options& o, bool ayatori, KubeClient& creator, KubeClie
   r.controllerRssBefore = RssKiB(o.controllerPid);
   r.kcmRssBefore = RssKiB(o.kcmPid);
   Scrapes before = probe.Scrape();
+  std::map<std::string, double> cpuBefore;
+  for (const auto& [name, pid] : Processes(o)) cpuBefore[name] = CpuSeconds(pid);
+  auto machineBefore = MachineCpu();
   RssSampler controllerRss(o.controllerPid), kcmRss(o.kcmPid);
 
   std::atomic<int> next{0}, errors{0};
@@ -572,6 +625,11 @@ SideResult RunSide(const Options& o, bool ayatori, KubeClient& creator, KubeClie
   }
   r.finished = finished;
   r.failed = tracker.failed();
+  for (const auto& [name, pid] : Processes(o))
+    r.cpuSeconds[name] = CpuSeconds(pid) - cpuBefore[name];
+  auto machineAfter = MachineCpu();
+  r.machineBusy = machineAfter.first - machineBefore.first;
+  r.machineTotal = machineAfter.second - machineBefore.second;
   for (auto& w : watches) w.request_stop();
   watches.clear();
 
@@ -619,6 +677,14 @@ SideResult RunSide(const Options& o, bool ayatori, KubeClient& creator, KubeClie
         Delta(ControllerSamples(before.controller, "ayatori_job_api_writes_total", "kind"),
               ControllerSamples(after.controller, "ayatori_job_api_writes_total", "kind"));
     for (const auto& [kind, v] : r.jobWritesByKind) r.jobWrites += v;
+    auto sum = [](const std::string& text, const char* metric) {
+      auto samples = ParseMetric(text, metric);
+      return samples.empty() ? 0.0 : samples[0].value;
+    };
+    r.reconciles = sum(after.controller, "ayatori_reconcile_duration_seconds_count") -
+                   sum(before.controller, "ayatori_reconcile_duration_seconds_count");
+    r.reconcileSeconds = sum(after.controller, "ayatori_reconcile_duration_seconds_sum") -
+                         sum(before.controller, "ayatori_reconcile_duration_seconds_sum");
   }
   return r;
 }
@@ -749,6 +815,39 @@ void Report(const Options& o, const std::vector<SideResult>& sides) {
       [](const SideResult& s) { return Kib(s.kcmRssBefore) + " / " + Kib(s.kcmRssPeak); }, 0, 0,
       false);
 
+  row(
+      "controller reconciles per Job, mean (ms)",
+      [&](const SideResult& s) {
+        if (!s.ayatori || s.reconciles <= 0) return std::string("-");
+        return Fixed(s.reconciles / o.n, 2) + ", " +
+               Fixed(1000 * s.reconcileSeconds / s.reconciles, 1);
+      },
+      0, 0, false);
+  row(
+      "machine CPU busy (all cores)",
+      [](const SideResult& s) {
+        return s.machineTotal > 0 ? Fixed(100 * s.machineBusy / s.machineTotal, 0) + " %"
+                                  : std::string("-");
+      },
+      0, 0, false);
+  row(
+      "  CPU s of other processes (not listed)",
+      [](const SideResult& s) {
+        double listed = 0;
+        for (const auto& [name, v] : s.cpuSeconds) listed += v;
+        return s.machineTotal > 0 ? Fixed(s.machineBusy - listed, 1) : std::string("-");
+      },
+      0, 0, false);
+  for (const auto& [name, pid] : Processes(o)) {
+    std::string label = "  CPU s of " + name;
+    row(
+        label.c_str(),
+        [&](const SideResult& s) {
+          auto it = s.cpuSeconds.find(name);
+          return it == s.cpuSeconds.end() ? std::string("-") : Fixed(it->second, 1);
+        },
+        0, 0, false);
+  }
   if (ayatori) {
     std::printf("\n  controller requests by verb: ");
     for (const auto& [verb, v] : ayatori->controllerByVerb) {
@@ -817,6 +916,7 @@ int main(int argc, char** argv) {
   app.add_option("--controller-flags", o.controllerFlags, "shown in the report");
   app.add_option("--kcm-flags", o.kcmFlags, "shown in the report");
   app.add_option("--timeout", o.timeoutSeconds, "seconds to wait for each side");
+  app.add_option("--processes", o.processes, "NAME:PID,... whose CPU time to report");
   CLI11_PARSE(app, argc, argv);
 
   kube::ConfigLoadOptions lo;
