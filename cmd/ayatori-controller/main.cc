@@ -166,7 +166,12 @@ int main(int argc, char** argv) {
   eventOptions.reportingController = "execution.ayatori.ddupan.top/controller";
   eventOptions.reportingInstance = Identity();
   eventOptions.log = [](const std::string& line) { obs::Warn(line, {{"component", "events"}}); };
-  kube::EventRecorder events(*client, SystemClock::Instance(), eventOptions);
+  // Events go through their own client and rate limit (as kube-controller-manager does), so
+  // they never delay the writes that move Jobs forward.
+  kube::RestClientOptions eventClientOptions = clientOptions;
+  eventClientOptions.userAgent = "ayatori-controller/events";
+  auto eventClient = kube::RestClient::New(*config, eventClientOptions);
+  kube::EventRecorder events(*eventClient, SystemClock::Instance(), eventOptions);
 
   controller::ControllerOptions controllerOptions;
   controllerOptions.workers = f.workers;

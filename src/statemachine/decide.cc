@@ -443,16 +443,12 @@ void Decider::AddEvents() {
   using T = Event::Type;
   const Condition* ab = api::FindCondition(before.conditions, api::kConditionAccepted);
   const Condition* aa = api::FindCondition(st_.conditions, api::kConditionAccepted);
-  if (aa != nullptr && (ab == nullptr || ab->status != aa->status || ab->reason != aa->reason)) {
-    if (aa->status == ConditionStatus::kTrue) {
-      plan_.events.push_back({T::kNormal, "Accepted", aa->message});
-    } else {
-      plan_.events.push_back({T::kWarning, aa->reason, aa->message});
-    }
-  }
-  if (!api::IsConditionTrue(before.conditions, api::kConditionScheduled) &&
-      ConditionTrue(api::kConditionScheduled)) {
-    plan_.events.push_back({T::kNormal, kReasonBackendCreated, "The backend execution exists"});
+  // A successful Job records two Events (Started, Completed), like a native batch Job: each
+  // Event is an API write and a cached series in the recorder. Acceptance and scheduling are
+  // visible in the conditions; only a refusal or a wait is worth a Warning.
+  if (aa != nullptr && aa->status != ConditionStatus::kTrue &&
+      (ab == nullptr || ab->status != aa->status || ab->reason != aa->reason)) {
+    plan_.events.push_back({T::kWarning, aa->reason, aa->message});
   }
   if (!before.startTime && st_.startTime) {
     plan_.events.push_back({T::kNormal, "Started", "The task started"});
