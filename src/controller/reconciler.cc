@@ -246,7 +246,7 @@ StatusOr<Observation> JobReconciler::CallAdapter(AdapterCall call, const api::Jo
   Observation result;
   switch (call) {
     case AdapterCall::kEnsure: {
-      auto request = BuildRequest(job, *adapter);
+      auto request = BuildRequest(job);
       if (!request.ok()) return request.status();
       result = adapter->Ensure(*request);
       break;
@@ -318,14 +318,13 @@ StatusOr<std::string> JobReconciler::ReadReferencedValue(const std::string& ns,
                 std::string(kind) + " " + ns + "/" + ref.name + " has no key " + ref.key);
 }
 
-StatusOr<ExecutionRequest> JobReconciler::BuildRequest(const api::Job& job, Adapter& adapter) {
+StatusOr<ExecutionRequest> JobReconciler::BuildRequest(const api::Job& job) {
   ExecutionRequest request;
   request.job = job;
   request.jobClass = *job.status.resolvedJobClass;
   request.parameters = BuildKey(job).parameters;
   if (job.status.effectiveResources) request.resources = *job.status.effectiveResources;
   if (AdapterPassesReferences(request.jobClass.controllerName)) return request;
-  (void)adapter;
   const std::string& ns = job.metadata.namespace_;
   for (const auto& env : job.spec.task.env) {
     if (env.value) {

@@ -63,7 +63,7 @@ class JobReconciler {
   StatusOr<api::Job> WriteStatus(const api::Job& job, const api::JobStatus& status);
   Status DeleteExpiredJob(const api::Job& job, api::Time now);
   StatusOr<Observation> CallAdapter(statemachine::AdapterCall call, const api::Job& job);
-  StatusOr<ExecutionRequest> BuildRequest(const api::Job& job, Adapter& adapter);
+  StatusOr<ExecutionRequest> BuildRequest(const api::Job& job);
   ExecutionKey BuildKey(const api::Job& job) const;
   StatusOr<std::string> ReadReferencedValue(const std::string& ns, const api::KeySelector& ref,
                                             bool secret, bool* found);
