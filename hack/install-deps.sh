@@ -7,7 +7,7 @@ PACKAGES=(
   # build
   cmake ninja-build g++ pkg-config clang-format clang-tidy
   # libraries (Debian -dev packages, no vendored copies)
-  libcurl4-openssl-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev libfmt-dev libcli11-dev
+  libcurl4-openssl-dev zlib1g-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev libfmt-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   # test environment and demo
   openssl curl python3 procps iproute2 busybox-static docker.io docker-registry apache2-utils

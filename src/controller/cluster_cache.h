@@ -25,7 +25,6 @@ class ClusterCache {
   virtual ~ClusterCache() = default;
   virtual std::shared_ptr<const api::Job> GetJob(const std::string& ns,
                                                  const std::string& name) const = 0;
-  virtual std::vector<std::shared_ptr<const api::Job>> ListJobs() const = 0;
   virtual std::shared_ptr<const api::JobClass> GetJobClass(const std::string& name) const = 0;
   virtual std::vector<std::shared_ptr<const api::JobClass>> ListJobClasses() const = 0;
   // A parameters object by kind (KubernetesExecutionParameters, ...) and name, as JSON.

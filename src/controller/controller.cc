@@ -18,13 +18,19 @@ kube::InformerOptions Named(const char* name) {
   return o;
 }
 
-std::shared_ptr<const api::Job> DecodeJob(const nlohmann::json& j) {
+std::shared_ptr<const CachedJob> DecodeJob(const nlohmann::json& j) {
   auto job = api::JobFromJson(j);
   if (!job.ok()) {
     obs::Error("cannot decode Job; it is ignored", {{"error", job.status().message()}});
     return nullptr;
   }
-  return std::make_shared<const api::Job>(CompactJobForCache(std::move(*job)));
+  auto entry = CachedJob::Encode(CompactJobForCache(std::move(*job)));
+  if (!entry.ok()) {
+    obs::Error("cannot encode Job for the cache; it is ignored",
+               {{"error", entry.status().message()}});
+    return nullptr;
+  }
+  return std::make_shared<const CachedJob>(std::move(*entry));
 }
 
 std::shared_ptr<const api::JobClass> DecodeJobClass(const nlohmann::json& j) {
@@ -147,11 +153,15 @@ bool InformerClusterCache::WaitForSync(std::chrono::milliseconds timeout,
 
 std::shared_ptr<const api::Job> InformerClusterCache::GetJob(const std::string& ns,
                                                              const std::string& name) const {
-  return jobs.Get(Key(ns, name));
-}
-
-std::vector<std::shared_ptr<const api::Job>> InformerClusterCache::ListJobs() const {
-  return jobs.List();
+  auto entry = jobs.Get(Key(ns, name));
+  if (!entry) return nullptr;
+  auto job = entry->Decode();
+  if (!job.ok()) {
+    obs::Error("cannot decode a cached Job",
+               {{"namespace", ns}, {"name", name}, {"error", job.status().message()}});
+    return nullptr;
+  }
+  return std::make_shared<const api::Job>(std::move(*job));
 }
 
 std::shared_ptr<const api::JobClass> InformerClusterCache::GetJobClass(
@@ -198,7 +208,7 @@ JobController::JobController(KubeClient& client, adapters::AdapterRegistry& regi
       reconciler_(std::make_unique<JobReconciler>(client, *cache_, registry, clock, metrics, events,
                                                   options_.reconciler)),
       queue_(std::make_unique<kube::Workqueue>(clock, options_.queue)) {
-  using JobPtr = kube::Informer<api::Job>::Ptr;
+  using JobPtr = kube::Informer<CachedJob>::Ptr;
   cache_->jobs.AddHandlers({
       .onAdd = [this](const std::string& key, const JobPtr&) { queue_->Add(key); },
       .onUpdate = [this](const std::string& key, const JobPtr&,
@@ -223,11 +233,11 @@ JobController::~JobController() { Stop(); }
 
 void JobController::EnqueueWaitingJobs() {
   if (!started_.load()) return;
-  for (const auto& job : cache_->jobs.List()) {
-    if (job && statemachine::NeedsResolution(*job)) {
-      queue_->Add(Key(job->metadata.namespace_, job->metadata.name));
-    }
-  }
+  std::vector<std::string> waiting;
+  cache_->jobs.ForEach([&](const std::string& key, const CachedJob& job) {
+    if (job.needsResolution()) waiting.push_back(key);
+  });
+  for (const auto& key : waiting) queue_->Add(key);
 }
 
 void JobController::Enqueue(const std::string& ns, const std::string& name) {
@@ -240,9 +250,9 @@ void JobController::RegisterMetrics() {
     for (int s = 0; s <= static_cast<int>(statemachine::State::kDeleting); ++s) {
       byState[statemachine::StateName(static_cast<statemachine::State>(s))] = 0;
     }
-    for (const auto& job : cache_->jobs.List()) {
-      if (job) byState[statemachine::StateName(statemachine::DeriveState(*job))]++;
-    }
+    cache_->jobs.ForEach([&](const std::string&, const CachedJob& job) {
+      byState[statemachine::StateName(job.state())]++;
+    });
     for (const auto& [state, n] : byState) {
       r.GetGauge("ayatori_jobs", "Jobs in the cache by derived state.", {{"state", state}}).Set(n);
     }

@@ -14,6 +14,7 @@
 #include "adapters/registry.h"
 #include "ayatori/clock.h"
 #include "ayatori/kube_client.h"
+#include "controller/cached_job.h"
 #include "controller/cluster_cache.h"
 #include "controller/reconciler.h"
 #include "kube/informer.h"
@@ -57,7 +58,6 @@ class InformerClusterCache final : public ClusterCache {
 
   std::shared_ptr<const api::Job> GetJob(const std::string& ns,
                                          const std::string& name) const override;
-  std::vector<std::shared_ptr<const api::Job>> ListJobs() const override;
   std::shared_ptr<const api::JobClass> GetJobClass(const std::string& name) const override;
   std::vector<std::shared_ptr<const api::JobClass>> ListJobClasses() const override;
   std::shared_ptr<const nlohmann::json> GetParameters(const std::string& kind,
@@ -68,7 +68,8 @@ class InformerClusterCache final : public ClusterCache {
   std::shared_ptr<const ReferencedObjectInfo> GetConfigMap(const std::string& ns,
                                                            const std::string& name) const override;
 
-  kube::Informer<api::Job> jobs;
+  // The compact projection of each Job, deflated (see cached_job.h); GetJob inflates one.
+  kube::Informer<CachedJob> jobs;
   kube::Informer<api::JobClass> jobClasses;
   kube::Informer<nlohmann::json> kubernetesParameters;
   kube::Informer<nlohmann::json> openSandboxParameters;

@@ -71,7 +71,15 @@ JobReconciler::JobReconciler(KubeClient& client, const ClusterCache& cache,
 
 ReconcileResult JobReconciler::Reconcile(const std::string& ns, const std::string& name) {
   auto cached = cache_.GetJob(ns, name);
-  if (!cached) return {};
+  if (!cached) {
+    std::lock_guard lock(writesMu_);
+    if (auto it = writes_.find(ns + "/" + name); it != writes_.end()) {
+      goneWrites_.push_back(std::move(it->second));
+      writes_.erase(it);
+      if (goneWrites_.size() > kGoneWrites) goneWrites_.pop_front();
+    }
+    return {};
+  }
   auto started = clock_.SteadyNow();
   RoundState round;
   round.job = *cached;
@@ -388,13 +396,23 @@ void JobReconciler::CountWrite(const api::Job& job, const char* what) {
                   {{"kind", what}})
       .Inc();
   std::lock_guard lock(writesMu_);
-  writes_[job.metadata.uid]++;
+  auto& [uid, writes] = writes_[job.metadata.namespace_ + "/" + job.metadata.name];
+  if (uid != job.metadata.uid) {  // a new Job of the same name
+    uid = job.metadata.uid;
+    writes = 0;
+  }
+  ++writes;
 }
 
 uint64_t JobReconciler::WritesFor(const std::string& uid) const {
   std::lock_guard lock(writesMu_);
-  auto it = writes_.find(uid);
-  return it == writes_.end() ? 0 : it->second;
+  for (const auto& [key, entry] : writes_) {
+    if (entry.first == uid) return entry.second;
+  }
+  for (const auto& [goneUid, writes] : goneWrites_) {
+    if (goneUid == uid) return writes;
+  }
+  return 0;
 }
 
 bool JobReconciler::Crash(std::string_view point, const api::Job& job) const {

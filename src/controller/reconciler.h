@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -79,8 +80,13 @@ class JobReconciler {
   kube::EventRecorder* events_;
   ReconcilerOptions options_;
 
+  // API writes per Job, by "namespace/name" -> (uid, writes). When a Job leaves the cache its
+  // entry moves to a short list of the last kGoneWrites deleted Jobs (a deleted Job's count is
+  // what tests ask for), so a long-running controller keeps nothing per deleted Job.
+  static constexpr size_t kGoneWrites = 256;
   mutable std::mutex writesMu_;
-  std::map<std::string, uint64_t> writes_;
+  std::map<std::string, std::pair<std::string, uint64_t>> writes_;
+  std::deque<std::pair<std::string, uint64_t>> goneWrites_;
 };
 
 }  // namespace ayatori::controller

@@ -122,6 +122,11 @@ std::vector<InformerCore::Object> InformerCore::List() const {
   return out;
 }
 
+void InformerCore::ForEach(const std::function<void(const std::string&, const Object&)>& fn) const {
+  std::shared_lock lock(cacheMu_);
+  for (const auto& [key, e] : cache_) fn(key, e.obj);
+}
+
 std::vector<std::string> InformerCore::Keys() const {
   std::shared_lock lock(cacheMu_);
   std::vector<std::string> out;

@@ -100,6 +100,9 @@ class InformerCore {
   Object Get(std::string_view key) const;
   std::vector<Object> List() const;
   std::vector<std::string> Keys() const;
+  // Calls fn(key, object) for every cached object, under the cache's read lock: fn must not call
+  // back into this informer.
+  void ForEach(const std::function<void(const std::string&, const Object&)>& fn) const;
   std::vector<Object> ByIndex(const std::string& index, const std::string& value) const;
   size_t Size() const;
   InformerStats Stats() const;
@@ -201,6 +204,12 @@ class Informer {
   Ptr Get(std::string_view key) const { return Cast(core_.Get(key)); }
   std::vector<Ptr> List() const { return CastAll(core_.List()); }
   std::vector<std::string> Keys() const { return core_.Keys(); }
+  // fn(key, object) for every cached object, under the read lock: fn must not call back in.
+  void ForEach(const std::function<void(const std::string&, const T&)>& fn) const {
+    core_.ForEach([&](const std::string& key, const InformerCore::Object& obj) {
+      if (obj) fn(key, *static_cast<const T*>(obj.get()));
+    });
+  }
   std::vector<Ptr> ByIndex(const std::string& index, const std::string& value) const {
     return CastAll(core_.ByIndex(index, value));
   }

@@ -32,7 +32,6 @@ class FakeClusterCache final : public ClusterCache {
   std::shared_ptr<const api::Job> GetJob(const std::string&, const std::string&) const override {
     return nullptr;
   }
-  std::vector<std::shared_ptr<const api::Job>> ListJobs() const override { return {}; }
   std::shared_ptr<const api::JobClass> GetJobClass(const std::string& name) const override {
     auto it = classes_.find(name);
     return it == classes_.end() ? nullptr : std::make_shared<const api::JobClass>(it->second);

@@ -280,12 +280,41 @@ std::optional<Observation> KubernetesAdapter::ObserveCached(const ExecutionKey& 
       ObserveExecution(*job, pods, Now(), pullTimeout, ReferencedBatchJobUid(key.references));
   // Answers that lead to an irreversible status write (a result) or to ResultUnknown are read
   // fresh from the apiserver; progress (pending, running) is served from the cache.
+  if (o.phase == ExecutionPhase::kSucceeded || o.phase == ExecutionPhase::kFailed) {
+    return ConfirmResultFromPod(key, *job, pods, pullTimeout);
+  }
   if (o.phase != ExecutionPhase::kPending && o.phase != ExecutionPhase::kRunning) {
     return std::nullopt;
   }
   for (const PodFacts& p : pods) {
     if (IsImagePullWait(p) && p.created)
       NotifyAt(*p.created + pullTimeout, key.namespace_, key.name);
+  }
+  return o;
+}
+
+std::optional<Observation> KubernetesAdapter::ConfirmResultFromPod(
+    const ExecutionKey& key, const BatchJobFacts& job, const std::vector<PodFacts>& cachedPods,
+    std::chrono::seconds pullTimeout) {
+  // backoffLimit 0 and podReplacementPolicy Failed: the batch Job makes one pod. Anything else
+  // (a second pod, a result from the batch Job's conditions alone) is read whole.
+  const PodFacts* pod = nullptr;
+  for (const PodFacts& p : cachedPods) {
+    if (p.controllerUid != job.uid) continue;
+    if (pod) return std::nullopt;
+    pod = &p;
+  }
+  if (!pod) return std::nullopt;
+  // One GET of that pod is the fresh read: a terminated container state is final, and the pod's
+  // controller reference names the batch Job, so it proves the result of this execution.
+  auto fresh = client_.Get(PodsResource(), key.namespace_, pod->name);
+  if (!fresh.ok()) return std::nullopt;  // gone, or unreadable: the whole read decides
+  PodFacts facts = PodFactsFromJson(*fresh);
+  if (facts.jobUid != key.uid || facts.controllerUid != job.uid) return std::nullopt;
+  Observation o =
+      ObserveExecution(job, {facts}, Now(), pullTimeout, ReferencedBatchJobUid(key.references));
+  if (o.phase != ExecutionPhase::kSucceeded && o.phase != ExecutionPhase::kFailed) {
+    return std::nullopt;
   }
   return o;
 }

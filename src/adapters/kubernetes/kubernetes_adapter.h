@@ -91,6 +91,11 @@ class KubernetesAdapter final : public Adapter {
                                const std::string& expectedUid);
   std::optional<Observation> ObserveCached(const ExecutionKey& key,
                                            std::chrono::seconds pullTimeout);
+  // A result the watch cache shows, confirmed by one fresh GET of the pod it came from;
+  // nullopt when that GET does not confirm it (the caller then reads everything fresh).
+  std::optional<Observation> ConfirmResultFromPod(const ExecutionKey& key, const BatchJobFacts& job,
+                                                  const std::vector<PodFacts>& cachedPods,
+                                                  std::chrono::seconds pullTimeout);
   bool CachesSynced() const;
   api::Time Now() const;
   void Log(const std::string& line) const;

@@ -272,7 +272,27 @@ TEST_F(KubernetesAdapterTest, WatchCacheServesProgressAndResultsAreReadFresh) {
   Observation done = adapter_->Observe(key);
   EXPECT_EQ(done.phase, ExecutionPhase::kSucceeded);
   EXPECT_EQ(done.exitCode, 0);
-  EXPECT_GE(Reads(), 1u) << "a result is confirmed by a fresh read";
+  EXPECT_EQ(client_.CountActions("get", "pods"), 1u) << "a result is confirmed by a fresh read";
+  EXPECT_EQ(Reads(), 1u) << "of the pod alone: its terminated state is final";
+}
+
+TEST_F(KubernetesAdapterTest, ACachedResultThePodNoLongerConfirmsIsReadWhole) {
+  StartWatching();
+  Observation ensured = adapter_->Ensure(Request());
+  json pod = CreatePod("Failed", Exited(3));
+  ExecutionKey key = Key(ensured.references);
+  ASSERT_TRUE(Eventually([&] { return adapter_->Observe(key).phase == ExecutionPhase::kFailed; }));
+
+  // The pod disappears from the apiserver before the watch says so: its GET finds nothing, so
+  // the batch Job and the pods are read fresh, and the result is not trusted from the cache.
+  client_.FailNext("get", "pods", Status(StatusCode::kNotFound, "pods not found"));
+  client_.ClearActions();
+  Observation o = adapter_->Observe(key);
+  EXPECT_EQ(o.phase, ExecutionPhase::kFailed);
+  EXPECT_EQ(o.exitCode, 3);
+  EXPECT_EQ(client_.CountActions("get", "pods"), 1u);
+  EXPECT_EQ(client_.CountActions("get", "jobs.batch"), 1u);
+  EXPECT_EQ(client_.CountActions("list", "pods"), 1u);
 }
 
 TEST_F(KubernetesAdapterTest, EnsureWithTheWatchCacheNeedsNoRequestOnceCreated) {

@@ -1,0 +1,41 @@
+// What the Job cache keeps per Job: the compact projection (CompactJobForCache), deflated, plus
+// the two facts that scans of the whole cache need without inflating it (the derived state for
+// the jobs-by-state gauge, NeedsResolution for waking waiting Jobs).
+//
+// Why not the api::Job itself: the struct alone is 1.4 KiB (dozens of std::string and
+// std::optional members, most of them empty) and a running Job's strings add about 1.2 KiB. Its
+// JSON is ~1.5 KiB and deflates, against a preset dictionary of the keys and values every Job
+// shares, to a few hundred bytes. A worker inflates one entry per reconcile round (tens of
+// microseconds, next to the API requests of that round); the watch deflates one per event.
+//
+//   auto entry = CachedJob::Encode(CompactJobForCache(job));   // in the informer's decoder
+//   StatusOr<api::Job> job = entry->Decode();                  // in a worker
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "api/types.h"
+#include "ayatori/status.h"
+#include "statemachine/statemachine.h"
+
+namespace ayatori::controller {
+
+class CachedJob {
+ public:
+  static StatusOr<CachedJob> Encode(const api::Job& job);
+  // The Job as it was encoded (api::ToJson / api::JobFromJson round trip).
+  StatusOr<api::Job> Decode() const;
+
+  statemachine::State state() const { return state_; }
+  bool needsResolution() const { return needsResolution_; }
+  size_t encodedBytes() const { return deflated_.size(); }
+
+ private:
+  std::string deflated_;
+  uint32_t inflatedBytes_ = 0;
+  statemachine::State state_ = statemachine::State::kResolving;
+  bool needsResolution_ = false;
+};
+
+}  // namespace ayatori::controller
