@@ -1,7 +1,9 @@
 #include "kube/events.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <limits>
 #include <vector>
 
 #include "kube/resource.h"
@@ -26,6 +28,7 @@ const char* TypeName(EventType t) { return t == EventType::kWarning ? "Warning" 
 
 EventRecorder::EventRecorder(KubeClient& client, const Clock& clock, EventRecorderOptions options)
     : client_(client), clock_(clock), options_(std::move(options)) {
+  lastExpiry_ = clock_.SteadyNow();
   thread_ = std::jthread([this](std::stop_token stop) { Loop(stop); });
 }
 
@@ -55,12 +58,128 @@ EventRecorderStats EventRecorder::Stats() const {
   return stats_;
 }
 
-void EventRecorder::ExpireLocked(std::chrono::steady_clock::time_point now) {
-  for (auto it = series_.begin(); it != series_.end();) {
-    const Series& s = it->second;
-    if (!s.queued && dirtySeries_.count(it->first) == 0 &&
-        now - s.lastSeen >= options_.dedupWindow) {
-      it = series_.erase(it);
+size_t EventRecorder::TrackedObjects() const {
+  std::lock_guard lock(mu_);
+  return objects_.size();
+}
+
+namespace {
+
+// FNV-1a over each part's length and bytes (the lengths keep ("ab", "c") apart from ("a", "bc")),
+// then a final avalanche (splitmix64's) so that close inputs spread over all 64 bits.
+class Hasher {
+ public:
+  void Add(std::string_view part) {
+    AddBytes(std::to_string(part.size()));
+    AddBytes(part);
+  }
+  uint64_t Finish() const {
+    uint64_t z = h_;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+
+ private:
+  void AddBytes(std::string_view bytes) {
+    for (unsigned char c : bytes) {
+      h_ ^= c;
+      h_ *= 0x100000001b3ULL;
+    }
+    h_ ^= 0xff;  // terminator
+    h_ *= 0x100000001b3ULL;
+  }
+  uint64_t h_ = 0xcbf29ce484222325ULL;
+};
+
+// "<regarding name>" cut for Event names: "<nameBase>.<hex>" must stay a valid name.
+std::string NameBase(std::string_view regardingName) {
+  if (regardingName.empty()) return "event";
+  return std::string(regardingName.substr(0, 200));
+}
+
+std::string EventName(const std::string& nameBase, uint64_t unique) {
+  char hex[24];
+  std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(unique));
+  return nameBase + "." + hex;
+}
+
+// Unique per process even when the clock does not move (several recorders may share a namespace).
+uint64_t NextUnique(std::chrono::system_clock::time_point now) {
+  static std::atomic<uint64_t> lastUnique{0};
+  const uint64_t nanos = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count());
+  uint64_t prev = lastUnique.load();
+  uint64_t unique;
+  do {
+    unique = nanos > prev ? nanos : prev + 1;
+  } while (!lastUnique.compare_exchange_weak(prev, unique));
+  return unique;
+}
+
+nlohmann::json SeriesJson(int64_t count, std::chrono::system_clock::time_point lastObserved) {
+  return {{"count", count}, {"lastObservedTime", FormatMicroTime(lastObserved)}};
+}
+
+}  // namespace
+
+std::chrono::milliseconds EventRecorder::ExpiryPeriod() const {
+  return std::max<std::chrono::milliseconds>(options_.dedupWindow / 10,
+                                             std::chrono::milliseconds(100));
+}
+
+EventRecorder::Series* EventRecorder::FindLocked(const SeriesId& id, TrackedObject** object) {
+  auto it = objects_.find(id.objectKey);
+  if (it == objects_.end()) return nullptr;
+  if (object) *object = &it->second;
+  for (Series& s : it->second.series) {
+    if (s.key == id.seriesKey) return &s;
+  }
+  return nullptr;
+}
+
+void EventRecorder::MarkDirtyLocked(const std::string& objectKey, Series& s) {
+  if (s.dirty) return;
+  s.dirty = true;
+  dirty_.push_back({objectKey, s.key});
+}
+
+// client-go's token bucket (see kube/token_bucket.h), inline: a TokenBucket per object would
+// cost a heap object with its own mutex; mu_ already guards this state.
+bool EventRecorder::TakeTokenLocked(TrackedObject& object,
+                                    std::chrono::steady_clock::time_point now) const {
+  if (options_.perObjectQps <= 0) return true;
+  if (now > object.refilled) {
+    const double elapsed = std::chrono::duration<double>(now - object.refilled).count();
+    object.tokens = std::min<double>(std::max(options_.perObjectBurst, 1),
+                                     object.tokens + elapsed * options_.perObjectQps);
+    object.refilled = now;
+  }
+  if (object.tokens < 1) return false;
+  object.tokens -= 1;
+  return true;
+}
+
+bool EventRecorder::BucketFullLocked(const TrackedObject& object,
+                                     std::chrono::steady_clock::time_point now) const {
+  if (options_.perObjectQps <= 0) return true;
+  double tokens = object.tokens;
+  if (now > object.refilled) {
+    tokens += std::chrono::duration<double>(now - object.refilled).count() * options_.perObjectQps;
+  }
+  return tokens + 1e-9 >= std::max(options_.perObjectBurst, 1);  // rounding of elapsed * qps
+}
+
+void EventRecorder::MaybeExpireLocked(std::chrono::steady_clock::time_point now) {
+  if (now - lastExpiry_ < ExpiryPeriod()) return;
+  lastExpiry_ = now;
+  for (auto it = objects_.begin(); it != objects_.end();) {
+    auto& series = it->second.series;
+    std::erase_if(series, [&](const Series& s) {
+      return !s.queued && !s.dirty && now - s.lastSeen >= options_.dedupWindow;
+    });
+    if (series.empty() && BucketFullLocked(it->second, now)) {
+      it = objects_.erase(it);
     } else {
       ++it;
     }
@@ -70,38 +189,61 @@ void EventRecorder::ExpireLocked(std::chrono::steady_clock::time_point now) {
 void EventRecorder::Record(const ObjectReference& regarding, EventType type,
                            std::string_view reason, std::string_view action,
                            std::string_view note) {
-  std::string cleanNote = PrepareNote(note);
-  std::string cleanReason = CutUtf8(reason, kMaxReasonBytes);
-  std::string cleanAction = CutUtf8(action.empty() ? reason : action, kMaxReasonBytes);
-  const std::string regardingKey =
-      !regarding.uid.empty() ? regarding.uid
-                             : regarding.kind + "/" + regarding.namespace_ + "/" + regarding.name;
-  std::string key = regardingKey;
-  for (const std::string* part : {&cleanReason, &cleanAction, &cleanNote}) {
-    key += '\x1f';
-    key += *part;
-  }
-  key += TypeName(type);
+  EventContent content;
+  content.note = PrepareNote(note);
+  content.reason = CutUtf8(reason, kMaxReasonBytes);
+  content.action = CutUtf8(action.empty() ? reason : action, kMaxReasonBytes);
+  content.type = type;
+  Hasher hasher;
+  hasher.Add(content.reason);
+  hasher.Add(content.action);
+  hasher.Add(content.note);
+  hasher.Add(TypeName(type));
+  // Two different events share a series only if they are about the same object AND their 64-bit
+  // hashes collide (odds ~ n^2 / 2^65 for n distinct events of one object): accepted.
+  const uint64_t seriesKey = hasher.Finish();
+  std::string objectKey = !regarding.uid.empty()
+                              ? regarding.uid
+                              : regarding.kind + "/" + regarding.namespace_ + "/" + regarding.name;
 
   const auto steadyNow = clock_.SteadyNow();
   const auto wallNow = clock_.Now();
   std::lock_guard lock(mu_);
-  if (series_.size() > 4 * options_.queueCapacity) ExpireLocked(steadyNow);
-  auto it = series_.find(key);
-  if (it != series_.end() && steadyNow - it->second.lastSeen < options_.dedupWindow) {
-    Series& s = it->second;
-    ++s.count;
-    s.lastObserved = wallNow;
-    s.lastSeen = steadyNow;
-    ++stats_.deduplicated;
-    if (!s.queued) dirtySeries_.insert(key);  // after the create, its count follows
-    return;
+  MaybeExpireLocked(steadyNow);
+  auto objectIt = objects_.find(objectKey);
+  if (objectIt != objects_.end()) {
+    auto& series = objectIt->second.series;
+    auto s = std::find_if(series.begin(), series.end(),
+                          [&](const Series& x) { return x.key == seriesKey; });
+    if (s != series.end()) {
+      // A series with a write pending folds the repeat even when its window ran out: its
+      // Event is being written (or re-written) anyway.
+      if (steadyNow - s->lastSeen < options_.dedupWindow || s->queued || s->dirty) {
+        if (s->count < std::numeric_limits<int32_t>::max()) ++s->count;
+        s->lastObserved = wallNow;
+        s->lastSeen = steadyNow;
+        ++stats_.deduplicated;
+        if (!s->repeated) {  // to create the Event again if it expired before its count is written
+          content.regarding = regarding;
+          content.eventTime = wallNow;
+          s->repeated = std::make_unique<EventContent>(std::move(content));
+        }
+        if (!s->queued) MarkDirtyLocked(objectKey, *s);  // after the create, its count follows
+        return;
+      }
+      series.erase(s);  // out of the window: a new Event
+    }
+  } else {
+    TrackedObject object;
+    object.eventNamespace = regarding.namespace_.empty() ? "default" : regarding.namespace_;
+    object.nameBase = NameBase(regarding.name);
+    object.tokens = std::max(options_.perObjectBurst, 1);
+    object.refilled = steadyNow;
+    object.series.reserve(2);  // a Job gets two Events: Started and a terminal one
+    objectIt = objects_.emplace(objectKey, std::move(object)).first;
   }
-  auto& bucket = limits_[regardingKey];
-  if (!bucket) {
-    bucket = std::make_unique<TokenBucket>(options_.perObjectQps, options_.perObjectBurst, clock_);
-  }
-  if (!bucket->TryAccept()) {
+  TrackedObject& object = objectIt->second;
+  if (!TakeTokenLocked(object, steadyNow)) {
     ++stats_.droppedRateLimited;
     return;
   }
@@ -109,122 +251,109 @@ void EventRecorder::Record(const ObjectReference& regarding, EventType type,
     ++stats_.droppedQueueFull;
     return;
   }
-  Series s;
-  s.eventNamespace = regarding.namespace_.empty() ? "default" : regarding.namespace_;
-  nlohmann::json ref = {
-      {"apiVersion", regarding.apiVersion}, {"kind", regarding.kind}, {"name", regarding.name}};
-  if (!regarding.namespace_.empty()) ref["namespace"] = regarding.namespace_;
-  if (!regarding.uid.empty()) ref["uid"] = regarding.uid;
-  if (!regarding.resourceVersion.empty()) ref["resourceVersion"] = regarding.resourceVersion;
-  s.event = {{"apiVersion", "events.k8s.io/v1"},
-             {"kind", "Event"},
-             {"metadata", {{"namespace", s.eventNamespace}}},
-             {"eventTime", FormatMicroTime(wallNow)},
-             {"reportingController", options_.reportingController},
-             {"reportingInstance", options_.reportingInstance},
-             {"action", cleanAction},
-             {"reason", cleanReason},
-             {"type", TypeName(type)},
-             {"regarding", std::move(ref)}};
-  if (!cleanNote.empty()) s.event["note"] = cleanNote;
+  Series& s = object.series.emplace_back();
+  s.key = seriesKey;
   s.lastObserved = wallNow;
   s.lastSeen = steadyNow;
   s.queued = true;
-  series_[key] = std::move(s);
-  createQueue_.push_back(key);
+  content.regarding = regarding;
+  content.eventTime = wallNow;
+  createQueue_.push_back({{std::move(objectKey), seriesKey}, std::move(content)});
   cv_.notify_all();
 }
 
-namespace {
-// "<regarding>.<hex>", unique per recorder even when the clock does not move.
-std::string EventName(const nlohmann::json& event, uint64_t unique) {
-  std::string base = event["regarding"].value("name", "event");
-  if (base.empty()) base = "event";
-  if (base.size() > 200) base.resize(200);
-  char hex[24];
-  std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(unique));
-  return base + "." + hex;
+nlohmann::json EventRecorder::EventJson(const EventContent& c, const std::string& ns,
+                                        const std::string& name) const {
+  const ObjectReference& r = c.regarding;
+  nlohmann::json ref = {{"apiVersion", r.apiVersion}, {"kind", r.kind}, {"name", r.name}};
+  if (!r.namespace_.empty()) ref["namespace"] = r.namespace_;
+  if (!r.uid.empty()) ref["uid"] = r.uid;
+  if (!r.resourceVersion.empty()) ref["resourceVersion"] = r.resourceVersion;
+  nlohmann::json event = {{"apiVersion", "events.k8s.io/v1"},
+                          {"kind", "Event"},
+                          {"metadata", {{"namespace", ns}, {"name", name}}},
+                          {"eventTime", FormatMicroTime(c.eventTime)},
+                          {"reportingController", options_.reportingController},
+                          {"reportingInstance", options_.reportingInstance},
+                          {"action", c.action},
+                          {"reason", c.reason},
+                          {"type", TypeName(c.type)},
+                          {"regarding", std::move(ref)}};
+  if (!c.note.empty()) event["note"] = c.note;
+  return event;
 }
-}  // namespace
 
-void EventRecorder::Write(const std::string& key) {
-  // Called without mu_ held, for one dedup key that has a queued create or a dirty count.
-  nlohmann::json event;
-  std::string name, ns;
-  int64_t count = 0;
+void EventRecorder::Write(const SeriesId& id, std::unique_ptr<EventContent> content) {
+  // Called without mu_ held, for one series with a create (content set) or a count to write.
+  std::string ns, nameBase;
+  uint64_t unique = 0;
+  int32_t count = 0;
   std::chrono::system_clock::time_point lastObserved;
   {
     std::lock_guard lock(mu_);
-    auto it = series_.find(key);
-    if (it == series_.end()) return;
-    event = it->second.event;
-    name = it->second.eventName;
-    ns = it->second.eventNamespace;
-    count = it->second.count;
-    lastObserved = it->second.lastObserved;
+    TrackedObject* object = nullptr;
+    Series* s = FindLocked(id, &object);
+    if (s == nullptr) return;
+    ns = object->eventNamespace;
+    nameBase = object->nameBase;
+    unique = s->unique;
+    count = s->count;
+    lastObserved = s->lastObserved;
   }
   const ResourceRef ref = EventsResource();
-  static std::atomic<uint64_t> lastUnique{0};
-  auto create = [&](bool withSeries) -> StatusOr<nlohmann::json> {
-    uint64_t nanos = static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(clock_.Now().time_since_epoch())
-            .count());
-    uint64_t prev = lastUnique.load();
-    uint64_t unique;
-    do {
-      unique = nanos > prev ? nanos : prev + 1;
-    } while (!lastUnique.compare_exchange_weak(prev, unique));
-    event["metadata"]["name"] = EventName(event, unique);
-    if (withSeries && count > 1) {
-      event["series"] = {{"count", count}, {"lastObservedTime", FormatMicroTime(lastObserved)}};
-    }
-    return client_.Create(ref, ns, event, {});
+  uint64_t createdUnique = 0;
+  auto create = [&](const EventContent& c) -> Status {
+    const uint64_t u = NextUnique(clock_.Now());
+    nlohmann::json event = EventJson(c, ns, EventName(nameBase, u));
+    if (count > 1) event["series"] = SeriesJson(count, lastObserved);
+    auto r = client_.Create(ref, ns, event, {});
+    if (r.ok()) createdUnique = u;
+    return r.status();
   };
 
   Status result;
-  bool created = false;
-  if (name.empty()) {
-    auto r = create(/*withSeries=*/true);
-    result = r.status();
-    if (r.ok()) {
-      name = (*r)["metadata"].value("name", "");
-      created = true;
+  if (content) {
+    result = create(*content);
+  } else if (unique != 0) {
+    nlohmann::json patch = {{"series", SeriesJson(count, lastObserved)}};
+    result =
+        client_.Patch(ref, ns, EventName(nameBase, unique), PatchType::kMerge, patch, {}).status();
+    if (result.code() == StatusCode::kNotFound) {  // the Event expired (TTL): start it again
+      {
+        std::lock_guard lock(mu_);
+        Series* s = FindLocked(id);
+        if (s != nullptr && s->repeated) content = std::make_unique<EventContent>(*s->repeated);
+      }
+      if (content) result = create(*content);
     }
   } else {
-    nlohmann::json patch = {
-        {"series", {{"count", count}, {"lastObservedTime", FormatMicroTime(lastObserved)}}}};
-    auto r = client_.Patch(ref, ns, name, PatchType::kMerge, patch, {});
-    result = r.status();
-    if (result.code() == StatusCode::kNotFound) {  // the Event expired (TTL): start it again
-      auto c = create(/*withSeries=*/true);
-      result = c.status();
-      if (c.ok()) {
-        name = (*c)["metadata"].value("name", "");
-        created = true;
-      }
-    }
+    return;  // not created (a failed create): nothing to count on
   }
 
   std::lock_guard lock(mu_);
-  auto it = series_.find(key);
+  TrackedObject* object = nullptr;
+  Series* s = FindLocked(id, &object);
   if (!result.ok()) {
     ++stats_.failed;
-    if (it != series_.end() && it->second.eventName.empty()) series_.erase(it);
+    if (s != nullptr && s->unique == 0) {  // the create failed: the next occurrence tries again
+      std::erase_if(object->series, [&](const Series& x) { return x.key == id.seriesKey; });
+      s = nullptr;
+    }
   } else {
-    if (created) {
+    if (createdUnique != 0) {
       ++stats_.created;
       if (count > 1) ++stats_.seriesUpdates;
     } else {
       ++stats_.seriesUpdates;
     }
-    if (it != series_.end()) {
-      it->second.eventName = name;
-      it->second.event = event;
-      it->second.writtenCount = count;
-      it->second.queued = false;
-      if (it->second.count > count) dirtySeries_.insert(key);
+    if (s != nullptr) {
+      if (createdUnique != 0) s->unique = createdUnique;
+      s->writtenCount = count;
+      s->queued = false;
+      if (s->count > count) MarkDirtyLocked(id.objectKey, *s);
     }
   }
+  if (s != nullptr && !s->dirty) s->repeated.reset();  // no write needs the content any more
   if (!result.ok()) Log("writing an Event failed: " + result.ToString());
 }
 
@@ -232,7 +361,7 @@ void EventRecorder::Loop(std::stop_token stop) {
   std::unique_lock lock(mu_);
   while (!stop.stop_requested()) {
     auto seriesDue = [&] {
-      return !dirtySeries_.empty() &&
+      return !dirty_.empty() &&
              (flushRequested_ || clock_.SteadyNow() - lastSeriesWrite_ >= options_.seriesInterval);
     };
     if (createQueue_.empty() && !seriesDue()) {
@@ -240,26 +369,30 @@ void EventRecorder::Loop(std::stop_token stop) {
         flushRequested_ = false;
         idleCv_.notify_all();
       }
-      if (dirtySeries_.empty()) {
-        cv_.wait(lock, stop, [&] { return !createQueue_.empty() || flushRequested_; });
-      } else {
-        cv_.wait_for(lock, stop, options_.seriesInterval,
-                     [&] { return !createQueue_.empty() || flushRequested_; });
+      MaybeExpireLocked(clock_.SteadyNow());  // also when Record() is not called for a while
+      auto timeout = ExpiryPeriod();
+      if (!dirty_.empty()) {
+        timeout = std::min(timeout, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        options_.seriesInterval));
       }
+      cv_.wait_for(lock, stop, timeout, [&] { return !createQueue_.empty() || flushRequested_; });
       continue;
     }
     busy_ = true;
     if (!createQueue_.empty()) {
-      std::string key = std::move(createQueue_.front());
+      CreateRequest request = std::move(createQueue_.front());
       createQueue_.pop_front();
       lock.unlock();
-      Write(key);
+      Write(request.id, std::make_unique<EventContent>(std::move(request.content)));
       lock.lock();
     } else {
-      std::vector<std::string> keys(dirtySeries_.begin(), dirtySeries_.end());
-      dirtySeries_.clear();
+      std::vector<SeriesId> ids;
+      ids.swap(dirty_);
+      for (const SeriesId& id : ids) {
+        if (Series* s = FindLocked(id)) s->dirty = false;
+      }
       lock.unlock();
-      for (const auto& k : keys) Write(k);
+      for (const SeriesId& id : ids) Write(id, nullptr);
       lock.lock();
       lastSeriesWrite_ = clock_.SteadyNow();
     }
@@ -273,7 +406,7 @@ bool EventRecorder::Flush(std::chrono::milliseconds timeout) {
   flushRequested_ = true;
   cv_.notify_all();
   return idleCv_.wait_for(lock, timeout, [&] {
-    return createQueue_.empty() && dirtySeries_.empty() && !busy_ && !flushRequested_;
+    return createQueue_.empty() && dirty_.empty() && !busy_ && !flushRequested_;
   });
 }
 

@@ -2,8 +2,12 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <malloc.h>
 
+#include <atomic>
+#include <cstdio>
 #include <regex>
+#include <thread>
 
 #include "kube/resource.h"
 #include "kube/testing/fake_clock.h"
@@ -187,6 +191,173 @@ TEST_F(EventsTest, WriteFailuresAreCountedAndTheNextOccurrenceTriesAgain) {
   rec.Record(job_, EventType::kNormal, "Started", "Run", "x");
   ASSERT_TRUE(rec.Flush(5s));
   EXPECT_EQ(Events("ci").size(), 1u);
+}
+
+// Counts creates and patches and keeps nothing, so that a heap measurement sees only the
+// recorder's own memory (FakeKubeClient stores every Event it is given).
+class FakeCountingKubeClient final : public KubeClient {
+ public:
+  StatusOr<nlohmann::json> Get(const ResourceRef&, std::string_view, std::string_view) override {
+    return Status(StatusCode::kNotFound, "not stored");
+  }
+  StatusOr<ObjectList> List(const ResourceRef&, std::string_view, const ListOptions&) override {
+    return ObjectList{};
+  }
+  StatusOr<nlohmann::json> Create(const ResourceRef&, std::string_view,
+                                  const nlohmann::json& object, const WriteOptions&) override {
+    ++creates;
+    return object;
+  }
+  StatusOr<nlohmann::json> Update(const ResourceRef&, std::string_view,
+                                  const nlohmann::json& object, const WriteOptions&) override {
+    return object;
+  }
+  StatusOr<nlohmann::json> UpdateStatus(const ResourceRef&, std::string_view,
+                                        const nlohmann::json& object,
+                                        const WriteOptions&) override {
+    return object;
+  }
+  StatusOr<nlohmann::json> Patch(const ResourceRef&, std::string_view, std::string_view, PatchType,
+                                 const nlohmann::json& patch, const PatchOptions&) override {
+    ++patches;
+    return patch;
+  }
+  Status Delete(const ResourceRef&, std::string_view, std::string_view,
+                const DeleteOptions&) override {
+    return Status();
+  }
+  Status Watch(const ResourceRef&, std::string_view, const WatchOptions&, std::stop_token,
+               const WatchHandler&) override {
+    return Status();
+  }
+
+  std::atomic<uint64_t> creates{0};
+  std::atomic<uint64_t> patches{0};
+};
+
+ObjectReference NumberedJob(int i) {
+  char name[16];
+  std::snprintf(name, sizeof name, "job-%06d", i);
+  char uid[40];  // the shape of a real uid (36 characters: one heap allocation as a key)
+  std::snprintf(uid, sizeof uid, "00000000-0000-4000-8000-%012d", i);
+  return {"execution.ayatori.ddupan.top/v1alpha1", "Job", "ci", name, uid, "12345"};
+}
+
+TEST_F(EventsTest, KeepsLittleMemoryPerRegardingObject) {
+  constexpr int kObjects = 10000;
+  FakeCountingKubeClient counting;
+  EventRecorderOptions o = Options();
+  o.queueCapacity = 2 * kObjects;
+  EventRecorder rec(counting, clock_, o);
+  std::vector<ObjectReference> refs;
+  refs.reserve(kObjects);
+  for (int i = 0; i < kObjects; ++i) refs.push_back(NumberedJob(i));
+  // Warm up the writer thread (its malloc arena) before measuring.
+  rec.Record(NumberedJob(-1), EventType::kNormal, "Warmup", "Run", "");
+  ASSERT_TRUE(rec.Flush(5s));
+
+  const size_t before = mallinfo2().uordblks;
+  for (int i = 0; i < kObjects; ++i) {
+    rec.Record(refs[i], EventType::kNormal, "Started", "Run", "the backend started the Job");
+    rec.Record(refs[i], EventType::kNormal, "Succeeded", "Run", "the Job completed");
+  }
+  ASSERT_TRUE(rec.Flush(60s));
+  const size_t after = mallinfo2().uordblks;
+
+  EXPECT_EQ(rec.TrackedObjects(), static_cast<size_t>(kObjects) + 1);
+  EXPECT_EQ(counting.creates.load(), 2u * kObjects + 1);
+  EXPECT_EQ(rec.Stats().created, 2u * kObjects + 1);
+  const double perObject = after > before ? static_cast<double>(after - before) / kObjects : 0.0;
+  std::printf("EventRecorder heap per regarding object with two Events: %.0f bytes\n", perObject);
+  RecordProperty("bytes_per_regarding_object", static_cast<int>(perObject));
+  EXPECT_LE(perObject, 400.0);
+}
+
+TEST_F(EventsTest, IdleSeriesAndRefilledObjectsAreForgottenAndRepeatsCreateNewEvents) {
+  EventRecorderOptions o = Options();
+  o.dedupWindow = 10min;
+  o.perObjectBurst = 25;
+  o.perObjectQps = 1.0 / 600;  // two tokens take 20 minutes to come back
+  EventRecorder rec(fake_, clock_, o);
+  for (int i = 0; i < 3; ++i) {
+    rec.Record(NumberedJob(i), EventType::kNormal, "Started", "Run", "");
+    rec.Record(NumberedJob(i), EventType::kNormal, "Succeeded", "Run", "");
+  }
+  ASSERT_TRUE(rec.Flush(5s));
+  EXPECT_EQ(rec.TrackedObjects(), 3u);
+  EXPECT_EQ(Events("ci").size(), 6u);
+
+  // The series are idle for the window, but the buckets have not refilled: objects stay.
+  clock_.Advance(10min);
+  rec.Record(NumberedJob(100), EventType::kNormal, "Started", "Run", "");
+  EXPECT_EQ(rec.TrackedObjects(), 4u);
+  ASSERT_TRUE(rec.Flush(5s));  // a series whose create is queued is kept
+
+  // Refilled buckets and no series: nothing is left of the first three objects (nor of job 100,
+  // whose one token came back and whose series went idle).
+  clock_.Advance(10min);
+  rec.Record(NumberedJob(200), EventType::kNormal, "Started", "Run", "");
+  EXPECT_EQ(rec.TrackedObjects(), 1u);
+
+  rec.Record(NumberedJob(0), EventType::kNormal, "Started", "Run", "");
+  ASSERT_TRUE(rec.Flush(5s));
+  EXPECT_EQ(rec.TrackedObjects(), 2u);
+  EXPECT_EQ(rec.Stats().deduplicated, 0u);
+  EXPECT_EQ(rec.Stats().created, 9u);
+  int startedOfJob0 = 0;
+  for (const auto& e : Events("ci")) {
+    if (e["regarding"]["name"] == "job-000000" && e["reason"] == "Started") ++startedOfJob0;
+    EXPECT_FALSE(e.contains("series")) << e.dump();
+  }
+  EXPECT_EQ(startedOfJob0, 2);
+}
+
+TEST_F(EventsTest, TheWriterThreadForgetsIdleObjectsWithoutFurtherRecords) {
+  EventRecorderOptions o = Options();
+  o.dedupWindow = 1s;  // expiry runs every 100 ms of real time from the writer thread
+  o.perObjectQps = 0;  // no rate limit: an object without series is forgotten at once
+  EventRecorder rec(fake_, clock_, o);
+  rec.Record(job_, EventType::kNormal, "Started", "Run", "");
+  rec.Record(job_, EventType::kNormal, "Succeeded", "Run", "");
+  ASSERT_TRUE(rec.Flush(5s));
+  EXPECT_EQ(rec.TrackedObjects(), 1u);
+  clock_.Advance(2s);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (rec.TrackedObjects() != 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(rec.TrackedObjects(), 0u);
+}
+
+TEST_F(EventsTest, ARefilledBucketAllowsABurstAgainButNoMore) {
+  EventRecorderOptions o = Options();
+  o.perObjectBurst = 3;
+  o.perObjectQps = 1.0 / 60;
+  EventRecorder rec(fake_, clock_, o);
+  auto record = [&](const ObjectReference& ref, int from, int n) {
+    for (int i = from; i < from + n; ++i) {
+      rec.Record(ref, EventType::kNormal, "Progress", "Run", "step " + std::to_string(i));
+    }
+  };
+  ObjectReference other = NumberedJob(2);
+  record(job_, 0, 5);
+  record(other, 0, 3);  // its own budget
+  ASSERT_TRUE(rec.Flush(5s));
+  EXPECT_EQ(rec.Stats().created, 6u);
+  EXPECT_EQ(rec.Stats().droppedRateLimited, 2u);
+
+  clock_.Advance(30s);  // half a token
+  record(job_, 5, 1);
+  ASSERT_TRUE(rec.Flush(5s));
+  EXPECT_EQ(rec.Stats().created, 6u);
+  EXPECT_EQ(rec.Stats().droppedRateLimited, 3u);
+
+  clock_.Advance(1h);  // refilled to the burst, not beyond
+  record(job_, 10, 5);
+  ASSERT_TRUE(rec.Flush(5s));
+  EXPECT_EQ(rec.Stats().created, 9u);
+  EXPECT_EQ(rec.Stats().droppedRateLimited, 5u);
+  EXPECT_EQ(Events("ci").size(), 9u);
 }
 
 }  // namespace
