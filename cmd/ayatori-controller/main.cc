@@ -1,4 +1,5 @@
 // ayatori-controller: reconciles execution.ayatori.ddupan.top Jobs (see docs/operations.md).
+#include <malloc.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -65,9 +66,24 @@ std::string Identity() {
   return std::string(host) + "_" + std::to_string(getpid());
 }
 
+// glibc malloc settings for a process whose long-lived state is many small cache entries while
+// its transient garbage comes in bursts (list pages, watch events, response bodies):
+//  - a fixed mmap threshold: with the default, freeing one large mmapped block raises the
+//    threshold up to 32 MiB, after which response bodies and buffers of list pages come from the
+//    heap, between cache entries, and what they leave behind is never returned to the kernel;
+//  - two arenas instead of 8 per core: every watch, worker and writer thread otherwise gets an
+//    arena of its own, each keeping its free memory.
+// Measured with hack/bench-kubernetes.sh (1000 Jobs, their batch Jobs and pods): a fresh
+// controller's RSS after syncing went from 32 MiB to 20 MiB (17.5 MiB with no Job).
+void TuneMalloc() {
+  mallopt(M_MMAP_THRESHOLD, 64 * 1024);
+  mallopt(M_ARENA_MAX, 2);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  TuneMalloc();
   Flags f;
   CLI::App app{"ayatori-controller: runs execution.ayatori.ddupan.top Jobs exactly once"};
   app.add_option("--kubeconfig", f.kubeconfig,

@@ -107,6 +107,11 @@ class KubeClient {
   // One page; see ListAll for every page.
   virtual StatusOr<ObjectList> List(const ResourceRef& ref, std::string_view ns,
                                     const ListOptions& options) = 0;
+  // One page like List(), handing each item to `visit` as soon as it is decoded, so the page is
+  // never one document in memory; the returned list carries no items. The default calls List().
+  virtual StatusOr<ObjectList> ListEach(const ResourceRef& ref, std::string_view ns,
+                                        const ListOptions& options,
+                                        const std::function<void(nlohmann::json&& item)>& visit);
   virtual StatusOr<nlohmann::json> Create(const ResourceRef& ref, std::string_view ns,
                                           const nlohmann::json& object,
                                           const WriteOptions& options) = 0;

@@ -17,14 +17,23 @@ const char* WatchEventTypeName(WatchEventType type) {
   return "UNKNOWN";
 }
 
+StatusOr<ObjectList> KubeClient::ListEach(const ResourceRef& ref, std::string_view ns,
+                                          const ListOptions& options,
+                                          const std::function<void(nlohmann::json&& item)>& visit) {
+  auto list = List(ref, ns, options);
+  if (!list.ok()) return list.status();
+  for (auto& item : list->items) visit(std::move(item));
+  list->items.clear();
+  return list;
+}
+
 StatusOr<std::string> ListAll(KubeClient& client, const ResourceRef& ref, std::string_view ns,
                               const ListOptions& options,
                               const std::function<void(nlohmann::json&& item)>& visit) {
   ListOptions page = options;
   for (;;) {
-    auto list = client.List(ref, ns, page);
+    auto list = client.ListEach(ref, ns, page, visit);
     if (!list.ok()) return list.status();
-    for (auto& item : list->items) visit(std::move(item));
     if (list->continueToken.empty()) return list->resourceVersion;
     page.continueToken = std::move(list->continueToken);
     // Later pages are served from the first page's snapshot; a resourceVersion must not be sent.

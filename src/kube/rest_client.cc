@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "kube/api_error.h"
+#include "kube/list_decoder.h"
 #include "kube/resource.h"
 
 namespace ayatori::kube {
@@ -182,6 +183,17 @@ StatusOr<nlohmann::json> RestClient::Get(const ResourceRef& ref, std::string_vie
 
 StatusOr<ObjectList> RestClient::List(const ResourceRef& ref, std::string_view ns,
                                       const ListOptions& o) {
+  std::vector<nlohmann::json> items;
+  auto list =
+      ListEach(ref, ns, o, [&](nlohmann::json&& item) { items.push_back(std::move(item)); });
+  if (!list.ok()) return list.status();
+  list->items = std::move(items);
+  return list;
+}
+
+StatusOr<ObjectList> RestClient::ListEach(const ResourceRef& ref, std::string_view ns,
+                                          const ListOptions& o,
+                                          const std::function<void(nlohmann::json&& item)>& visit) {
   Target t{"list", &ref, ns, {}, {}};
   std::string url = config_.server + ResourcePath(ref, ns) +
                     QueryString({{"labelSelector", o.labelSelector},
@@ -190,28 +202,11 @@ StatusOr<ObjectList> RestClient::List(const ResourceRef& ref, std::string_view n
                                  {"resourceVersionMatch", o.resourceVersionMatch},
                                  {"limit", o.limit > 0 ? std::to_string(o.limit) : ""},
                                  {"continue", o.continueToken}});
-  auto j = ExecuteJson(t, "GET", std::move(url), "", "");
-  if (!j.ok()) return j.status();
+  auto resp = Execute(t, "GET", std::move(url), "", "");
+  if (!resp.ok()) return resp.status();
   ObjectList list;
-  auto meta = j->find("metadata");
-  if (meta != j->end() && meta->is_object()) {
-    list.resourceVersion = meta->value("resourceVersion", "");
-    list.continueToken = meta->value("continue", "");
-  }
-  auto items = j->find("items");
-  if (items != j->end() && items->is_array()) {
-    list.items.reserve(items->size());
-    // The list's kind is "XList"; items of built-in lists omit kind/apiVersion, so restore them.
-    std::string kind = j->value("kind", "");
-    if (kind.size() > 4 && kind.ends_with("List")) kind.resize(kind.size() - 4);
-    for (auto& item : *items) {
-      if (item.is_object()) {
-        if (!item.contains("kind") && !kind.empty()) item["kind"] = kind;
-        if (!item.contains("apiVersion")) item["apiVersion"] = ref.GroupVersion();
-      }
-      list.items.push_back(std::move(item));
-    }
-  }
+  Status s = DecodeListStreaming(resp->body, ref.GroupVersion(), &list, visit);
+  if (!s.ok()) return Status(s.code(), "list " + ref.GroupResource() + ": " + s.message());
   return list;
 }
 

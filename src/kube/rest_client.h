@@ -59,6 +59,9 @@ class RestClient final : public KubeClient {
 
   StatusOr<nlohmann::json> Get(const ResourceRef& ref, std::string_view ns,
                                std::string_view name) override;
+  StatusOr<ObjectList> ListEach(const ResourceRef& ref, std::string_view ns,
+                                const ListOptions& options,
+                                const std::function<void(nlohmann::json&& item)>& visit) override;
   StatusOr<ObjectList> List(const ResourceRef& ref, std::string_view ns,
                             const ListOptions& options) override;
   StatusOr<nlohmann::json> Create(const ResourceRef& ref, std::string_view ns,
