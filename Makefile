@@ -4,7 +4,7 @@ CTEST_FLAGS ?= --output-on-failure --no-tests=error
 TESTENV := hack/testenv/testenv.sh
 
 .PHONY: all deps configure build testenv test test-unit test-integration test-e2e demo demo-down \
-        format format-check tidy bench clean
+        demo-kubernetes demo-kubernetes-down format format-check tidy bench bench-kubernetes clean
 
 all: build
 
@@ -41,8 +41,20 @@ demo: build testenv
 demo-down:
 	@hack/demo.sh down
 
+# The Kubernetes backend on the e2e control plane (kwok simulates the node): a Job that succeeds,
+# one that fails and one cancelled while it runs.
+demo-kubernetes: build testenv
+	@hack/demo.sh up-kubernetes
+
+demo-kubernetes-down:
+	@hack/demo.sh down-kubernetes
+
 bench: build testenv
 	@hack/bench.sh
+
+# N=1000 by default; N=10000 for the large run.
+bench-kubernetes: build testenv
+	@AYATORI_BUILD_DIR=$(BUILD_DIR) hack/bench-kubernetes.sh --n=$(or $(N),1000)
 
 format:
 	@git ls-files '*.h' '*.cc' | xargs clang-format -i

@@ -154,7 +154,7 @@ if [ "$ayatori_jobs" -gt 0 ]; then
     printf "\nfresh controller RSS: %d KiB with no Job, %d KiB after syncing %d finished Jobs: %.2f KiB per cached Job (target <= 3)\n", e, f, n, (f - e) / n }'
   if [ "$trim_empty" != - ]; then
     awk -v e="$trim_empty" -v l="$trim_live" -v f="$trim_full" -v n="$ayatori_jobs" 'BEGIN {
-      printf "after malloc_trim(0): %d KiB with no Job; %d KiB in the controller that ran the Jobs (%.2f KiB per Job); %d KiB in the fresh one (%.2f KiB per Job)\n", e, l, (l - e) / n, f, (f - e) / n }'
+      printf "after malloc_trim(0): %d KiB with no Job; %d KiB in the controller that ran the Jobs (%.2f KiB per Job, its warm-up and connection pools included); %d KiB in the fresh one (%.2f KiB per Job)\n", e, l, (l - e) / n, f, (f - e) / n }'
   fi
 fi
 exit "$rc"

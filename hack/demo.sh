@@ -3,11 +3,19 @@
 #   demo.sh up     start (or reuse) a control plane, dockerd, the CRDs, a default Docker JobClass
 #                  and the controller; run the example Job; print its status and output
 #   demo.sh down   stop what `up` started (only that, by pid)
+# make demo-kubernetes / make demo-kubernetes-down: the Kubernetes backend (batch/v1 Jobs) on the
+# e2e control plane, whose node is simulated by kwok (pods run and exit as their env says):
+#   demo.sh up-kubernetes     a Job that succeeds, one that fails with exit code 3 and one cancelled
+#                             while it runs; prints their status and the batch Jobs behind them
+#   demo.sh down-kubernetes
 # With KUBECONFIG pointing at a reachable cluster, that cluster is used instead of a local one.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-DEMO=${AYATORI_DEMO_DIR:-/tmp/ayatori-demo}
+case ${1:-} in
+  *kubernetes) DEMO=${AYATORI_DEMO_DIR:-/tmp/ayatori-demo-kubernetes} ;;
+  *) DEMO=${AYATORI_DEMO_DIR:-/tmp/ayatori-demo} ;;
+esac
 BUILD=${BUILD_DIR:-$ROOT/build}
 CONTROLLER=$BUILD/cmd/ayatori-controller/ayatori-controller
 export TESTENV_DIR=$DEMO/testenv AYATORI_DOCKERD_DIR=$DEMO/dockerd
@@ -19,7 +27,9 @@ die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
 
 kube() { "$KUBECTL" "$@"; }
 
+# use_cluster [api|e2e]: the test control plane tier to start when none is reachable.
 use_cluster() {
+  local tier=${1:-api}
   mkdir -p "$DEMO"
   # The kubectl built with the test control plane (same version as its apiserver).
   KUBECTL="$("$ROOT/hack/testenv/testenv.sh" bindir)/kubectl"
@@ -31,7 +41,7 @@ use_cluster() {
   if [ -f "$TESTENV_DIR/env.sh" ] && (source "$TESTENV_DIR/env.sh" && kubectl version >/dev/null 2>&1); then
     echo "reusing the local control plane in $TESTENV_DIR"
   else
-    "$ROOT/hack/testenv/testenv.sh" up api
+    "$ROOT/hack/testenv/testenv.sh" up "$tier"
   fi
   touch "$DEMO/own-cluster"
   # shellcheck disable=SC1091
@@ -40,6 +50,7 @@ use_cluster() {
   echo "export KUBECONFIG=$KUBECONFIG PATH=$TESTENV_BIN:\$PATH" >"$DEMO/kube.env"
 }
 
+# start_controller [flags...]: (re)starts the controller with --kubeconfig and these flags.
 start_controller() {
   local pidfile=$DEMO/controller.pid
   if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
@@ -49,7 +60,7 @@ start_controller() {
   fi
   [ -x "$CONTROLLER" ] || die "controller binary $CONTROLLER is missing: run make build"
   setsid nohup "$CONTROLLER" --kubeconfig="$KUBECONFIG" --metrics-address=127.0.0.1:0 \
-    --docker-endpoint="$DOCKER_HOST" --log-format=json >"$DEMO/controller.log" 2>&1 </dev/null &
+    --log-format=json "$@" >"$DEMO/controller.log" 2>&1 </dev/null &
   echo $! >"$pidfile"
   for _ in $(seq 100); do
     grep -q '"msg":"controller ready"' "$DEMO/controller.log" 2>/dev/null && break
@@ -85,7 +96,7 @@ up() {
     -f "$ROOT/config/samples/jobclass-docker.yaml"
 
   step "starting ayatori-controller"
-  start_controller
+  start_controller --docker-endpoint="$DOCKER_HOST"
 
   step "creating the example Job with its Secret and ConfigMap"
   kube create namespace ci --dry-run=client -o yaml | kube apply -f - >/dev/null
@@ -116,6 +127,89 @@ up() {
   cat "$DEMO/kube.env" "$AYATORI_DOCKERD_DIR/env.sh" >"$DEMO/env.sh"
 }
 
+# A Job of the kubernetes JobClass; the kwok stages read TESTENV_* from the container's env.
+kubernetes_job() {
+  local name=$1 env=$2
+  kube create -n ci -o name -f - <<EOF
+apiVersion: execution.ayatori.ddupan.top/v1alpha1
+kind: Job
+metadata: {name: $name}
+spec:
+  jobClassName: kubernetes
+  task:
+    image: ayatori.local/busybox:1
+    command: [/bin/sh, -c, "echo $name"]
+    env: $env
+EOF
+}
+
+up_kubernetes() {
+  TOTAL=7
+  step "checking the build (make demo-kubernetes built it)"
+  [ -x "$CONTROLLER" ] || die "run 'make demo-kubernetes' (it builds first)"
+  echo "ok: $CONTROLLER"
+
+  step "Kubernetes control plane with kube-controller-manager, kube-scheduler and kwok"
+  use_cluster e2e
+
+  step "installing the CRDs and the kubernetes JobClass"
+  kube apply -f "$ROOT/config/crd/" >/dev/null
+  kube wait --for condition=established --timeout=60s -f "$ROOT/config/crd/" >/dev/null
+  # Not config/samples/kubernetesexecutionparameters.yaml: its gVisor RuntimeClass, PriorityClass,
+  # service account and node pool do not exist on the simulated node.
+  kube apply -f - <<'EOF'
+apiVersion: execution.ayatori.ddupan.top/v1alpha1
+kind: KubernetesExecutionParameters
+metadata: {name: demo}
+spec:
+  extraLabels: {example.com/demo: kubernetes}
+  imagePullFailureTimeoutSeconds: 60
+---
+apiVersion: execution.ayatori.ddupan.top/v1alpha1
+kind: JobClass
+metadata: {name: kubernetes}
+spec:
+  controllerName: execution.ayatori.ddupan.top/kubernetes
+  parametersRef: {group: execution.ayatori.ddupan.top, kind: KubernetesExecutionParameters, name: demo}
+  resources:
+    defaults:
+      requests: {cpu: 100m, memory: 64Mi}
+      limits: {cpu: "1", memory: 256Mi}
+EOF
+
+  step "starting ayatori-controller"
+  start_controller
+
+  step "creating three Jobs: one succeeds, one exits 3, one runs until it is cancelled"
+  kube create namespace ci --dry-run=client -o yaml | kube apply -f - >/dev/null
+  kube delete -n ci ajob/k8s-succeeds ajob/k8s-fails ajob/k8s-cancelled --ignore-not-found \
+    --wait=true >/dev/null
+  kubernetes_job k8s-succeeds '[{name: TESTENV_RUN_FOR, value: 2s}]'
+  kubernetes_job k8s-fails '[{name: TESTENV_RUN_FOR, value: 1s}, {name: TESTENV_EXIT_CODE, value: "3"}]'
+  kubernetes_job k8s-cancelled '[{name: TESTENV_RUN_FOR, value: 24h}]'
+
+  step "waiting for the results; cancelling k8s-cancelled once it runs"
+  kube wait -n ci --for=condition=Succeeded --timeout=120s ajob/k8s-succeeds
+  kube wait -n ci --for=condition=Succeeded=False --timeout=120s ajob/k8s-fails
+  kube wait -n ci --for=jsonpath='{.status.startTime}' --timeout=120s ajob/k8s-cancelled >/dev/null
+  kube patch -n ci ajob/k8s-cancelled --type=merge -p '{"spec":{"desiredState":"Cancelled"}}'
+  kube wait -n ci --for=condition=Succeeded=False --timeout=120s ajob/k8s-cancelled
+
+  step "status"
+  kube get -n ci ajob/k8s-succeeds ajob/k8s-fails ajob/k8s-cancelled
+  echo
+  for j in k8s-succeeds k8s-fails k8s-cancelled; do
+    printf '%s: ' "$j"
+    kube get -n ci "ajob/$j" -o jsonpath='{range .status.conditions[?(@.type=="Succeeded")]}Succeeded={.status} reason={.reason} message="{.message}"{end}{"\n"}'
+  done
+  echo
+  echo "the batch/v1 Jobs behind them (named ayj-<Ayatori Job uid>):"
+  kube get -n ci jobs.batch -o wide
+  cat "$DEMO/kube.env" >"$DEMO/env.sh"
+  echo
+  echo "demo is up. Try:  source $DEMO/env.sh && kubectl get ajob -n ci"
+}
+
 down() {
   if [ -f "$DEMO/controller.pid" ]; then
     p=$(cat "$DEMO/controller.pid")
@@ -125,7 +219,7 @@ down() {
     rm -f "$DEMO/controller.pid"
     echo "controller stopped"
   fi
-  "$ROOT/hack/dockerd.sh" down || true
+  [ "${1:-}" = kubernetes ] || "$ROOT/hack/dockerd.sh" down || true
   if [ -f "$DEMO/own-cluster" ]; then
     "$ROOT/hack/testenv/testenv.sh" down
     echo "control plane stopped"
@@ -136,5 +230,7 @@ down() {
 case ${1:-} in
   up) up ;;
   down) down ;;
-  *) echo "usage: demo.sh up|down" >&2; exit 2 ;;
+  up-kubernetes) up_kubernetes ;;
+  down-kubernetes) down kubernetes ;;
+  *) echo "usage: demo.sh up|down|up-kubernetes|down-kubernetes" >&2; exit 2 ;;
 esac

@@ -3,9 +3,9 @@
 // kube-scheduler, kwok) in one run. Started by hack/bench-kubernetes.sh, which also starts the
 // ayatori-controller whose pid and metrics address it passes here.
 //
-// Each side creates N Jobs at once (several threads sharing one client limited to --qps/--burst)
-// in a namespace of its own, each pod running TESTENV_RUN_FOR (kwok), and watches them until all
-// finished:
+// After an unmeasured warm-up round of --warmup Jobs per side, each side creates N Jobs at once
+// (several threads sharing one client limited to --qps/--burst) in a namespace of its own, each pod
+// running TESTENV_RUN_FOR (kwok), and watches them until all finished:
 //   native   batch/v1 Jobs (backoffLimit 0, restartPolicy Never, the same container and env);
 //   ayatori  execution.ayatori.ddupan.top Jobs of --job-class (controllerName .../kubernetes),
 //            which the controller turns into the same batch/v1 Jobs.
@@ -59,6 +59,7 @@ constexpr const char* kControllerReporter = "execution.ayatori.ddupan.top/contro
 struct Options {
   std::string kubeconfig;
   int n = 1000;
+  int warmup = 100;  // Jobs per side in a first, unmeasured round
   double qps = 100;
   int burst = 200;
   int creators = 16;
@@ -716,9 +717,9 @@ void Report(const Options& o, const std::vector<SideResult>& sides) {
   const SideResult* ayatori = nullptr;
   for (const auto& s : sides) (s.ayatori ? ayatori : native) = &s;
   std::printf(
-      "\nkubernetes bench: N=%d, TESTENV_RUN_FOR=%s, creator client qps %.0f burst %d "
-      "(%d threads)\n",
-      o.n, o.runFor.c_str(), o.qps, o.burst, o.creators);
+      "\nkubernetes bench: N=%d (after an unmeasured warm-up round of %d per side), "
+      "TESTENV_RUN_FOR=%s, creator client qps %.0f burst %d (%d threads)\n",
+      o.n, o.warmup, o.runFor.c_str(), o.qps, o.burst, o.creators);
   if (!o.controllerFlags.empty())
     std::printf("  ayatori-controller %s\n", o.controllerFlags.c_str());
   if (!o.kcmFlags.empty()) std::printf("  kube-controller-manager %s\n", o.kcmFlags.c_str());
@@ -903,6 +904,8 @@ int main(int argc, char** argv) {
   CLI::App app{"Ayatori Jobs (Kubernetes backend) vs native batch/v1 Jobs on one control plane"};
   app.add_option("--kubeconfig", o.kubeconfig, "kubeconfig of the control plane")->required();
   app.add_option("--n", o.n, "Jobs per side")->check(CLI::Range(1, 1000000));
+  app.add_option("--warmup", o.warmup, "Jobs per side in a first round that is not measured")
+      ->check(CLI::Range(0, 100000));
   app.add_option("--qps", o.qps, "client QPS of the creator (both sides)");
   app.add_option("--burst", o.burst, "client burst of the creator (both sides)");
   app.add_option("--creators", o.creators, "threads creating Jobs")->check(CLI::Range(1, 256));
@@ -938,16 +941,33 @@ int main(int argc, char** argv) {
   Probe probe(*config, o);
 
   const std::string suffix = std::to_string(getpid());
-  std::vector<SideResult> results;
+  std::vector<std::string> sideNames;
   std::stringstream sides(o.sides);
   for (std::string side; std::getline(sides, side, ',');) {
     if (side != "native" && side != "ayatori") {
       std::fprintf(stderr, "bench: unknown side %s\n", side.c_str());
       return 2;
     }
-    bool ayatori = side == "ayatori";
+    sideNames.push_back(side);
+  }
+  // Warm-up, as any benchmark does: one-time costs (TLS connections filling the clients' pools,
+  // malloc arenas, informer and workqueue tables growing to their working size, the control
+  // plane's own caches) are paid here, not charged to the measured Jobs. Its Jobs stay in the
+  // cluster, so the measured round's cache sizes start from them.
+  if (o.warmup > 0) {
+    Options w = o;
+    w.n = o.warmup;
+    for (const auto& side : sideNames) {
+      SideResult r = RunSide(w, side == "ayatori", *creator, *watcher, probe,
+                             "bench-" + side + "-warmup-" + suffix);
+      std::fprintf(stderr, "bench: warm-up %s: %d/%d finished in %.1f s (not measured)\n",
+                   r.name.c_str(), r.finished, w.n, r.wallSeconds);
+    }
+  }
+  std::vector<SideResult> results;
+  for (const auto& side : sideNames) {
     results.push_back(
-        RunSide(o, ayatori, *creator, *watcher, probe, "bench-" + side + "-" + suffix));
+        RunSide(o, side == "ayatori", *creator, *watcher, probe, "bench-" + side + "-" + suffix));
   }
   Report(o, results);
   for (const auto& r : results) {

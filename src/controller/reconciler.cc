@@ -395,6 +395,7 @@ void JobReconciler::CountWrite(const api::Job& job, const char* what) {
                   "API writes made for Jobs (finalizer patches, status updates, TTL deletes).",
                   {{"kind", what}})
       .Inc();
+  if (!options_.countWritesPerJob) return;
   std::lock_guard lock(writesMu_);
   auto& [uid, writes] = writes_[job.metadata.namespace_ + "/" + job.metadata.name];
   if (uid != job.metadata.uid) {  // a new Job of the same name

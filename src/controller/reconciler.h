@@ -44,6 +44,9 @@ struct ReconcilerOptions {
   std::function<bool(std::string_view point, const api::Job& job)> crashHook;
   // Upper bound of decide/act iterations in one round (a safety net; the protocol needs ≤ 5).
   int maxSteps = 12;
+  // Keep a count of API writes per Job for WritesFor() (tests). Costs ~200 B per cached Job, so
+  // the controller binary turns it off; ayatori_job_api_writes_total counts writes either way.
+  bool countWritesPerJob = true;
 };
 
 class JobReconciler {
@@ -54,7 +57,8 @@ class JobReconciler {
 
   ReconcileResult Reconcile(const std::string& ns, const std::string& name);
 
-  // API writes made for a Job UID (finalizer, status, delete) since this reconciler started.
+  // API writes made for a Job UID (finalizer, status, delete) since this reconciler started;
+  // 0 unless options.countWritesPerJob.
   uint64_t WritesFor(const std::string& uid) const;
 
  private:

@@ -1,5 +1,6 @@
 #include "kube/informer.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <random>
@@ -65,14 +66,15 @@ void InformerCore::AddIndex(const std::string& name, IndexFunc fn) {
   Index& idx = indexes_[name];
   idx.fn = std::move(fn);
   idx.keys.clear();
-  for (const auto& [k, e] : cache_) {
-    for (auto& v : idx.fn(e.obj)) idx.keys[v].insert(k);
-  }
+  for (const auto& [k, e] : cache_) IndexAddLocked(k, e.obj);
 }
 
 void InformerCore::IndexAddLocked(const std::string& key, const Object& obj) {
   for (auto& [_, idx] : indexes_) {
-    for (auto& v : idx.fn(obj)) idx.keys[v].insert(key);
+    for (auto& v : idx.fn(obj)) {
+      auto& keys = idx.keys[v];
+      if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+    }
   }
 }
 
@@ -81,7 +83,7 @@ void InformerCore::IndexRemoveLocked(const std::string& key, const Object& obj) 
     for (auto& v : idx.fn(obj)) {
       auto it = idx.keys.find(v);
       if (it == idx.keys.end()) continue;
-      it->second.erase(key);
+      std::erase(it->second, key);
       if (it->second.empty()) idx.keys.erase(it);
     }
   }
