@@ -14,6 +14,7 @@
 
 #include "api/json.h"
 #include "test/controller/controller_fixture.h"
+#include "test/support/controller_process.h"
 #include "test/support/process.h"
 #include "test/support/testenv.h"
 
@@ -60,8 +61,8 @@ class Binary : public ::testing::Test {
     H().StopController();
   }
 
-  ChildProcess* StartController(const std::vector<std::string>& extraArgs) {
-    auto p = std::make_unique<ChildProcess>();
+  ControllerProcess* StartController(const std::vector<std::string>& extraArgs) {
+    auto p = std::make_unique<ControllerProcess>();
     std::string log = ::testing::TempDir() + "/ayatori-controller-" + ns_ + "-" +
                       std::to_string(processes_.size()) + ".log";
     std::vector<std::string> argv{binary_,
@@ -71,7 +72,7 @@ class Binary : public ::testing::Test {
                                   "--log-level=debug",
                                   "--workers=2"};
     argv.insert(argv.end(), extraArgs.begin(), extraArgs.end());
-    Status s = p->Start(argv, log);
+    Status s = p->Spawn(argv, log);
     EXPECT_TRUE(s.ok()) << s.ToString();
     processes_.push_back(std::move(p));
     return processes_.back().get();
@@ -82,7 +83,7 @@ class Binary : public ::testing::Test {
             "--leader-election-namespace=" + ns_};
   }
 
-  std::string Identity(const ChildProcess* p) {
+  std::string Identity(const ControllerProcess* p) {
     return Hostname() + "_" + std::to_string(p->pid());
   }
 
@@ -117,26 +118,26 @@ class Binary : public ::testing::Test {
 
   std::string binary_;
   std::string ns_;
-  std::vector<std::unique_ptr<ChildProcess>> processes_;
+  std::vector<std::unique_ptr<ControllerProcess>> processes_;
 };
 
 // Two replicas, one Lease: exactly one leads; Jobs succeed; kill -9 the leader and the other
 // takes over within the lease duration; Jobs created afterwards succeed too; no Job ever shows a
 // second execution and no finished Job changes.
 TEST_F(Binary, LeaderElectionTwoReplicas) {
-  ChildProcess* a = StartController(LeaderElectionArgs());
-  ChildProcess* b = StartController(LeaderElectionArgs());
-  ASSERT_TRUE(Eventually([&] { return !LeaseHolder().empty(); }, 30s))
+  ControllerProcess* a = StartController(LeaderElectionArgs());
+  ControllerProcess* b = StartController(LeaderElectionArgs());
+  ASSERT_TRUE(Eventually([&] { return !LeaseHolder().empty(); }, 30s, kApiPoll))
       << "nobody took the Lease " << ns_ << "/ayatori-controller";
   const std::string holder = LeaseHolder();
   ASSERT_TRUE(holder == Identity(a) || holder == Identity(b))
       << "the Lease holder " << holder << " is neither replica";
-  ChildProcess* leader = holder == Identity(a) ? a : b;
-  ChildProcess* standby = leader == a ? b : a;
-  ASSERT_TRUE(Eventually([&] {
-    return leader->Log().find("controller ready") != std::string::npos;
-  })) << "the leader never started its controller";
-  EXPECT_TRUE(HoldsFor([&] { return LeaseHolder() == holder; }, 1s)) << "the lease moved";
+  ControllerProcess* leader = holder == Identity(a) ? a : b;
+  ControllerProcess* standby = leader == a ? b : a;
+  ASSERT_TRUE(
+      Eventually([&] { return leader->Log().find("controller ready") != std::string::npos; }, 20s))
+      << "the leader never started its controller";
+  EXPECT_TRUE(HoldsFor([&] { return LeaseHolder() == holder; }, 1s, kApiPoll)) << "the lease moved";
   // main.cc logs {"msg":"became leader"} when it starts the controller as the leader.
   const std::string becameLeader = R"("msg":"became leader")";
   EXPECT_EQ(Count(leader->Log(), becameLeader), 1);
@@ -166,7 +167,7 @@ TEST_F(Binary, LeaderElectionTwoReplicas) {
   leader->Signal(SIGKILL);
   const auto killedAt = std::chrono::steady_clock::now();
   ASSERT_TRUE(leader->Wait(10s));
-  ASSERT_TRUE(Eventually([&] { return LeaseHolder() == Identity(standby); }, 20s))
+  ASSERT_TRUE(Eventually([&] { return LeaseHolder() == Identity(standby); }, 20s, kApiPoll))
       << "the standby did not take over; holder: " << LeaseHolder();
   const auto takeover = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - killedAt);
@@ -175,8 +176,8 @@ TEST_F(Binary, LeaderElectionTwoReplicas) {
   // The lease expires leaseDuration after its last renewal (at most retryPeriod before the
   // kill); the standby notices at its next retry.
   EXPECT_LE(takeover, 4s + 2 * 500ms + 1s);
-  ASSERT_TRUE(
-      Eventually([&] { return standby->Log().find("controller ready") != std::string::npos; }));
+  ASSERT_TRUE(Eventually(
+      [&] { return standby->Log().find("controller ready") != std::string::npos; }, 20s));
 
   createJobs("after-", &after);
   if (HasFatalFailure()) return;
@@ -204,7 +205,7 @@ TEST_F(Binary, LeaderElectionTwoReplicas) {
 // ResultUnknown (not Succeeded, no completionTime), and only the administrator's confirmation
 // ends it, as BackendLost.
 TEST_F(Binary, KubectlWaitAndSigkillMidRun) {
-  ChildProcess* first = StartController({});
+  ControllerProcess* first = StartController({});
   auto quick = nlohmann::json(
       JobManifest(ns_, "quick", {{"task", {{"env", Env({{"AYATORI_TEST_RUN_SECONDS", "1"}})}}}}));
   auto r = Kubectl({"create", "-f", "-"}, quick.dump());

@@ -95,14 +95,14 @@ TEST_F(CancelInPhase, RunningBackendSlowToStop) {
   const std::string uid = job.metadata.uid;
   Backend().SetIgnoreCancel(true);
   ASSERT_TRUE(Cancel("slow"));
-  ASSERT_TRUE(Eventually([&] { return Calls(uid, Call::kCancel) >= 2; }))
+  ASSERT_TRUE(Eventually([&] { return Calls(uid, Call::kCancel) >= 2; }, 20s))
       << "the controller did not keep asking the backend to stop";
   EXPECT_TRUE(HoldsFor(
       [&] {
         auto j = H().GetJob(ns_, "slow");
         return j.ok() && !IsFinished(*j);
       },
-      1s))
+      1s, kApiPoll))
       << Describe(Get("slow"));
   EXPECT_TRUE(Backend().IsRunning(uid));
   Backend().SetIgnoreCancel(false);
@@ -132,7 +132,7 @@ TEST_F(Race, CancelAndSuccessWhileControllerDown) {
         return j.ok() &&
                HasCondition(*j, api::kConditionSucceeded, ConditionStatus::kTrue, "Completed");
       },
-      1s));
+      1s, kApiPoll));
 }
 
 // The same with the controller running: finish and cancel back to back.
@@ -169,7 +169,7 @@ TEST_F(Deadline, ActiveDeadlineExpires) {
         auto j = H().GetJob(ns_, "deadline");
         return j.ok() && !IsFinished(*j);
       },
-      1s))
+      1s, kApiPoll))
       << "finished before the backend confirmed the stop: " << Describe(Get("deadline"));
   Backend().SetIgnoreCancel(false);
   ASSERT_TRUE(WaitFor("deadline", SucceededIs(ConditionStatus::kFalse, "DeadlineExceeded"),
@@ -190,7 +190,7 @@ TEST_F(Deadline, CountsFromStartTime) {
         auto j = H().GetJob(ns_, "late-start");
         return j.ok() && !IsFinished(*j);
       },
-      2s))
+      2s, kApiPoll))
       << Describe(Get("late-start"));
   Backend().StartExecution(job.metadata.uid);
   ASSERT_TRUE(WaitFor("late-start", SucceededIs(ConditionStatus::kFalse, "DeadlineExceeded"),

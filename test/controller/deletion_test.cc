@@ -24,7 +24,7 @@ class Deletion : public ControllerTest {
           last = *j;
           return j->metadata.deletionTimestamp.has_value() && HasOurFinalizer(*j);
         },
-        window);
+        window, kApiPoll);
     if (held) return ::testing::AssertionSuccess();
     return ::testing::AssertionFailure()
            << "Job " << name << " did not stay with its finalizer; last seen: " << Describe(last);
@@ -114,7 +114,7 @@ TEST_F(Deletion, InCancelling) {
   const std::string uid = job.metadata.uid;
   Backend().SetIgnoreCancel(true);
   ASSERT_TRUE(Cancel("cancelling"));
-  ASSERT_TRUE(Eventually([&] { return Calls(uid, Call::kCancel) >= 1; }));
+  ASSERT_TRUE(Eventually([&] { return Calls(uid, Call::kCancel) >= 1; }, 20s));
   ASSERT_TRUE(Delete("cancelling"));
   EXPECT_TRUE(StaysWithFinalizer("cancelling", 1500ms));
   EXPECT_TRUE(Backend().IsRunning(uid));

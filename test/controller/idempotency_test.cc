@@ -87,7 +87,7 @@ TEST_F(Idempotency, DuplicateEventsAndReconciles) {
         return now.ok() && now->status == finished && H().controller().WritesFor(uid) == writes &&
                callsNow() == calls;
       },
-      1500ms))
+      1500ms, kApiPoll))
       << "a finished Job changed or cost writes/calls after duplicate events: "
       << Describe(Get("dup")) << " writes " << H().controller().WritesFor(uid) << " (was " << writes
       << "), adapter calls " << callsNow() << " (was " << calls << ")";

@@ -112,7 +112,7 @@ TEST_F(Isolation, SameNameWhileOldExecutionRuns) {
         auto j = H().GetJob(ns_, "reused");
         return j.ok() && !IsFinished(*j);
       },
-      1s))
+      1s, kApiPoll))
       << "the old execution's end finished the new Job: " << Describe(Get("reused"));
   Backend().StartExecution(second.metadata.uid);
   Backend().FinishExecution(second.metadata.uid, 0);

@@ -66,7 +66,7 @@ TEST_F(Recovery, RestartInStarting) {
         return j.ok() &&
                HasCondition(*j, api::kConditionSucceeded, ConditionStatus::kUnknown, "Scheduling");
       },
-      500ms));
+      500ms, kApiPoll));
   Backend().StartExecution(uid);
   ASSERT_TRUE(WaitFor("starting", IsRunning, "Running", &job));
   Backend().FinishExecution(uid, 4);
@@ -105,7 +105,7 @@ TEST_F(Recovery, RestartInCancelling) {
   const std::string uid = job.metadata.uid;
   Backend().SetIgnoreCancel(true);
   ASSERT_TRUE(Cancel("cancelling"));
-  ASSERT_TRUE(Eventually([&] { return Calls(uid, Call::kCancel) >= 1; }))
+  ASSERT_TRUE(Eventually([&] { return Calls(uid, Call::kCancel) >= 1; }, 20s))
       << "the controller never asked the backend to cancel";
   job = Get("cancelling");
   EXPECT_FALSE(IsFinished(job)) << "Cancelled before the backend confirmed: " << Describe(job);

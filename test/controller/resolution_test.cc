@@ -132,8 +132,8 @@ TEST_F(Resolution, NamespaceDefaultJobClass) {
   annotatedNamespace_ = true;
   ASSERT_TRUE(H().AnnotateNamespace(ns_, api::kDefaultClassAnnotation, team).ok());
   // The namespace informer must have seen the annotation before the Job is resolved.
-  ASSERT_TRUE(
-      Eventually([&] { return H().controller().cache().NamespaceDefaultJobClass(ns_) == team; }));
+  ASSERT_TRUE(Eventually(
+      [&] { return H().controller().cache().NamespaceDefaultJobClass(ns_) == team; }, 20s));
 
   api::Job job = Create("ns-default", {{"jobClassName", nullptr}});
   ASSERT_TRUE(WaitFor("ns-default", IsScheduled, "Scheduled", &job));

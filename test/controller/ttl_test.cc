@@ -33,7 +33,8 @@ class Ttl : public ControllerTest {
           goneAt = now;
           return true;
         },
-        std::chrono::duration_cast<std::chrono::milliseconds>(expiry - Clock::now()) + 10s);
+        std::chrono::duration_cast<std::chrono::milliseconds>(expiry - Clock::now()) + 10s,
+        kApiPoll);
     ASSERT_TRUE(goneAt.has_value())
         << "Job " << name << " was not deleted after its TTL of " << ttlSeconds << " s";
     EXPECT_FALSE(early) << "Job " << name << " was being deleted before its TTL expired";
@@ -81,7 +82,7 @@ TEST_F(Ttl, NoTtlKeepsTheJob) {
   api::Job job = Create("kept", {{"task", {{"env", Env({{"AYATORI_TEST_RUN_SECONDS", "0"}})}}}});
   ASSERT_TRUE(
       WaitFor("kept", SucceededIs(ConditionStatus::kTrue, "Completed"), "Succeeded=True", &job));
-  EXPECT_TRUE(HoldsFor([&] { return H().GetJob(ns_, "kept").ok(); }, 1500ms));
+  EXPECT_TRUE(HoldsFor([&] { return H().GetJob(ns_, "kept").ok(); }, 1500ms, kApiPoll));
   EXPECT_EQ(H().SuccessfulJobDeletes(ns_, "kept"), 0);
 }
 
@@ -105,9 +106,10 @@ TEST_F(Ttl, ExpiresWhileControllerDown) {
   H().StopController();
   const auto expiry = *job.status.completionTime + std::chrono::seconds(1);
   // Nobody deletes it while no controller runs, even past its TTL.
-  EXPECT_TRUE(HoldsFor(
-      [&] { return H().GetJob(ns_, "down").ok(); },
-      std::chrono::duration_cast<std::chrono::milliseconds>(expiry - Clock::now()) + 500ms));
+  EXPECT_TRUE(
+      HoldsFor([&] { return H().GetJob(ns_, "down").ok(); },
+               std::chrono::duration_cast<std::chrono::milliseconds>(expiry - Clock::now()) + 500ms,
+               kApiPoll));
   ASSERT_TRUE(H().StartController().ok());
   ASSERT_TRUE(WaitGone("down", 5s));
   EXPECT_EQ(H().SuccessfulJobDeletes(ns_, "down"), 1);
@@ -131,7 +133,8 @@ TEST_F(Ttl, ExtendedNearExpiry) {
         auto j = H().GetJob(ns_, "extended");
         return j.ok() && !j->metadata.deletionTimestamp;
       },
-      std::chrono::duration_cast<std::chrono::milliseconds>(oldExpiry - Clock::now()) + 2s))
+      std::chrono::duration_cast<std::chrono::milliseconds>(oldExpiry - Clock::now()) + 2s,
+      kApiPoll))
       << "deleted at the old TTL";
   EXPECT_EQ(H().SuccessfulJobDeletes(ns_, "extended"), 0);
   // Shortened again it goes.

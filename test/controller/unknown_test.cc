@@ -31,7 +31,7 @@ TEST_F(Unknown, BackendUnreachableWhileRunning) {
                HasCondition(*j, api::kConditionSucceeded, ConditionStatus::kUnknown,
                             "ResultUnknown");
       },
-      2500ms))
+      2500ms, kApiPoll))
       << Describe(Get("unreachable"));
 
   Backend().SetUnreachable(false);
@@ -61,7 +61,7 @@ TEST_F(Unknown, AdminConfirmsBackendLost) {
         auto j = H().GetJob(ns_, "lost");
         return j.ok() && !IsFinished(*j);
       },
-      1s));
+      1s, kApiPoll));
   ASSERT_TRUE(Patch("lost", {{"metadata",
                               {{"annotations",
                                 {{api::kConfirmBackendLostAnnotation,
@@ -84,7 +84,7 @@ TEST_F(Unknown, AdminConfirmsBackendLost) {
         return j.ok() &&
                HasCondition(*j, api::kConditionSucceeded, ConditionStatus::kFalse, "BackendLost");
       },
-      1s));
+      1s, kApiPoll));
   EXPECT_EQ(Backend().Creations(uid), 1);
   // Let the orphaned process end so the cleanup of the namespace can remove the execution.
   Backend().FinishExecution(uid, 0);
@@ -105,7 +105,7 @@ TEST_F(Unknown, ConfirmationIgnoredBeforeResultUnknown) {
         auto j = H().GetJob(ns_, "not-lost");
         return j.ok() && IsRunning(*j);
       },
-      1500ms))
+      1500ms, kApiPoll))
       << Describe(Get("not-lost"));
   EXPECT_TRUE(Backend().IsRunning(uid));
   Backend().FinishExecution(uid, 0);

@@ -1,7 +1,6 @@
 #include "test/e2e/controller_e2e.h"
 
 #include <gtest/gtest.h>
-#include <signal.h>
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -10,7 +9,6 @@
 #include <iostream>
 #include <random>
 #include <sstream>
-#include <thread>
 
 #include "test/support/testenv.h"
 
@@ -168,17 +166,16 @@ std::optional<long long> ParseTime(const std::string& rfc3339) {
 json WaitForJob(const std::string& ns, const std::string& name,
                 const std::function<bool(const json&)>& done, std::chrono::milliseconds timeout,
                 const std::string& what) {
-  auto until = std::chrono::steady_clock::now() + timeout;
   json last;
-  while (true) {
-    auto job = Get(kJobResource, ns, name);
-    if (job) {
-      last = std::move(*job);
-      if (done(last)) return last;
-    }
-    if (std::chrono::steady_clock::now() >= until) break;
-    std::this_thread::sleep_for(100ms);
-  }
+  const bool accepted = testing::Eventually(
+      [&] {
+        auto job = Get(kJobResource, ns, name);
+        if (!job) return false;
+        last = std::move(*job);
+        return done(last);
+      },
+      timeout, 100ms);
+  if (accepted) return last;
   ADD_FAILURE() << "timed out after " << timeout.count() << " ms waiting for " << ns << "/" << name
                 << ": " << what << "; last seen: " << Describe(last);
   return last;
@@ -238,63 +235,6 @@ std::string ContainerLogs(const std::string& dockerHost, const std::string& id) 
   return r.out + r.err;
 }
 
-ControllerProcess::~ControllerProcess() { Kill(); }
-
-Status ControllerProcess::Start(const std::vector<std::string>& extraFlags,
-                                const std::string& logPath) {
-  if (Running()) return {StatusCode::kFailedPrecondition, "the controller already runs"};
-  std::string binary = testing::ControllerBinaryPath();
-  if (binary.empty()) return {StatusCode::kFailedPrecondition, "AYATORI_BINARY_DIR is not set"};
-  logPath_ = logPath;
-  std::vector<std::string> argv = {binary, "--kubeconfig=" + Kubeconfig(),
-                                   "--metrics-address=127.0.0.1:0", "--log-format=json",
-                                   "--log-level=debug"};
-  argv.insert(argv.end(), extraFlags.begin(), extraFlags.end());
-  // Where this instance's output starts in the shared log file.
-  struct stat st {};
-  size_t offset = stat(logPath.c_str(), &st) == 0 ? static_cast<size_t>(st.st_size) : 0;
-  child_ = std::make_unique<testing::ChildProcess>();
-  if (Status s = child_->Start(argv, logPath); !s.ok()) return s;
-  bool ready = testing::Eventually(
-      [&] {
-        std::string log = Log();
-        return !child_->Running() ||
-               (log.size() > offset &&
-                log.find("\"msg\":\"controller ready\"", offset) != std::string::npos);
-      },
-      60s, 50ms);
-  if (!child_->Running()) {
-    return {StatusCode::kInternal, "ayatori-controller exited during startup; its log:\n" + Log()};
-  }
-  if (!ready) {
-    return {StatusCode::kDeadlineExceeded,
-            "ayatori-controller did not log \"controller ready\" within 60s; its log:\n" + Log()};
-  }
-  return Status::Ok();
-}
-
-void ControllerProcess::Kill() {
-  if (child_ && child_->Running()) {
-    child_->Signal(SIGKILL);
-    child_->Wait(30s);
-  }
-}
-
-bool ControllerProcess::Stop(std::chrono::milliseconds timeout) {
-  if (!child_ || !child_->Running()) return true;
-  child_->Signal(SIGTERM);
-  return child_->Wait(timeout);
-}
-
-bool ControllerProcess::Running() { return child_ && child_->Running(); }
-
-std::string ControllerProcess::Log() const {
-  std::ifstream in(logPath_);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 void ControllerTest::StartControllerAndNamespace(const std::string& nsPrefix,
                                                  const std::vector<std::string>& flags) {
   flags_ = flags;
@@ -304,19 +244,28 @@ void ControllerTest::StartControllerAndNamespace(const std::string& nsPrefix,
   std::string log =
       RunPath(std::string(info->test_suite_name()) + "." + info->name() + ".controller.log");
   std::remove(log.c_str());
-  Status s = controller_.Start(flags_, log);
+  Status s = StartControllerProcess(log);
   ASSERT_TRUE(s.ok()) << s.ToString();
 }
 
 void ControllerTest::RestartController() {
-  Status s = controller_.Start(flags_, controller_.logPath());
+  Status s = StartControllerProcess(controller_.logPath());
   ASSERT_TRUE(s.ok()) << s.ToString();
+}
+
+Status ControllerTest::StartControllerProcess(const std::string& logPath) {
+  std::string binary = testing::ControllerBinaryPath();
+  if (binary.empty()) return {StatusCode::kFailedPrecondition, "AYATORI_BINARY_DIR is not set"};
+  std::vector<std::string> args = {"--kubeconfig=" + Kubeconfig(), "--metrics-address=127.0.0.1:0",
+                                   "--log-format=json", "--log-level=debug"};
+  args.insert(args.end(), flags_.begin(), flags_.end());
+  return controller_.Start(binary, args, logPath, 60s);
 }
 
 void ControllerTest::TearDown() {
   if (ns_.empty()) return;
   if (!controller_.Running() && !controller_.logPath().empty()) {
-    Status s = controller_.Start(flags_, controller_.logPath());
+    Status s = StartControllerProcess(controller_.logPath());
     EXPECT_TRUE(s.ok()) << "restarting the controller for cleanup: " << s.ToString();
   }
   auto r = Kubectl({"delete", kJobResource, "--all", "-n", ns_, "--timeout=90s"});

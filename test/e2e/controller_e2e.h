@@ -14,8 +14,9 @@
 #include <vector>
 
 #include "ayatori/status.h"
-#include "test/support/controller_harness.h"
+#include "test/support/controller_process.h"
 #include "test/support/process.h"
+#include "test/support/wait.h"
 
 namespace ayatori::e2e {
 
@@ -90,31 +91,6 @@ std::string ContainerLogs(const std::string& dockerHost, const std::string& id);
 // ---------------------------------------------------------------------------------------------
 // The controller binary.
 
-class ControllerProcess {
- public:
-  ControllerProcess() = default;
-  ~ControllerProcess();  // SIGKILLs the process if it still runs
-  ControllerProcess(const ControllerProcess&) = delete;
-  ControllerProcess& operator=(const ControllerProcess&) = delete;
-
-  // Starts $AYATORI_BINARY_DIR/cmd/ayatori-controller/ayatori-controller with the fixture's
-  // kubeconfig, --metrics-address=127.0.0.1:0, JSON logs at debug level and `extraFlags`, its
-  // output appended to `logPath`; waits until it logs "controller ready".
-  Status Start(const std::vector<std::string>& extraFlags, const std::string& logPath);
-  // SIGKILL, as a crash: no cleanup of any kind.
-  void Kill();
-  // SIGTERM and wait for a clean exit.
-  bool Stop(std::chrono::milliseconds timeout = 30s);
-  bool Running();
-  // Everything every instance started with this object wrote so far.
-  std::string Log() const;
-  const std::string& logPath() const { return logPath_; }
-
- private:
-  std::unique_ptr<testing::ChildProcess> child_;
-  std::string logPath_;
-};
-
 // A test with its own namespace and its own ayatori-controller process. TearDown deletes the
 // namespace's Jobs through the controller (starting it again if the test killed it), so no
 // finalizer is left behind, then the namespace, then kills the controller.
@@ -126,6 +102,10 @@ class ControllerTest : public ::testing::Test {
                                    const std::vector<std::string>& flags);
   // Starts the controller again after a Kill() (same flags, same log file).
   void RestartController();
+  // Starts $AYATORI_BINARY_DIR/cmd/ayatori-controller/ayatori-controller with the fixture's
+  // kubeconfig, --metrics-address=127.0.0.1:0, JSON logs at debug level and flags_, its output
+  // appended to `logPath`; waits up to 60 s until it logs "controller ready".
+  Status StartControllerProcess(const std::string& logPath);
   void TearDown() override;
 
   // A Job named `name` in the test's namespace, created with kubectl; returns its uid.
@@ -135,7 +115,7 @@ class ControllerTest : public ::testing::Test {
   void PatchJob(const std::string& name, const json& patch);
 
   std::string ns_;
-  ControllerProcess controller_;
+  testing::ControllerProcess controller_;
   std::vector<std::string> flags_;
 };
 

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <thread>
 
 #include "test/support/testenv.h"
 
@@ -63,15 +62,6 @@ std::string GetJsonPath(const std::string& resource, const std::string& ns, cons
   auto r = RunKubectl(args);
   EXPECT_EQ(r.exitCode, 0) << "kubectl get " << resource << " " << name << ": " << r.err;
   return r.out;
-}
-
-bool WaitUntil(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (true) {
-    if (done()) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
 }
 
 std::string UniqueName(const std::string& prefix) {

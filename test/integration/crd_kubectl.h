@@ -3,7 +3,6 @@
 #pragma once
 
 #include <chrono>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,10 +31,10 @@ bool InstallCrds();
 std::string GetJsonPath(const std::string& resource, const std::string& ns, const std::string& name,
                         const std::string& jsonPath);
 
-// Calls `done` until it returns true or `timeout` passes; returns its last answer. For state that
-// the apiserver applies asynchronously (admission policies, RBAC caches).
-bool WaitUntil(const std::function<bool()>& done,
-               std::chrono::milliseconds timeout = std::chrono::seconds(30));
+// How often a test polls the apiserver through kubectl (Eventually of test/support/wait.h) for
+// state it applies asynchronously (admission policies, RBAC caches): each kubectl run costs a
+// process start and a TLS handshake, so not faster than this.
+inline constexpr std::chrono::milliseconds kKubectlPoll{200};
 
 // A name no other test of this process uses, for cluster-scoped objects.
 std::string UniqueName(const std::string& prefix);

@@ -16,6 +16,7 @@
 
 #include "test/integration/crd_kubectl.h"
 #include "test/support/testenv.h"
+#include "test/support/wait.h"
 
 namespace ayatori::testing {
 namespace {
@@ -363,10 +364,12 @@ class ConfirmBackendLostPolicyTest : public ::testing::Test {
 TEST_F(ConfirmBackendLostPolicyTest, OnlyTheConfirmingGroupMaySetTheAnnotation) {
   // A newly created policy takes effect within seconds; wait for it on server-side dry runs.
   ProcessResult last;
-  bool enforced = WaitUntil([&] {
-    last = Annotate(User::kCertUser, "testenv-user: host lost", /*dryRun=*/true);
-    return last.exitCode != 0 && last.err.find(kDenied) != std::string::npos;
-  });
+  bool enforced = Eventually(
+      [&] {
+        last = Annotate(User::kCertUser, "testenv-user: host lost", /*dryRun=*/true);
+        return last.exitCode != 0 && last.err.find(kDenied) != std::string::npos;
+      },
+      std::chrono::seconds(30), kKubectlPoll);
   ASSERT_TRUE(enforced) << "the policy never rejected the annotation: " << last.out << last.err;
 
   // Not in the group: rejected with the policy's message, for both kinds of users (the token's
@@ -403,10 +406,12 @@ TEST_F(ConfirmBackendLostPolicyTest, OnlyTheConfirmingGroupMaySetTheAnnotation) 
   r = RunKubectl({"create", "rolebinding", "confirmers", "-n", ns_,
                   "--clusterrole=ayatori-backend-lost-confirmer", "--group=testenv-users"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  bool allowed = WaitUntil([&] {
-    last = Annotate(User::kCertUser, "testenv-user: host lost", /*dryRun=*/true);
-    return last.exitCode == 0;
-  });
+  bool allowed = Eventually(
+      [&] {
+        last = Annotate(User::kCertUser, "testenv-user: host lost", /*dryRun=*/true);
+        return last.exitCode == 0;
+      },
+      std::chrono::seconds(30), kKubectlPoll);
   ASSERT_TRUE(allowed) << "a member of the confirming group stayed rejected: " << last.err;
   r = Annotate(User::kCertUser, "testenv-user: host db-7 destroyed");
   EXPECT_EQ(r.exitCode, 0) << r.err;
@@ -427,10 +432,12 @@ TEST_F(ConfirmBackendLostPolicyTest, OnlyTheConfirmingGroupMaySetTheAnnotation) 
   // is not.
   r = RunKubectl({"delete", "rolebinding", "confirmers", "-n", ns_});
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  bool revoked = WaitUntil([&] {
-    last = Annotate(User::kCertUser, "testenv-user: again", /*dryRun=*/true);
-    return last.exitCode != 0;
-  });
+  bool revoked = Eventually(
+      [&] {
+        last = Annotate(User::kCertUser, "testenv-user: again", /*dryRun=*/true);
+        return last.exitCode != 0;
+      },
+      std::chrono::seconds(30), kKubectlPoll);
   ASSERT_TRUE(revoked) << "the grant was never revoked";
   EXPECT_THAT(last.err, HasSubstr(kDenied));
   r = RunKubectl({"annotate", kJobs, "j", "-n", ns_, std::string(kAnnotation) + "-"}, "",

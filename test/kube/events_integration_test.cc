@@ -6,7 +6,6 @@
 #include "kube/events.h"
 #include "kube/resource.h"
 #include "test/kube/integration_util.h"
-#include "test/kube/wait.h"
 
 namespace ayatori::kube {
 namespace {

@@ -7,11 +7,11 @@
 #include <atomic>
 #include <cstdio>
 #include <regex>
-#include <thread>
 
 #include "kube/resource.h"
 #include "kube/testing/fake_clock.h"
 #include "kube/testing/fake_kube_client.h"
+#include "test/support/wait.h"
 
 namespace ayatori::kube {
 namespace {
@@ -322,10 +322,7 @@ TEST_F(EventsTest, TheWriterThreadForgetsIdleObjectsWithoutFurtherRecords) {
   ASSERT_TRUE(rec.Flush(5s));
   EXPECT_EQ(rec.TrackedObjects(), 1u);
   clock_.Advance(2s);
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (rec.TrackedObjects() != 0 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(10ms);
-  }
+  ayatori::testing::Eventually([&] { return rec.TrackedObjects() == 0; }, 10s, 10ms);
   EXPECT_EQ(rec.TrackedObjects(), 0u);
 }
 

@@ -7,14 +7,14 @@
 #include "kube/informer.h"
 #include "kube/resource.h"
 #include "test/kube/integration_util.h"
-#include "test/kube/wait.h"
+#include "test/support/wait.h"
 
 namespace ayatori::kube {
 namespace {
 
 using namespace std::chrono_literals;
+using ayatori::testing::Eventually;
 using ::testing::UnorderedElementsAre;
-using testing::WaitUntil;
 
 struct Cm {
   std::string name;
@@ -82,12 +82,12 @@ TEST_F(InformerIntegrationTest, CacheReflectsCreatesUpdatesAndDeletes) {
   ASSERT_NE(inf.Get(ns_ + "/before"), nullptr);
 
   ASSERT_TRUE(client_->Create(cm_, ns_, ConfigMap("a", "1"), {}).ok());
-  ASSERT_TRUE(WaitUntil([&] { return inf.Get(ns_ + "/a") != nullptr; }));
+  ASSERT_TRUE(Eventually([&] { return inf.Get(ns_ + "/a") != nullptr; }, 10s));
   ASSERT_TRUE(
       client_->Patch(cm_, ns_, "a", PatchType::kMerge, {{"data", {{"value", "2"}}}}, {}).ok());
-  ASSERT_TRUE(WaitUntil([&] { return inf.Get(ns_ + "/a")->value == "2"; }));
+  ASSERT_TRUE(Eventually([&] { return inf.Get(ns_ + "/a")->value == "2"; }, 10s));
   ASSERT_TRUE(client_->Delete(cm_, ns_, "a", {}).ok());
-  ASSERT_TRUE(WaitUntil([&] { return inf.Get(ns_ + "/a") == nullptr; }));
+  ASSERT_TRUE(Eventually([&] { return inf.Get(ns_ + "/a") == nullptr; }, 10s));
   std::lock_guard l(mu);
   EXPECT_THAT(calls, ::testing::ElementsAre("add " + ns_ + "/before", "add " + ns_ + "/a",
                                             "update " + ns_ + "/a 1->2", "delete " + ns_ + "/a"));
@@ -99,7 +99,7 @@ TEST_F(InformerIntegrationTest, ResumesAfterTheStreamIsKilledWithoutRelisting) {
   inf.Start();
   ASSERT_TRUE(inf.WaitForSync(10s));
   ASSERT_TRUE(client_->Create(cm_, ns_, ConfigMap("a", "1"), {}).ok());
-  ASSERT_TRUE(WaitUntil([&] { return inf.Get(ns_ + "/a") != nullptr; }));
+  ASSERT_TRUE(Eventually([&] { return inf.Get(ns_ + "/a") != nullptr; }, 10s));
   for (int round = 0; round < 3; ++round) {
     uint64_t watches = inf.Stats().watches;
     inf.AbortWatchForTest();
@@ -108,10 +108,12 @@ TEST_F(InformerIntegrationTest, ResumesAfterTheStreamIsKilledWithoutRelisting) {
     ASSERT_TRUE(
         client_->Patch(cm_, ns_, "a", PatchType::kMerge, {{"data", {{"value", v}}}}, {}).ok());
     ASSERT_TRUE(client_->Create(cm_, ns_, ConfigMap("r" + v, v), {}).ok());
-    ASSERT_TRUE(WaitUntil([&] {
-      auto a = inf.Get(ns_ + "/a");
-      return a && a->value == v && inf.Get(ns_ + "/r" + v) != nullptr;
-    }));
+    ASSERT_TRUE(Eventually(
+        [&] {
+          auto a = inf.Get(ns_ + "/a");
+          return a && a->value == v && inf.Get(ns_ + "/r" + v) != nullptr;
+        },
+        10s));
     EXPECT_GT(inf.Stats().watches, watches);
   }
   auto stats = inf.Stats();
@@ -145,7 +147,7 @@ TEST_F(InformerIntegrationTest, CompactionForcesARelistAndTheWatchGoesOn) {
   inf.Start();
   ASSERT_TRUE(inf.WaitForSync(10s));
   ASSERT_EQ(inf.Size(), 1u);
-  ASSERT_TRUE(WaitUntil([&] { return inf.Stats().watches >= 1; }));
+  ASSERT_TRUE(Eventually([&] { return inf.Stats().watches >= 1; }, 10s));
 
   // Elsewhere the revision moves on; this informer sees nothing, so its version stays old.
   std::string other = testing::NewNamespace(*client_, "kube-informer-other");
@@ -154,14 +156,14 @@ TEST_F(InformerIntegrationTest, CompactionForcesARelistAndTheWatchGoesOn) {
   int64_t compacted = testing::CompactEtcd();
   ASSERT_GT(compacted, std::stoll(inf.Stats().lastResourceVersion) + 1);
   inf.AbortWatchForTest();
-  ASSERT_TRUE(WaitUntil([&] { return inf.Stats().relistsAfterGone >= 1; }))
+  ASSERT_TRUE(Eventually([&] { return inf.Stats().relistsAfterGone >= 1; }, 10s))
       << "last version " << inf.Stats().lastResourceVersion << ", compacted at " << compacted;
-  ASSERT_TRUE(WaitUntil([&] { return inf.Stats().lists >= 2; }));
+  ASSERT_TRUE(Eventually([&] { return inf.Stats().lists >= 2; }, 10s));
   EXPECT_EQ(inf.Size(), 1u);
   // After the relist it watches again from the new version.
   ASSERT_TRUE(client_->Delete(ev, ns_, "e1", {}).ok());
   ASSERT_TRUE(client_->Create(ev, ns_, event("e2", ns_), {}).ok());
-  ASSERT_TRUE(WaitUntil([&] { return inf.Get(ns_ + "/e2") != nullptr && inf.Size() == 1; }));
+  ASSERT_TRUE(Eventually([&] { return inf.Get(ns_ + "/e2") != nullptr && inf.Size() == 1; }, 10s));
   (void)client_->Delete(NamespacesResource(), "", other, {});
 }
 
@@ -179,7 +181,7 @@ TEST_F(InformerIntegrationTest, LabelAndFieldSelectorsFilterTheWatch) {
   ASSERT_TRUE(client_->Create(cm_, ns_, ConfigMap("web-0", "1", "web"), {}).ok());
   ASSERT_TRUE(client_->Create(cm_, ns_, ConfigMap("db-0", "1", "db"), {}).ok());
   ASSERT_TRUE(client_->Create(cm_, ns_, ConfigMap("web-1", "1", "web"), {}).ok());
-  ASSERT_TRUE(WaitUntil([&] { return labelled.Size() == 2 && named.Size() == 1; }));
+  ASSERT_TRUE(Eventually([&] { return labelled.Size() == 2 && named.Size() == 1; }, 10s));
   EXPECT_THAT(labelled.Keys(), UnorderedElementsAre(ns_ + "/web-0", ns_ + "/web-1"));
   EXPECT_THAT(named.Keys(), UnorderedElementsAre(ns_ + "/db-0"));
 }
@@ -205,7 +207,7 @@ TEST_F(InformerIntegrationTest, ClusterScopedKindAndPaginatedInitialList) {
   EXPECT_NE(namespaces.Get(ns_), nullptr);
   EXPECT_NE(namespaces.Get("default"), nullptr);
   std::string fresh = testing::NewNamespace(*client_, "kube-informer-ns");
-  ASSERT_TRUE(WaitUntil([&] { return namespaces.Get(fresh) != nullptr; }));
+  ASSERT_TRUE(Eventually([&] { return namespaces.Get(fresh) != nullptr; }, 10s));
   (void)client_->Delete(NamespacesResource(), "", fresh, {});
 }
 

@@ -10,16 +10,16 @@
 
 #include "kube/resource.h"
 #include "kube/testing/fake_kube_client.h"
-#include "test/kube/wait.h"
+#include "test/support/wait.h"
 
 namespace ayatori::kube {
 namespace {
 
 using namespace std::chrono_literals;
+using ayatori::testing::Eventually;
 using ::testing::ElementsAre;
 using testing::FakeKubeClient;
 using ::testing::UnorderedElementsAre;
-using testing::WaitUntil;
 
 // The compact projection the tests cache.
 struct Item {
@@ -138,14 +138,14 @@ TEST_F(InformerTest, CacheFollowsCreatesUpdatesAndDeletes) {
   ASSERT_TRUE(inf.WaitForSync(5s));
   ASSERT_TRUE(fake_.WaitForWatches(1, 5s));
   Create(ConfigMap("ns", "a", "1"));
-  ASSERT_TRUE(WaitUntil([&] { return inf.Get("ns/a") != nullptr; }));
+  ASSERT_TRUE(Eventually([&] { return inf.Get("ns/a") != nullptr; }, 10s));
   auto cur = fake_.Get(cm_, "ns", "a");
   ASSERT_TRUE(cur.ok());
   (*cur)["data"]["value"] = "2";
   ASSERT_TRUE(fake_.Update(cm_, "ns", *cur, {}).ok());
-  ASSERT_TRUE(WaitUntil([&] { return inf.Get("ns/a")->value == "2"; }));
+  ASSERT_TRUE(Eventually([&] { return inf.Get("ns/a")->value == "2"; }, 10s));
   ASSERT_TRUE(fake_.Delete(cm_, "ns", "a", {}).ok());
-  ASSERT_TRUE(WaitUntil([&] { return inf.Get("ns/a") == nullptr; }));
+  ASSERT_TRUE(Eventually([&] { return inf.Get("ns/a") == nullptr; }, 10s));
   EXPECT_THAT(rec.Calls(), ElementsAre("add ns/a=1", "update ns/a 1->2", "delete ns/a"));
   auto stats = inf.Stats();
   EXPECT_EQ(stats.lists, 1u);
@@ -182,7 +182,8 @@ TEST_F(InformerTest, ResumesFromTheLastResourceVersionAfterADroppedStream) {
   fake_.CloseWatches();
   Create(ConfigMap("ns", "b", "2"));
   ASSERT_TRUE(fake_.Delete(cm_, "ns", "a", {}).ok());
-  ASSERT_TRUE(WaitUntil([&] { return inf.Get("ns/b") != nullptr && inf.Get("ns/a") == nullptr; }));
+  ASSERT_TRUE(
+      Eventually([&] { return inf.Get("ns/b") != nullptr && inf.Get("ns/a") == nullptr; }, 10s));
   auto stats = inf.Stats();
   EXPECT_EQ(stats.lists, 1u);
   EXPECT_EQ(stats.relistsAfterGone, 0u);
@@ -196,11 +197,13 @@ TEST_F(InformerTest, AbortWatchForTestResumesWithoutRelisting) {
   Informer<Item> inf(fake_, cm_, Options(), DecodeItem);
   inf.Start();
   ASSERT_TRUE(inf.WaitForSync(5s));
-  ASSERT_TRUE(WaitUntil([&] { return inf.Stats().watches == 1 && fake_.OpenWatches() == 1; }));
+  ASSERT_TRUE(
+      Eventually([&] { return inf.Stats().watches == 1 && fake_.OpenWatches() == 1; }, 10s));
   inf.AbortWatchForTest();
-  ASSERT_TRUE(WaitUntil([&] { return inf.Stats().watches == 2 && fake_.OpenWatches() == 1; }));
+  ASSERT_TRUE(
+      Eventually([&] { return inf.Stats().watches == 2 && fake_.OpenWatches() == 1; }, 10s));
   Create(ConfigMap("ns", "a", "1"));
-  ASSERT_TRUE(WaitUntil([&] { return inf.Get("ns/a") != nullptr; }));
+  ASSERT_TRUE(Eventually([&] { return inf.Get("ns/a") != nullptr; }, 10s));
   EXPECT_EQ(inf.Stats().lists, 1u);
 }
 
@@ -218,7 +221,7 @@ TEST_F(InformerTest, RelistsAfterGoneAndReportsWhatChangedMeanwhile) {
   // The informer cannot watch while the history it would resume from is compacted away.
   fake_.FailNext("watch", "*", Status(StatusCode::kUnavailable, "connection refused"), 1000000);
   fake_.CloseWatches();
-  ASSERT_TRUE(WaitUntil([&] { return fake_.OpenWatches() == 0; }));
+  ASSERT_TRUE(Eventually([&] { return fake_.OpenWatches() == 0; }, 10s));
   auto cur = fake_.Get(cm_, "ns", "change");
   (*cur)["data"]["value"] = "2";
   ASSERT_TRUE(fake_.Update(cm_, "ns", *cur, {}).ok());
@@ -227,7 +230,7 @@ TEST_F(InformerTest, RelistsAfterGoneAndReportsWhatChangedMeanwhile) {
   fake_.Compact();
   // Let the watch through again: the resume from the old version is Gone, so it relists.
   fake_.ClearFailures();
-  ASSERT_TRUE(WaitUntil([&] { return inf.Stats().lists == 2 && fake_.OpenWatches() == 1; }));
+  ASSERT_TRUE(Eventually([&] { return inf.Stats().lists == 2 && fake_.OpenWatches() == 1; }, 10s));
   EXPECT_EQ(inf.Stats().relistsAfterGone, 1u);
   EXPECT_THAT(inf.Keys(), UnorderedElementsAre("ns/keep", "ns/change", "ns/new"));
   EXPECT_EQ(inf.Get("ns/change")->value, "2");
@@ -235,7 +238,7 @@ TEST_F(InformerTest, RelistsAfterGoneAndReportsWhatChangedMeanwhile) {
               UnorderedElementsAre("add ns/new=1", "update ns/change 1->2", "delete ns/remove"));
   // And it keeps watching from the relist's version.
   Create(ConfigMap("ns", "after", "1"));
-  ASSERT_TRUE(WaitUntil([&] { return inf.Get("ns/after") != nullptr; }));
+  ASSERT_TRUE(Eventually([&] { return inf.Get("ns/after") != nullptr; }, 10s));
   std::lock_guard lock(logMu_);
   EXPECT_THAT(logs_, ::testing::Contains(::testing::HasSubstr("too old")));
 }
@@ -246,7 +249,7 @@ TEST_F(InformerTest, BookmarksAdvanceTheResourceVersion) {
   ASSERT_TRUE(inf.WaitForSync(5s));
   ASSERT_TRUE(fake_.WaitForWatches(1, 5s));
   fake_.SendBookmark();
-  ASSERT_TRUE(WaitUntil([&] { return inf.Stats().bookmarks == 1; }));
+  ASSERT_TRUE(Eventually([&] { return inf.Stats().bookmarks == 1; }, 10s));
   EXPECT_EQ(inf.Stats().lastResourceVersion, std::to_string(fake_.CurrentResourceVersion()));
   EXPECT_EQ(inf.Size(), 0u);
 }
@@ -265,7 +268,7 @@ TEST_F(InformerTest, NamespaceAndLabelSelectorLimitWhatIsCached) {
   Create(ConfigMap("ns", "d", "1", {{"app", "x"}}));
   Create(ConfigMap("ns", "e", "1", {{"app", "z"}}));
   Create(ConfigMap("other", "f", "1", {{"app", "x"}}));
-  ASSERT_TRUE(WaitUntil([&] { return inf.Get("ns/d") != nullptr; }));
+  ASSERT_TRUE(Eventually([&] { return inf.Get("ns/d") != nullptr; }, 10s));
   EXPECT_THAT(inf.Keys(), UnorderedElementsAre("ns/a", "ns/d"));
 }
 
@@ -336,7 +339,7 @@ TEST_F(InformerTest, IndexesFollowTheCache) {
   auto cur = fake_.Get(cm_, "ns", "b");
   (*cur)["data"]["value"] = "red";
   ASSERT_TRUE(fake_.Update(cm_, "ns", *cur, {}).ok());
-  ASSERT_TRUE(WaitUntil([&] { return inf.ByIndex("value", "red").size() == 2; }));
+  ASSERT_TRUE(Eventually([&] { return inf.ByIndex("value", "red").size() == 2; }, 10s));
   EXPECT_TRUE(inf.ByIndex("value", "blue").empty());
   EXPECT_TRUE(inf.ByIndex("nope", "red").empty());
 }

@@ -12,14 +12,15 @@
 #include "kube/resource.h"
 #include "kube/time_format.h"
 #include "test/kube/integration_util.h"
-#include "test/kube/wait.h"
 #include "test/support/testenv.h"
+#include "test/support/wait.h"
 
 namespace ayatori::kube {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::WaitUntil;
+using ayatori::testing::Eventually;
+using ayatori::testing::HoldsFor;
 
 struct Replica {
   Replica(KubeClient& client, const std::string& ns, const std::string& lease,
@@ -74,13 +75,10 @@ TEST_F(LeaderElectionIntegrationTest, TwoReplicasExactlyOneLeaderAndFailoverWith
   auto cb = testing::Client(testing::AdminConfig());
   Replica a(*ca, ns_, "ayatori", "replica-a", /*release=*/false);
   Replica b(*cb, ns_, "ayatori", "replica-b", /*release=*/false);
-  ASSERT_TRUE(WaitUntil([&] { return a.leading() || b.leading(); }, 10s));
+  ASSERT_TRUE(Eventually([&] { return a.leading() || b.leading(); }, 10s));
   // For a while: exactly one leads, and the Lease names it.
-  auto until = std::chrono::steady_clock::now() + 4s;
-  while (std::chrono::steady_clock::now() < until) {
-    ASSERT_NE(a.leading(), b.leading()) << "exactly one replica must lead";
-    std::this_thread::sleep_for(20ms);
-  }
+  ASSERT_TRUE(HoldsFor([&] { return a.leading() != b.leading(); }, 4s))
+      << "exactly one replica must lead";
   Replica& leader = a.leading() ? a : b;
   Replica& other = a.leading() ? b : a;
   LeaseRecord r = Lease("ayatori");
@@ -93,7 +91,7 @@ TEST_F(LeaderElectionIntegrationTest, TwoReplicasExactlyOneLeaderAndFailoverWith
   // expires, within the lease duration plus one retry period.
   auto stoppedAt = std::chrono::steady_clock::now();
   leader.Stop();
-  ASSERT_TRUE(WaitUntil([&] { return other.leading(); }, 10s));
+  ASSERT_TRUE(Eventually([&] { return other.leading(); }, 10s));
   auto failover = std::chrono::steady_clock::now() - stoppedAt;
   EXPECT_LT(failover, 3s + 1s)
       << "failover took " << std::chrono::duration_cast<std::chrono::milliseconds>(failover).count()
@@ -109,13 +107,13 @@ TEST_F(LeaderElectionIntegrationTest, ReleaseOnShutdownGivesImmediateTakeover) {
   auto ca = testing::Client(testing::AdminConfig());
   auto cb = testing::Client(testing::AdminConfig());
   Replica a(*ca, ns_, "release", "replica-a", /*release=*/true);
-  ASSERT_TRUE(WaitUntil([&] { return a.leading(); }, 10s));
+  ASSERT_TRUE(Eventually([&] { return a.leading(); }, 10s));
   Replica b(*cb, ns_, "release", "replica-b", /*release=*/true);
-  ASSERT_TRUE(WaitUntil([&] { return b.elector->ObservedLeader() == "replica-a"; }, 10s));
+  ASSERT_TRUE(Eventually([&] { return b.elector->ObservedLeader() == "replica-a"; }, 10s));
   auto stoppedAt = std::chrono::steady_clock::now();
   a.Stop();
   EXPECT_EQ(a.stopped, 1);
-  ASSERT_TRUE(WaitUntil([&] { return b.leading(); }, 10s));
+  ASSERT_TRUE(Eventually([&] { return b.leading(); }, 10s));
   auto takeover = std::chrono::steady_clock::now() - stoppedAt;
   // Well under the 3 s lease: one retry period (0.5 s, jittered) is all it takes.
   EXPECT_LT(takeover, 1500ms);
@@ -138,10 +136,10 @@ TEST_F(LeaderElectionIntegrationTest, LeaderStepsDownWhenItCannotRenew) {
   cfg.bearerTokenFile = dir + "/token";
   auto c = testing::Client(cfg);
   Replica a(*c, ns_, "revoked", "replica-a", /*release=*/true);
-  ASSERT_TRUE(WaitUntil([&] { return a.leading(); }, 10s));
+  ASSERT_TRUE(Eventually([&] { return a.leading(); }, 10s));
   auto revokedAt = std::chrono::steady_clock::now();
   writeToken("TESTENV_USER_TOKEN");  // a user without RBAC on leases
-  ASSERT_TRUE(WaitUntil([&] { return a.stopped == 1; }, 10s));
+  ASSERT_TRUE(Eventually([&] { return a.stopped == 1; }, 10s));
   EXPECT_LT(std::chrono::steady_clock::now() - revokedAt, 3s);
   EXPECT_FALSE(a.leading());
   a.Stop();

@@ -9,14 +9,15 @@
 #include "kube/resource.h"
 #include "kube/testing/fake_kube_client.h"
 #include "kube/time_format.h"
-#include "test/kube/wait.h"
+#include "test/support/wait.h"
 
 namespace ayatori::kube {
 namespace {
 
 using namespace std::chrono_literals;
+using ayatori::testing::Eventually;
+using ayatori::testing::HoldsFor;
 using testing::FakeKubeClient;
-using testing::WaitUntil;
 
 // One candidate running on its own thread, with what its callbacks saw.
 struct Candidate {
@@ -75,7 +76,7 @@ TEST(LeaderElectionTest, ASingleCandidateCreatesTheLeaseAndLeads) {
   FakeKubeClient fake;
   Candidate a(fake, "a");
   a.Start();
-  ASSERT_TRUE(WaitUntil([&] { return a.elector->IsLeader(); }, 5s));
+  ASSERT_TRUE(Eventually([&] { return a.elector->IsLeader(); }, 5s));
   EXPECT_EQ(a.started, 1);
   LeaseRecord r = ReadLease(fake);
   EXPECT_EQ(r.holderIdentity, "a");
@@ -84,7 +85,7 @@ TEST(LeaderElectionTest, ASingleCandidateCreatesTheLeaseAndLeads) {
   EXPECT_TRUE(ParseTime(r.acquireTime).has_value());
   // It keeps renewing.
   std::string firstRenew = r.renewTime;
-  ASSERT_TRUE(WaitUntil([&] { return ReadLease(fake).renewTime != firstRenew; }, 5s));
+  ASSERT_TRUE(Eventually([&] { return ReadLease(fake).renewTime != firstRenew; }, 5s));
   EXPECT_EQ(ReadLease(fake).acquireTime, r.acquireTime);
   a.Stop();
   EXPECT_EQ(a.stopped, 1);
@@ -97,18 +98,16 @@ TEST(LeaderElectionTest, TwoCandidatesNeverLeadAtOnceAndReleaseHandsOverAtOnce) 
   Candidate a(fake, "a"), b(fake, "b");
   a.Start();
   b.Start();
-  ASSERT_TRUE(WaitUntil([&] { return a.elector->IsLeader() || b.elector->IsLeader(); }, 5s));
-  auto until = std::chrono::steady_clock::now() + 1500ms;
-  while (std::chrono::steady_clock::now() < until) {
-    ASSERT_FALSE(a.elector->IsLeader() && b.elector->IsLeader());
-    std::this_thread::sleep_for(5ms);
-  }
+  ASSERT_TRUE(Eventually([&] { return a.elector->IsLeader() || b.elector->IsLeader(); }, 5s));
+  ASSERT_TRUE(
+      HoldsFor([&] { return !(a.elector->IsLeader() && b.elector->IsLeader()); }, 1500ms, 5ms))
+      << "both candidates lead";
   Candidate& leader = a.elector->IsLeader() ? a : b;
   Candidate& follower = a.elector->IsLeader() ? b : a;
   EXPECT_EQ(ReadLease(fake).holderIdentity, leader.elector->ObservedLeader());
   auto stoppedAt = std::chrono::steady_clock::now();
   leader.Stop();
-  ASSERT_TRUE(WaitUntil([&] { return follower.elector->IsLeader(); }, 5s));
+  ASSERT_TRUE(Eventually([&] { return follower.elector->IsLeader(); }, 5s));
   // Released: no need to wait out the 1 s lease.
   EXPECT_LT(std::chrono::steady_clock::now() - stoppedAt, 600ms);
   EXPECT_EQ(ReadLease(fake).leaseTransitions, 1);
@@ -119,14 +118,14 @@ TEST(LeaderElectionTest, ACrashedLeadersLeaseIsTakenAfterItExpires) {
   FakeKubeClient fake;
   Candidate a(fake, "a", /*release=*/false);
   a.Start();
-  ASSERT_TRUE(WaitUntil([&] { return a.elector->IsLeader(); }, 5s));
+  ASSERT_TRUE(Eventually([&] { return a.elector->IsLeader(); }, 5s));
   Candidate b(fake, "b");
   b.Start();
-  ASSERT_TRUE(WaitUntil([&] { return b.elector->ObservedLeader() == "a"; }, 5s));
+  ASSERT_TRUE(Eventually([&] { return b.elector->ObservedLeader() == "a"; }, 5s));
   a.Stop();  // stops renewing without releasing, like a crash
   EXPECT_EQ(ReadLease(fake).holderIdentity, "a");
   auto stoppedAt = std::chrono::steady_clock::now();
-  ASSERT_TRUE(WaitUntil([&] { return b.elector->IsLeader(); }, 5s));
+  ASSERT_TRUE(Eventually([&] { return b.elector->IsLeader(); }, 5s));
   auto took = std::chrono::steady_clock::now() - stoppedAt;
   EXPECT_GE(took, 300ms);   // not before the lease could have expired...
   EXPECT_LT(took, 1500ms);  // ...and soon after (lease 1 s + a retry period)
@@ -137,11 +136,11 @@ TEST(LeaderElectionTest, LeaderStepsDownWhenAnotherHolderAppears) {
   FakeKubeClient fake;
   Candidate a(fake, "a");
   a.Start();
-  ASSERT_TRUE(WaitUntil([&] { return a.elector->IsLeader(); }, 5s));
+  ASSERT_TRUE(Eventually([&] { return a.elector->IsLeader(); }, 5s));
   auto lease = *fake.Get(LeasesResource(), "kube-system", "ayatori");
   lease["spec"]["holderIdentity"] = "intruder";
   ASSERT_TRUE(fake.Update(LeasesResource(), "kube-system", lease, {}).ok());
-  ASSERT_TRUE(WaitUntil([&] { return a.stopped == 1; }, 5s));
+  ASSERT_TRUE(Eventually([&] { return a.stopped == 1; }, 5s));
   EXPECT_TRUE(a.leadingToken.stop_requested());
   EXPECT_FALSE(a.elector->IsLeader());
   a.Stop();
@@ -152,17 +151,17 @@ TEST(LeaderElectionTest, LeaderStepsDownWhenRenewalsFailPastTheDeadline) {
   FakeKubeClient fake;
   Candidate a(fake, "a");
   a.Start();
-  ASSERT_TRUE(WaitUntil([&] { return a.elector->IsLeader(); }, 5s));
+  ASSERT_TRUE(Eventually([&] { return a.elector->IsLeader(); }, 5s));
   auto failingSince = std::chrono::steady_clock::now();
   fake.FailNext("update", "leases.coordination.k8s.io",
                 Status(StatusCode::kServerError, "etcd unavailable"), 1000000);
-  ASSERT_TRUE(WaitUntil([&] { return a.stopped == 1; }, 5s));
+  ASSERT_TRUE(Eventually([&] { return a.stopped == 1; }, 5s));
   auto took = std::chrono::steady_clock::now() - failingSince;
   EXPECT_GE(took, 400ms);
   EXPECT_LT(took, 1000ms);  // before the 1 s lease could expire for the others
   fake.ClearFailures();
   // Once the API works again it campaigns and wins again.
-  ASSERT_TRUE(WaitUntil([&] { return a.started == 2; }, 5s));
+  ASSERT_TRUE(Eventually([&] { return a.started == 2; }, 5s));
   a.Stop();
 }
 

@@ -11,17 +11,17 @@
 #include "kube/resource.h"
 #include "kube/rest_client.h"
 #include "test/kube/integration_util.h"
-#include "test/kube/wait.h"
 #include "test/support/testenv.h"
+#include "test/support/wait.h"
 
 namespace ayatori::kube {
 namespace {
 
 using namespace std::chrono_literals;
+using ayatori::testing::Eventually;
 using ayatori::testing::TestenvVar;
 using testing::Client;
 using ::testing::HasSubstr;
-using testing::WaitUntil;
 
 nlohmann::json ConfigMap(const std::string& name, const std::string& value) {
   return {{"apiVersion", "v1"},
@@ -246,10 +246,12 @@ TEST_F(RestIntegrationTest, StatusSubresourceAndFinalizers) {
                       {"spec", {{"size", 1}}}};
   // The new kind is served once the CRD is established.
   StatusOr<nlohmann::json> obj = Status(StatusCode::kNotFound, "");
-  ASSERT_TRUE(WaitUntil([&] {
-    obj = client_->Create(widgets, ns_, w, {});
-    return obj.ok();
-  }));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        obj = client_->Create(widgets, ns_, w, {});
+        return obj.ok();
+      },
+      10s));
   EXPECT_EQ((*obj)["metadata"]["generation"], 1);
 
   nlohmann::json withStatus = *obj;
@@ -279,8 +281,9 @@ TEST_F(RestIntegrationTest, StatusSubresourceAndFinalizers) {
                   ->Patch(widgets, ns_, "w", PatchType::kMerge,
                           {{"metadata", {{"finalizers", nullptr}}}}, {})
                   .ok());
-  EXPECT_TRUE(WaitUntil(
-      [&] { return client_->Get(widgets, ns_, "w").status().code() == StatusCode::kNotFound; }));
+  EXPECT_TRUE(Eventually(
+      [&] { return client_->Get(widgets, ns_, "w").status().code() == StatusCode::kNotFound; },
+      10s));
 }
 
 TEST_F(RestIntegrationTest, WatchDeliversChangesAndStopsPromptly) {
@@ -303,10 +306,12 @@ TEST_F(RestIntegrationTest, WatchDeliversChangesAndStopsPromptly) {
   ASSERT_TRUE(client_->Create(cm_, ns_, ConfigMap("w1", "1"), {}).ok());
   ASSERT_TRUE(client_->Patch(cm_, ns_, "w1", PatchType::kMerge, {{"data", {{"v", "2"}}}}, {}).ok());
   ASSERT_TRUE(client_->Delete(cm_, ns_, "w1", {}).ok());
-  ASSERT_TRUE(WaitUntil([&] {
-    std::lock_guard lock(mu);
-    return seen.size() >= 3;
-  }));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        std::lock_guard lock(mu);
+        return seen.size() >= 3;
+      },
+      10s));
   auto t0 = std::chrono::steady_clock::now();
   stop.request_stop();
   ASSERT_EQ(done.wait_for(5s), std::future_status::ready);

@@ -4,9 +4,9 @@
 
 #include "kube/resource.h"
 #include "test/kube/integration_util.h"
-#include "test/kube/wait.h"
 #include "test/support/process.h"
 #include "test/support/testenv.h"
+#include "test/support/wait.h"
 
 namespace ayatori::kube {
 namespace {
@@ -48,10 +48,13 @@ TEST(WatchJobsExampleTest, PrintsOneLinePerJobWithItsSucceededReason) {
       {"spec",
        {{"task", {{"image", "docker.io/library/alpine:3.22"}, {"command", {"/bin/true"}}}}}}};
   StatusOr<nlohmann::json> created = Status(StatusCode::kNotFound, "");
-  ASSERT_TRUE(testing::WaitUntil([&] {
-    created = client->Create(jobs, ns, job, {});
-    return created.ok();
-  })) << created.status().ToString();
+  ASSERT_TRUE(ayatori::testing::Eventually(
+      [&] {
+        created = client->Create(jobs, ns, job, {});
+        return created.ok();
+      },
+      std::chrono::seconds(10)))
+      << created.status().ToString();
   PatchOptions status;
   status.subresource = "status";
   nlohmann::json patch = {{"status",

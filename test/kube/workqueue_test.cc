@@ -10,14 +10,14 @@
 #include <vector>
 
 #include "kube/testing/fake_clock.h"
-#include "test/kube/wait.h"
+#include "test/support/wait.h"
 
 namespace ayatori::kube {
 namespace {
 
 using namespace std::chrono_literals;
+using ayatori::testing::Eventually;
 using testing::FakeClock;
-using testing::WaitUntil;
 
 TEST(WorkqueueTest, DeduplicatesKeysWaitingInTheQueue) {
   FakeClock clock;
@@ -91,7 +91,7 @@ TEST(WorkqueueTest, NoKeyIsProcessedByTwoWorkersAtOnce) {
     });
   }
   for (int i = 0; i < 2000; ++i) q.Add("key-" + std::to_string(i % 5));
-  EXPECT_TRUE(WaitUntil([&] { return q.Len() == 0 && q.ProcessingLen() == 0; }));
+  EXPECT_TRUE(Eventually([&] { return q.Len() == 0 && q.ProcessingLen() == 0; }, 10s));
   q.ShutDown();
   for (auto& t : workers) t.join();
   EXPECT_EQ(overlaps.load(), 0);

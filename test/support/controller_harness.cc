@@ -1,20 +1,13 @@
 #include "test/support/controller_harness.h"
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <streambuf>
-#include <thread>
 
 #include "api/json.h"
 #include "controller/kinds.h"
@@ -23,32 +16,7 @@
 #include "test/support/process.h"
 #include "test/support/testenv.h"
 
-extern char** environ;
-
 namespace ayatori::testing {
-
-// ---------------------------------------------------------------------------------------------
-// Waiting.
-
-bool Eventually(const std::function<bool()>& done, std::chrono::milliseconds timeout,
-                std::chrono::milliseconds poll) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (true) {
-    if (done()) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(poll);
-  }
-}
-
-bool HoldsFor(const std::function<bool()>& holds, std::chrono::milliseconds duration,
-              std::chrono::milliseconds poll) {
-  auto end = std::chrono::steady_clock::now() + duration;
-  while (true) {
-    if (!holds()) return false;
-    if (std::chrono::steady_clock::now() >= end) return true;
-    std::this_thread::sleep_for(poll);
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Log capture.
@@ -471,7 +439,7 @@ bool ControllerHarness::WaitForJob(const std::string& ns, const std::string& nam
         if (last != nullptr) *last = *job;
         return done(*job);
       },
-      timeout);
+      timeout, kApiPoll);
 }
 
 bool ControllerHarness::WaitForJobGone(const std::string& ns, const std::string& name,
@@ -481,7 +449,7 @@ bool ControllerHarness::WaitForJobGone(const std::string& ns, const std::string&
         auto job = GetJobJson(ns, name);
         return !job.ok() && job.status().code() == StatusCode::kNotFound;
       },
-      timeout);
+      timeout, kApiPoll);
 }
 
 Status ControllerHarness::ApplyJobClass(const std::string& name, const nlohmann::json& spec,
@@ -567,7 +535,7 @@ std::string ControllerHarness::CleanupNamespace(const std::string& ns,
     if (Status s = StartController(settings_); !s.ok()) return "no controller: " + s.ToString();
   }
   for (const auto& name : names()) (void)DeleteJob(ns, name);
-  if (Eventually([&] { return names().empty(); }, timeout)) return "";
+  if (Eventually([&] { return names().empty(); }, timeout, kApiPoll)) return "";
   std::string forced;
   for (const auto& name : names()) {
     auto job = GetJob(ns, name);
@@ -576,70 +544,6 @@ std::string ControllerHarness::CleanupNamespace(const std::string& ns,
                          {{"metadata", {{"finalizers", nullptr}}}}, {});
   }
   return "finalizers removed by force: " + forced;
-}
-
-// ---------------------------------------------------------------------------------------------
-// ChildProcess.
-
-ChildProcess::~ChildProcess() {
-  if (pid_ > 0 && Running()) {
-    Signal(SIGKILL);
-    Wait(10s);
-  }
-}
-
-Status ChildProcess::Start(const std::vector<std::string>& argv, const std::string& logPath) {
-  logPath_ = logPath;
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, logPath.c_str(),
-                                   O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  std::vector<std::string> args = argv;
-  std::vector<char*> argp;
-  for (auto& a : args) argp.push_back(a.data());
-  argp.push_back(nullptr);
-  pid_t pid = -1;
-  int rc = posix_spawn(&pid, argp[0], &actions, nullptr, argp.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    return {StatusCode::kInternal, "cannot start " + argv[0] + ": " + std::strerror(rc)};
-  }
-  pid_ = pid;
-  status_ = -1;
-  return Status::Ok();
-}
-
-bool ChildProcess::Running() {
-  if (pid_ <= 0 || status_ != -1) return false;
-  int st = 0;
-  pid_t r = waitpid(pid_, &st, WNOHANG);
-  if (r == pid_) {
-    status_ = st;
-    return false;
-  }
-  return r == 0;
-}
-
-void ChildProcess::Signal(int signal) {
-  if (pid_ > 0 && status_ == -1) kill(pid_, signal);
-}
-
-bool ChildProcess::Wait(std::chrono::milliseconds timeout) {
-  return Eventually([&] { return !Running(); }, timeout, 20ms);
-}
-
-std::string ChildProcess::Log() const {
-  std::ifstream in(logPath_);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string ControllerBinaryPath() {
-  std::string dir = RequiredEnv("AYATORI_BINARY_DIR");
-  return dir.empty() ? "" : dir + "/cmd/ayatori-controller/ayatori-controller";
 }
 
 }  // namespace ayatori::testing

@@ -9,7 +9,8 @@
 // destroys it and starts a new one. Logs of the obs library are captured in memory so tests can
 // check what the controller wrote (and that no Secret value is in it).
 //
-// Everything waits on conditions with deadlines (polling every 50 ms), never on bare sleeps.
+// Everything waits on conditions with deadlines (test/support/wait.h; the API server is polled
+// every 50 ms), never on bare sleeps.
 #pragma once
 
 #include <chrono>
@@ -32,6 +33,7 @@
 #include "kube/events.h"
 #include "kube/rest_client.h"
 #include "obs/metrics.h"
+#include "test/support/wait.h"  // Eventually and HoldsFor, for the users of this harness
 
 namespace ayatori::testing {
 
@@ -41,16 +43,10 @@ inline constexpr const char* kTestJobClass = "test";
 
 using namespace std::chrono_literals;  // NOLINT(google-build-using-namespace)
 
-// ---------------------------------------------------------------------------------------------
-// Waiting.
-
-// Calls `done` every `poll` until it returns true or `timeout` passes; returns its last answer.
-bool Eventually(const std::function<bool()>& done, std::chrono::milliseconds timeout = 20s,
-                std::chrono::milliseconds poll = 50ms);
-// Checks that `holds` stays true for `duration` (polling); false as soon as it does not. For
-// asserting that something does NOT happen within a window.
-bool HoldsFor(const std::function<bool()>& holds, std::chrono::milliseconds duration,
-              std::chrono::milliseconds poll = 50ms);
+// How often a wait GETs from the API server (the poll of Eventually and HoldsFor when their
+// condition reads the API): often enough not to slow the tests down, rarely enough not to load
+// the control plane the tests measure.
+inline constexpr std::chrono::milliseconds kApiPoll = 50ms;
 
 // ---------------------------------------------------------------------------------------------
 // Log capture.
@@ -247,34 +243,5 @@ class ControllerHarness {
   mutable std::mutex deletesMu_;
   std::map<std::string, int> successfulDeletes_;  // "ns/name"
 };
-
-// ---------------------------------------------------------------------------------------------
-// A child process with its output in a file, for running the ayatori-controller binary.
-
-class ChildProcess {
- public:
-  ChildProcess() = default;
-  ~ChildProcess();  // SIGKILLs and reaps it if still running
-  ChildProcess(const ChildProcess&) = delete;
-  ChildProcess& operator=(const ChildProcess&) = delete;
-
-  // Starts argv (argv[0] is a path) with stdout and stderr appended to `logPath`.
-  Status Start(const std::vector<std::string>& argv, const std::string& logPath);
-  int pid() const { return pid_; }
-  bool Running();
-  void Signal(int signal);
-  // Waits for it to exit; returns false on timeout. exitStatus() is the raw wait status.
-  bool Wait(std::chrono::milliseconds timeout);
-  int exitStatus() const { return status_; }
-  std::string Log() const;
-
- private:
-  int pid_ = -1;
-  int status_ = -1;
-  std::string logPath_;
-};
-
-// $AYATORI_BINARY_DIR/cmd/ayatori-controller/ayatori-controller (fails the test when unset).
-std::string ControllerBinaryPath();
 
 }  // namespace ayatori::testing

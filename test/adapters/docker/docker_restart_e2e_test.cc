@@ -18,11 +18,11 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
-#include <thread>
 
 #include "adapters/docker/docker_adapter.h"
 #include "test/adapters/docker/e2e_support.h"
 #include "test/support/testenv.h"
+#include "test/support/wait.h"
 
 namespace ayatori::adapters::docker {
 namespace {
@@ -63,12 +63,8 @@ class DockerRestartE2ETest : public ::testing::Test {
 };
 
 bool WaitForProcessExit(int pid, std::chrono::milliseconds deadline) {
-  auto until = std::chrono::steady_clock::now() + deadline;
-  while (std::chrono::steady_clock::now() < until) {
-    if (kill(pid, 0) != 0 && errno == ESRCH) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return false;
+  return ayatori::testing::Eventually([&] { return kill(pid, 0) != 0 && errno == ESRCH; },
+                                      deadline);
 }
 
 TEST_F(DockerRestartE2ETest, EngineCrashIsUnknownAndTheTrueResultsAreFoundAfterRestart) {

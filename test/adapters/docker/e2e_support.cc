@@ -10,11 +10,11 @@
 #include <cstdio>
 #include <fstream>
 #include <random>
-#include <thread>
 
 #include "adapters/docker/engine.h"
 #include "test/support/process.h"
 #include "test/support/testenv.h"
+#include "test/support/wait.h"
 
 namespace ayatori::adapters::docker::e2e {
 
@@ -105,14 +105,14 @@ std::string PhaseName(const Observation& o) {
 Observation WaitFor(Adapter& adapter, const ExecutionKey& key,
                     const std::function<bool(const Observation&)>& done,
                     std::chrono::milliseconds deadline, const std::string& what) {
-  auto until = std::chrono::steady_clock::now() + deadline;
   Observation o;
-  while (true) {
-    o = adapter.Observe(key);
-    if (done(o)) return o;
-    if (std::chrono::steady_clock::now() >= until) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  const bool reached = ayatori::testing::Eventually(
+      [&] {
+        o = adapter.Observe(key);
+        return done(o);
+      },
+      deadline, std::chrono::milliseconds(50));
+  if (reached) return o;
   ADD_FAILURE() << "timed out after " << deadline.count() << "ms waiting for " << what
                 << "; last observation: " << PhaseName(o);
   return o;

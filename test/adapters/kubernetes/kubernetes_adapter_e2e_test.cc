@@ -12,7 +12,6 @@
 #include <mutex>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "adapters/kubernetes/batch_job.h"
@@ -22,12 +21,14 @@
 #include "kube/resource.h"
 #include "kube/rest_client.h"
 #include "test/support/testenv.h"
+#include "test/support/wait.h"
 
 namespace ayatori::adapters::kubernetes {
 namespace {
 
 using nlohmann::json;
 using namespace std::chrono_literals;
+using ayatori::testing::Eventually;
 
 std::string NewUid() {
   static std::mt19937_64 rng{std::random_device{}()};
@@ -42,15 +43,9 @@ std::string NewUid() {
   return buf;
 }
 
-// Polls `f` every 100 ms until it returns true or `timeout` passes.
-bool Eventually(const std::function<bool()>& f, std::chrono::milliseconds timeout = 30s) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (f()) return true;
-    std::this_thread::sleep_for(100ms);
-  }
-  return f();
-}
+// How often a wait polls the control plane: it runs kube-controller-manager, kube-scheduler and
+// kwok on the same two cores as this test.
+constexpr std::chrono::milliseconds kPoll = 100ms;
 
 class KubernetesAdapterE2E : public ::testing::Test {
  protected:
@@ -112,7 +107,7 @@ class KubernetesAdapterE2E : public ::testing::Test {
           o = adapter_->Observe(key);
           return until(o);
         },
-        timeout);
+        timeout, kPoll);
     return o;
   }
 
@@ -122,10 +117,12 @@ class KubernetesAdapterE2E : public ::testing::Test {
 
   Observation CancelUntilStopped(const ExecutionKey& key) {
     Observation o;
-    Eventually([&] {
-      o = adapter_->Cancel(key);
-      return IsStopped(o.phase);
-    });
+    Eventually(
+        [&] {
+          o = adapter_->Cancel(key);
+          return IsStopped(o.phase);
+        },
+        30s, kPoll);
     return o;
   }
 
@@ -248,8 +245,8 @@ TEST_F(KubernetesAdapterE2E, ImagePullFailureFailsAfterTheTimeoutWithoutStart) {
   // Nothing in Kubernetes changes when the timeout passes: the adapter's own timer wakes the
   // controller.
   const auto timeoutAt = std::chrono::system_clock::time_point(*created + 4s);
-  EXPECT_TRUE(
-      Eventually([&] { return WasNotified(ns_ + "/" + r.job.metadata.name, timeoutAt); }, 20s))
+  EXPECT_TRUE(Eventually([&] { return WasNotified(ns_ + "/" + r.job.metadata.name, timeoutAt); },
+                         20s, kPoll))
       << "no notify after the image pull timeout";
 
   Observation failed = adapter_->Observe(key);
@@ -265,14 +262,14 @@ TEST_F(KubernetesAdapterE2E, CancelWhilePending) {
   Observation ensured = adapter_->Ensure(r);
   ASSERT_EQ(ensured.phase, ExecutionPhase::kPending) << ensured.message;
   ExecutionKey key = Key(r, ensured);
-  ASSERT_TRUE(Eventually([&] { return PodsOf(r.job.metadata.uid).size() == 1; }))
+  ASSERT_TRUE(Eventually([&] { return PodsOf(r.job.metadata.uid).size() == 1; }, 30s, kPoll))
       << "the Job controller made no pod";
 
   Observation cancelled = CancelUntilStopped(key);
   EXPECT_EQ(cancelled.phase, ExecutionPhase::kCancelled) << cancelled.message;
   EXPECT_FALSE(cancelled.startedAt) << "the container never started";
   EXPECT_TRUE(BatchJobsOf(r.job.metadata.uid).empty());
-  EXPECT_TRUE(Eventually([&] { return PodsOf(r.job.metadata.uid).empty(); }));
+  EXPECT_TRUE(Eventually([&] { return PodsOf(r.job.metadata.uid).empty(); }, 30s, kPoll));
   // Repeatable.
   EXPECT_EQ(adapter_->Cancel(key).phase, ExecutionPhase::kCancelled);
 }
@@ -294,7 +291,7 @@ TEST_F(KubernetesAdapterE2E, CancelWhileRunning) {
   if (cancelled.startedAt) {
     EXPECT_EQ(cancelled.startedAt, running.startedAt);
   }
-  EXPECT_TRUE(Eventually([&] { return PodsOf(r.job.metadata.uid).empty(); }));
+  EXPECT_TRUE(Eventually([&] { return PodsOf(r.job.metadata.uid).empty(); }, 30s, kPoll));
   EXPECT_EQ(adapter_->Observe(key).phase, ExecutionPhase::kAbsent);
 }
 
@@ -374,7 +371,7 @@ TEST_F(KubernetesAdapterE2E, SecretAndConfigMapEnvArePassedAsReferencesNeverRead
   Observation o = adapter_->Ensure(r);
   ASSERT_EQ(o.phase, ExecutionPhase::kPending) << o.message;
 
-  ASSERT_TRUE(Eventually([&] { return PodsOf(r.job.metadata.uid).size() == 1; }));
+  ASSERT_TRUE(Eventually([&] { return PodsOf(r.job.metadata.uid).size() == 1; }, 30s, kPoll));
   json pod = PodsOf(r.job.metadata.uid)[0];
   json env = pod["spec"]["containers"][0]["env"];
   bool sawSecretRef = false, sawConfigRef = false;
@@ -414,12 +411,15 @@ TEST_F(KubernetesAdapterE2E, DeleteCascadesToThePod) {
       ExecutionPhase::kRunning);
 
   Status last;
-  EXPECT_TRUE(Eventually([&] {
-    last = adapter_->Delete(key);
-    return last.ok();
-  })) << last.ToString();
+  EXPECT_TRUE(Eventually(
+      [&] {
+        last = adapter_->Delete(key);
+        return last.ok();
+      },
+      30s, kPoll))
+      << last.ToString();
   EXPECT_TRUE(BatchJobsOf(r.job.metadata.uid).empty());
-  EXPECT_TRUE(Eventually([&] { return PodsOf(r.job.metadata.uid).empty(); }))
+  EXPECT_TRUE(Eventually([&] { return PodsOf(r.job.metadata.uid).empty(); }, 30s, kPoll))
       << "the pod was orphaned";
   // Repeatable, and the execution reads as absent.
   EXPECT_TRUE(adapter_->Delete(key).ok());

@@ -7,32 +7,23 @@
 
 #include <algorithm>
 #include <chrono>
-#include <functional>
 #include <mutex>
-#include <thread>
 
 #include "adapters/kubernetes/batch_job.h"
 #include "api/json.h"
 #include "kube/testing/fake_clock.h"
 #include "kube/testing/fake_kube_client.h"
+#include "test/support/wait.h"
 
 namespace ayatori::adapters::kubernetes {
 namespace {
 
 using nlohmann::json;
 using namespace std::chrono_literals;
+using ayatori::testing::Eventually;
 
 constexpr const char* kNs = "ci";
 constexpr const char* kUid = "0c6a5e3e-5f7a-4c1e-9d55-3f1c2b7a9e01";
-
-bool Eventually(const std::function<bool()>& f, std::chrono::milliseconds timeout = 5s) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (f()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return f();
-}
 
 class KubernetesAdapterTest : public ::testing::Test {
  protected:
@@ -257,17 +248,20 @@ TEST_F(KubernetesAdapterTest, WatchCacheServesProgressAndResultsAreReadFresh) {
   Observation ensured = adapter_->Ensure(Request());
   json pod = CreatePod("Running", Running());
   ExecutionKey key = Key(ensured.references);
-  ASSERT_TRUE(Eventually([&] { return adapter_->Observe(key).phase == ExecutionPhase::kRunning; }));
+  ASSERT_TRUE(
+      Eventually([&] { return adapter_->Observe(key).phase == ExecutionPhase::kRunning; }, 5s));
 
   // Once the watch has delivered the pod, progress comes from the cache: no request.
-  EXPECT_TRUE(Eventually([&] {
-    client_.ClearActions();
-    return adapter_->Observe(key).phase == ExecutionPhase::kRunning && Reads() == 0;
-  }));
+  EXPECT_TRUE(Eventually(
+      [&] {
+        client_.ClearActions();
+        return adapter_->Observe(key).phase == ExecutionPhase::kRunning && Reads() == 0;
+      },
+      5s));
 
   SetPodState(pod, "Succeeded", Exited(0));
   ASSERT_TRUE(
-      Eventually([&] { return adapter_->Observe(key).phase == ExecutionPhase::kSucceeded; }));
+      Eventually([&] { return adapter_->Observe(key).phase == ExecutionPhase::kSucceeded; }, 5s));
   client_.ClearActions();
   Observation done = adapter_->Observe(key);
   EXPECT_EQ(done.phase, ExecutionPhase::kSucceeded);
@@ -281,7 +275,8 @@ TEST_F(KubernetesAdapterTest, ACachedResultThePodNoLongerConfirmsIsReadWhole) {
   Observation ensured = adapter_->Ensure(Request());
   json pod = CreatePod("Failed", Exited(3));
   ExecutionKey key = Key(ensured.references);
-  ASSERT_TRUE(Eventually([&] { return adapter_->Observe(key).phase == ExecutionPhase::kFailed; }));
+  ASSERT_TRUE(
+      Eventually([&] { return adapter_->Observe(key).phase == ExecutionPhase::kFailed; }, 5s));
 
   // The pod disappears from the apiserver before the watch says so: its GET finds nothing, so
   // the batch Job and the pods are read fresh, and the result is not trusted from the cache.
@@ -298,22 +293,25 @@ TEST_F(KubernetesAdapterTest, ACachedResultThePodNoLongerConfirmsIsReadWhole) {
 TEST_F(KubernetesAdapterTest, EnsureWithTheWatchCacheNeedsNoRequestOnceCreated) {
   StartWatching();
   Observation first = adapter_->Ensure(Request());
-  ASSERT_TRUE(Eventually([&] {
-    client_.ClearActions();
-    return adapter_->Ensure(Request()).references == first.references && client_.Actions().empty();
-  }));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        client_.ClearActions();
+        return adapter_->Ensure(Request()).references == first.references &&
+               client_.Actions().empty();
+      },
+      5s));
 }
 
 TEST_F(KubernetesAdapterTest, WatchEventsNotifyTheAyatoriJob) {
   StartWatching();
   adapter_->Ensure(Request());
-  EXPECT_TRUE(Eventually([&] { return WasNotified("ci/hello"); }));
+  EXPECT_TRUE(Eventually([&] { return WasNotified("ci/hello"); }, 5s));
   ClearNotified();
   json pod = CreatePod("Pending", json());
-  EXPECT_TRUE(Eventually([&] { return WasNotified("ci/hello"); }));
+  EXPECT_TRUE(Eventually([&] { return WasNotified("ci/hello"); }, 5s));
   ClearNotified();
   SetPodState(pod, "Running", Running());
-  EXPECT_TRUE(Eventually([&] { return WasNotified("ci/hello"); }));
+  EXPECT_TRUE(Eventually([&] { return WasNotified("ci/hello"); }, 5s));
 }
 
 TEST_F(KubernetesAdapterTest, PodLeftWithoutItsBatchJobBlocksASecondCreate) {
@@ -337,14 +335,16 @@ TEST_F(KubernetesAdapterTest, ImagePullTimeoutWakesTheController) {
   // The fake clock stands just after the pod's creation.
   clock_.Advance(*created - std::chrono::floor<std::chrono::seconds>(clock_.Now()) + 1s);
   ExecutionKey key = Key(ensured.references, params);
-  ASSERT_TRUE(Eventually([&] {
-    Observation o = adapter_->Observe(key);
-    return o.phase == ExecutionPhase::kPending &&
-           o.message.find("ErrImagePull") != std::string::npos;
-  }));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        Observation o = adapter_->Observe(key);
+        return o.phase == ExecutionPhase::kPending &&
+               o.message.find("ErrImagePull") != std::string::npos;
+      },
+      5s));
   // Three watch events so far (batch Job added, pod added, pod status written); the fake has no
   // controllers, so nothing else changes and a fourth wake-up can only come from the timer.
-  ASSERT_TRUE(Eventually([&] { return NotifyCount() == 3; })) << NotifyCount();
+  ASSERT_TRUE(Eventually([&] { return NotifyCount() == 3; }, 5s)) << NotifyCount();
   clock_.Advance(60s);
   EXPECT_TRUE(Eventually([&] { return NotifyCount() == 4; }, 5s))
       << "no Kubernetes event marks the timeout; the adapter must";

@@ -22,18 +22,20 @@
 #include <random>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "test/adapters/kubernetes/controller_e2e/controller_process.h"
+#include "test/support/controller_process.h"
 #include "test/support/process.h"
 #include "test/support/testenv.h"
+#include "test/support/wait.h"
 
 namespace ayatori::kubernetes_e2e {
 namespace {
 
 using nlohmann::json;
 using testing::ControllerProcess;
+using testing::Eventually;
+using testing::HoldsFor;
 using testing::ProcessResult;
 using testing::RequiredEnv;
 using testing::TestenvVar;
@@ -52,25 +54,9 @@ constexpr int kPullTimeoutSeconds = 3;
 // ---------------------------------------------------------------------------------------------
 // Waiting.
 
-bool Eventually(const std::function<bool()>& done, std::chrono::milliseconds timeout,
-                std::chrono::milliseconds poll = 100ms) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (true) {
-    if (done()) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(poll);
-  }
-}
-
-// True when `holds` stays true for all of `duration`: for "this does not happen yet" checks.
-bool HoldsFor(const std::function<bool()>& holds, std::chrono::milliseconds duration) {
-  auto end = std::chrono::steady_clock::now() + duration;
-  while (true) {
-    if (!holds()) return false;
-    if (std::chrono::steady_clock::now() >= end) return true;
-    std::this_thread::sleep_for(100ms);
-  }
-}
+// Most waits run kubectl (a process start and a TLS handshake per check) against a control plane
+// that shares two cores with kube-controller-manager, kube-scheduler and kwok: poll every 100 ms.
+constexpr std::chrono::milliseconds kPoll = 100ms;
 
 // ---------------------------------------------------------------------------------------------
 // kubectl.
@@ -321,7 +307,7 @@ class KubernetesControllerE2E : public ::testing::Test {
 
   void StartController() {
     Status s = controller_.Start(
-        RequiredEnv("AYATORI_BINARY_DIR") + "/cmd/ayatori-controller/ayatori-controller",
+        testing::ControllerBinaryPath(),
         {"--kubeconfig=" + TestenvVar("KUBECONFIG"), "--metrics-address=127.0.0.1:0",
          "--log-format=json", "--log-level=debug"},
         logPath_, 60s);
@@ -356,7 +342,7 @@ class KubernetesControllerE2E : public ::testing::Test {
           if (job) last = std::move(*job);
           return job.has_value() && done(last);
         },
-        timeout);
+        timeout, kPoll);
     EXPECT_TRUE(ok) << "timed out waiting for " << ns_ << "/" << name << ": " << what
                     << "; last seen: " << Describe(last);
     return last;
@@ -372,7 +358,7 @@ class KubernetesControllerE2E : public ::testing::Test {
           auto r = Kubectl({"get", kJobs, name, "-n", ns_, "-o", "name"});
           return r.exitCode != 0 && IsNotFound(r);
         },
-        timeout);
+        timeout, kPoll);
   }
 
   void Cancel(const std::string& name) {
@@ -395,7 +381,7 @@ class KubernetesControllerE2E : public ::testing::Test {
           pods = PodsOf(ns_, uid).size();
           return jobs == 0 && pods == 0;
         },
-        timeout);
+        timeout, kPoll);
     EXPECT_TRUE(gone) << "left of Job uid " << uid << ": " << jobs << " batch Jobs, " << pods
                       << " pods";
   }
@@ -411,7 +397,7 @@ class KubernetesControllerE2E : public ::testing::Test {
           pod = pods[0];
           return accept(pod);
         },
-        timeout);
+        timeout, kPoll);
     EXPECT_TRUE(ok) << "timed out waiting for the pod of " << uid << ": " << what
                     << "; last seen: " << pod.value("/status"_json_pointer, json()).dump();
     return pod;
@@ -696,7 +682,7 @@ class DeletionE2E : public KubernetesControllerE2E {
       auto b = Get(kBatchJobs, ns_, batchName);
       return b && b->contains("/metadata/deletionTimestamp"_json_pointer);
     };
-    EXPECT_TRUE(Eventually(batchDeleting, 30s))
+    EXPECT_TRUE(Eventually(batchDeleting, 30s, kPoll))
         << "the controller did not delete batch Job " << batchName;
     if (podRuns) {
       bool stays = HoldsFor(
@@ -705,7 +691,7 @@ class DeletionE2E : public KubernetesControllerE2E {
             return job && job->contains("/metadata/deletionTimestamp"_json_pointer) &&
                    HasFinalizer(*job, kCleanupFinalizer);
           },
-          2s);
+          2s, kPoll);
       EXPECT_TRUE(stays) << "the Job went away while its batch Job and pod still existed";
       Patch(kBatchJobs, ns_, batchName, {{"metadata", {{"finalizers", nullptr}}}});
       EXPECT_TRUE(WaitForJobGone(name, 60s)) << "the Job stayed after its batch Job was gone";
