@@ -199,8 +199,7 @@ std::shared_ptr<const ReferencedObjectInfo> InformerClusterCache::GetConfigMap(
 JobController::JobController(KubeClient& client, adapters::AdapterRegistry& registry,
                              const Clock& clock, obs::Registry& metrics,
                              kube::EventRecorder* events, ControllerOptions options)
-    : client_(client),
-      registry_(registry),
+    : registry_(registry),
       clock_(clock),
       metrics_(metrics),
       options_(std::move(options)),

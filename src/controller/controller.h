@@ -104,7 +104,6 @@ class JobController {
   void EnqueueWaitingJobs();
   void RegisterMetrics();
 
-  KubeClient& client_;
   adapters::AdapterRegistry& registry_;
   const Clock& clock_;
   obs::Registry& metrics_;

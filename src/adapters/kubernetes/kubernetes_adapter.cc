@@ -146,7 +146,7 @@ Status KubernetesAdapter::Start(
           },
       .onDelete = [wake](const std::string& k, const auto& o) { wake(k, o->jobName); },
   });
-  timerThread_ = std::jthread([this](std::stop_token stop) { TimerLoop(std::move(stop)); });
+  timerThread_ = std::jthread([this](const std::stop_token& stop) { TimerLoop(stop); });
   jobs_->Start();
   pods_->Start();
   if (!jobs_->WaitForSync(options_.syncTimeout) || !pods_->WaitForSync(options_.syncTimeout)) {
@@ -183,7 +183,17 @@ void KubernetesAdapter::NotifyAt(api::Time when, const std::string& ns, const st
   timerCv_.notify_all();
 }
 
-void KubernetesAdapter::TimerLoop(std::stop_token stop) {
+void KubernetesAdapter::WakeAtPullTimeouts(const std::vector<PodFacts>& pods,
+                                           std::chrono::seconds pullTimeout,
+                                           const ExecutionKey& key) {
+  for (const PodFacts& p : pods) {
+    if (IsImagePullWait(p) && p.created) {
+      NotifyAt(*p.created + pullTimeout, key.namespace_, key.name);
+    }
+  }
+}
+
+void KubernetesAdapter::TimerLoop(const std::stop_token& stop) {
   std::unique_lock lock(timerMu_);
   while (!stop.stop_requested()) {
     if (timers_.empty()) {
@@ -257,10 +267,7 @@ Observation KubernetesAdapter::ObserveFresh(const ExecutionKey& key,
   }
   Observation o = ObserveFromFresh(*fresh, pullTimeout, ReferencedBatchJobUid(key.references));
   if (o.phase == ExecutionPhase::kPending) {
-    for (const PodFacts& p : ToFacts(fresh->pods)) {
-      if (IsImagePullWait(p) && p.created)
-        NotifyAt(*p.created + pullTimeout, key.namespace_, key.name);
-    }
+    WakeAtPullTimeouts(ToFacts(fresh->pods), pullTimeout, key);
   }
   if (o.phase == ExecutionPhase::kAbsent && !fresh->foreignUid.empty()) {
     o.message = "batch/v1 Job " + key.namespace_ + "/" + BatchJobName(key.uid) +
@@ -286,10 +293,7 @@ std::optional<Observation> KubernetesAdapter::ObserveCached(const ExecutionKey& 
   if (o.phase != ExecutionPhase::kPending && o.phase != ExecutionPhase::kRunning) {
     return std::nullopt;
   }
-  for (const PodFacts& p : pods) {
-    if (IsImagePullWait(p) && p.created)
-      NotifyAt(*p.created + pullTimeout, key.namespace_, key.name);
-  }
+  WakeAtPullTimeouts(pods, pullTimeout, key);
   return o;
 }
 

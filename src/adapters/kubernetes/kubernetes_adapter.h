@@ -101,7 +101,10 @@ class KubernetesAdapter final : public Adapter {
   void Log(const std::string& line) const;
   // Wakes the controller when an image-pull timeout expires (no Kubernetes event says so).
   void NotifyAt(api::Time when, const std::string& ns, const std::string& name);
-  void TimerLoop(std::stop_token stop);
+  // NotifyAt the image-pull timeout of every pod waiting for its image.
+  void WakeAtPullTimeouts(const std::vector<PodFacts>& pods, std::chrono::seconds pullTimeout,
+                          const ExecutionKey& key);
+  void TimerLoop(const std::stop_token& stop);
 
   KubeClient& client_;
   const KubernetesAdapterOptions options_;
