@@ -203,7 +203,12 @@ EOF
     kube get -n ci "ajob/$j" -o jsonpath='{range .status.conditions[?(@.type=="Succeeded")]}Succeeded={.status} reason={.reason} message="{.message}"{end}{"\n"}'
   done
   echo
-  echo "the batch/v1 Jobs behind them (named ayj-<Ayatori Job uid>):"
+  # Ayatori reads the result from the pod's terminated state; the batch Job's own status follows
+  # when kube-controller-manager gets to it (the cancelled one is deleted).
+  local uid
+  uid=$(kube get -n ci ajob/k8s-succeeds -o jsonpath='{.metadata.uid}')
+  kube wait -n ci --for=condition=Complete --timeout=60s "job.batch/ayj-$uid" >/dev/null || true
+  echo "the batch/v1 Jobs behind them (named ayj-<Ayatori Job uid>; the cancelled one is deleted):"
   kube get -n ci jobs.batch -o wide
   cat "$DEMO/kube.env" >"$DEMO/env.sh"
   echo
