@@ -27,6 +27,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <latch>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -312,19 +313,24 @@ class Tracker {
 };
 
 // List, then watch from the list's resourceVersion, again and again until stopped: every object
-// of `ref` in `ns` passes through `visit` as it is first listed and on every change.
+// of `ref` in `ns` passes through `visit` as it is first listed and on every change. `listed`
+// counts down once, after the first list.
 void WatchLoop(KubeClient& client, const ResourceRef& ref, const std::string& ns,
-               std::stop_token stop, const std::function<void(const json&)>& visit) {
+               std::stop_token stop, const std::function<void(const json&)>& visit,
+               std::latch& listed) {
   std::string rv;
+  bool firstList = true;
   while (!stop.stop_requested()) {
     if (rv.empty()) {
       auto list = client.List(ref, ns, {});
       if (!list.ok()) {
-        std::this_thread::sleep_for(200ms);
+        std::this_thread::sleep_for(200ms);  // retry pacing, not synchronisation
         continue;
       }
       for (const auto& item : list->items) visit(item);
       rv = list->resourceVersion;
+      if (firstList) listed.count_down();
+      firstList = false;
     }
     WatchOptions wo;
     wo.resourceVersion = rv;
@@ -563,16 +569,28 @@ SideResult RunSide(const Options& o, bool ayatori, KubeClient& creator, KubeClie
     return r;
   }
   Tracker tracker(o.n);
+  std::latch listed(2);  // before the threads that count it down, so it outlives them
   std::vector<std::jthread> watches;
   watches.emplace_back([&](std::stop_token stop) {
-    WatchLoop(watcher, ayatori ? kAyatoriJobs : kBatchJobs, ns, stop,
-              [&](const json& j) { tracker.OnJob(j, ayatori); });
+    WatchLoop(
+        watcher, ayatori ? kAyatoriJobs : kBatchJobs, ns, stop,
+        [&](const json& j) { tracker.OnJob(j, ayatori); }, listed);
   });
   watches.emplace_back([&](std::stop_token stop) {
-    WatchLoop(watcher, kPods, ns, stop, [&](const json& p) { tracker.OnPod(p, ayatori); });
+    WatchLoop(
+        watcher, kPods, ns, stop, [&](const json& p) { tracker.OnPod(p, ayatori); }, listed);
   });
-  // Let both watches be established before the first create (they start with a LIST).
-  std::this_thread::sleep_for(500ms);
+  // Both watches have their first list before the first create (a deadline-bound wait: a list
+  // that keeps failing must not hang the benchmark).
+  const auto listDeadline = std::chrono::steady_clock::now() + 60s;
+  while (!listed.try_wait()) {
+    if (std::chrono::steady_clock::now() >= listDeadline) {
+      std::fprintf(stderr, "bench: %s: the watches could not list %s within 60 s\n", r.name.c_str(),
+                   ns.c_str());
+      return r;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
 
   WaitControllerIdle(probe, o);
   r.controllerRssBefore = RssKiB(o.controllerPid);

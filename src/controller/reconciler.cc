@@ -71,15 +71,7 @@ JobReconciler::JobReconciler(KubeClient& client, const ClusterCache& cache,
 
 ReconcileResult JobReconciler::Reconcile(const std::string& ns, const std::string& name) {
   auto cached = cache_.GetJob(ns, name);
-  if (!cached) {
-    std::lock_guard lock(writesMu_);
-    if (auto it = writes_.find(ns + "/" + name); it != writes_.end()) {
-      goneWrites_.push_back(std::move(it->second));
-      writes_.erase(it);
-      if (goneWrites_.size() > kGoneWrites) goneWrites_.pop_front();
-    }
-    return {};
-  }
+  if (!cached) return {};
   auto started = clock_.SteadyNow();
   RoundState round;
   round.job = *cached;
@@ -397,23 +389,13 @@ void JobReconciler::CountWrite(const api::Job& job, const char* what) {
       .Inc();
   if (!options_.countWritesPerJob) return;
   std::lock_guard lock(writesMu_);
-  auto& [uid, writes] = writes_[job.metadata.namespace_ + "/" + job.metadata.name];
-  if (uid != job.metadata.uid) {  // a new Job of the same name
-    uid = job.metadata.uid;
-    writes = 0;
-  }
-  ++writes;
+  writes_[job.metadata.uid]++;
 }
 
 uint64_t JobReconciler::WritesFor(const std::string& uid) const {
   std::lock_guard lock(writesMu_);
-  for (const auto& [key, entry] : writes_) {
-    if (entry.first == uid) return entry.second;
-  }
-  for (const auto& [goneUid, writes] : goneWrites_) {
-    if (goneUid == uid) return writes;
-  }
-  return 0;
+  auto it = writes_.find(uid);
+  return it == writes_.end() ? 0 : it->second;
 }
 
 bool JobReconciler::Crash(std::string_view point, const api::Job& job) const {

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <chrono>
-#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -44,8 +43,9 @@ struct ReconcilerOptions {
   std::function<bool(std::string_view point, const api::Job& job)> crashHook;
   // Upper bound of decide/act iterations in one round (a safety net; the protocol needs ≤ 5).
   int maxSteps = 12;
-  // Keep a count of API writes per Job for WritesFor() (tests). Costs ~200 B per cached Job, so
-  // the controller binary turns it off; ayatori_job_api_writes_total counts writes either way.
+  // Keep a count of API writes per Job UID for WritesFor() (tests). Costs ~100 B per Job ever
+  // reconciled, never freed, so the controller binary turns it off;
+  // ayatori_job_api_writes_total counts writes either way.
   bool countWritesPerJob = true;
 };
 
@@ -84,13 +84,10 @@ class JobReconciler {
   kube::EventRecorder* events_;
   ReconcilerOptions options_;
 
-  // API writes per Job, by "namespace/name" -> (uid, writes). When a Job leaves the cache its
-  // entry moves to a short list of the last kGoneWrites deleted Jobs (a deleted Job's count is
-  // what tests ask for), so a long-running controller keeps nothing per deleted Job.
-  static constexpr size_t kGoneWrites = 256;
+  // API writes by Job UID, only with options_.countWritesPerJob (tests: it grows with every Job
+  // ever reconciled, deleted ones included, which is what they ask about).
   mutable std::mutex writesMu_;
-  std::map<std::string, std::pair<std::string, uint64_t>> writes_;
-  std::deque<std::pair<std::string, uint64_t>> goneWrites_;
+  std::map<std::string, uint64_t> writes_;
 };
 
 }  // namespace ayatori::controller

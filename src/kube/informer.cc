@@ -66,16 +66,18 @@ void InformerCore::AddIndex(const std::string& name, IndexFunc fn) {
   Index& idx = indexes_[name];
   idx.fn = std::move(fn);
   idx.keys.clear();
-  for (const auto& [k, e] : cache_) IndexAddLocked(k, e.obj);
+  for (const auto& [k, e] : cache_) AddToIndex(idx, k, e.obj);
+}
+
+void InformerCore::AddToIndex(Index& idx, const std::string& key, const Object& obj) {
+  for (auto& v : idx.fn(obj)) {
+    auto& keys = idx.keys[v];
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+  }
 }
 
 void InformerCore::IndexAddLocked(const std::string& key, const Object& obj) {
-  for (auto& [_, idx] : indexes_) {
-    for (auto& v : idx.fn(obj)) {
-      auto& keys = idx.keys[v];
-      if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
-    }
-  }
+  for (auto& [_, idx] : indexes_) AddToIndex(idx, key, obj);
 }
 
 void InformerCore::IndexRemoveLocked(const std::string& key, const Object& obj) {

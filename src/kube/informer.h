@@ -130,6 +130,7 @@ class InformerCore {
   Object Decode(nlohmann::json& obj);
   void Log(const std::string& line) const;
   bool SleepFor(std::stop_token stop, std::chrono::milliseconds d);
+  static void AddToIndex(Index& idx, const std::string& key, const Object& obj);
   void IndexAddLocked(const std::string& key, const Object& obj);
   void IndexRemoveLocked(const std::string& key, const Object& obj);
 

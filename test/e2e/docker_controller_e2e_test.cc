@@ -6,9 +6,6 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <thread>
-
 #include "test/adapters/docker/e2e_support.h"
 #include "test/e2e/controller_e2e.h"
 #include "test/support/testenv.h"
@@ -16,6 +13,7 @@
 namespace ayatori::e2e {
 namespace {
 
+using adapters::docker::e2e::PongServer;
 using adapters::docker::e2e::TcpListener;
 
 constexpr const char* kBusybox = "ayatori.local/busybox:1";
@@ -173,17 +171,8 @@ TEST_F(DockerControllerE2ETest, MemoryLimitOverrunIsOOMKilled) {
 }
 
 TEST_F(DockerControllerE2ETest, NetworkNoneCannotReachTheHostWhileHostNetworkCan) {
-  TcpListener listener;
+  PongServer listener;
   ASSERT_GT(listener.port(), 0);
-  std::atomic<bool> done{false};
-  std::thread server([&] {
-    while (!done) {
-      int c = listener.Accept(100ms);
-      if (c < 0) continue;
-      (void)!write(c, "pong\n", 5);
-      close(c);
-    }
-  });
   std::string port = std::to_string(listener.port());
   std::string isolated =
       CreateJob("isolated", kClassNone, Task(kBusybox, {"/bin/nc", "127.0.0.1", port}));
@@ -192,8 +181,7 @@ TEST_F(DockerControllerE2ETest, NetworkNoneCannotReachTheHostWhileHostNetworkCan
   std::string connected =
       CreateJob("connected", kClassHost, Task(kBusybox, {"/bin/nc", "127.0.0.1", port}));
   json connectedJob = WaitForFinished(ns_, "connected");
-  done = true;
-  server.join();
+  listener.Stop();
 
   EXPECT_EQ(ConditionSummary(isolatedJob, "Succeeded"), "False/ProcessFailed")
       << Describe(isolatedJob);

@@ -8,7 +8,6 @@
 #include <future>
 #include <mutex>
 #include <set>
-#include <thread>
 
 #include "adapters/docker/container.h"
 #include "adapters/docker/docker_adapter.h"
@@ -148,25 +147,13 @@ TEST_F(DockerE2ETest, MemoryLimitOverrunIsOOMKilled) {
 }
 
 TEST_F(DockerE2ETest, NetworkNoneBlocksEgressToTheHostAndHostModeDoesNot) {
-  e2e::TcpListener listener;
+  e2e::PongServer listener;
   std::string port = std::to_string(listener.port());
-  // The listener answers every connection with "pong" (on its own thread, so that a container
-  // that does reach it gets its answer).
-  std::atomic<bool> done{false};
-  std::thread server([&] {
-    while (!done) {
-      int c = listener.Accept(100ms);
-      if (c < 0) continue;
-      (void)!write(c, "pong\n", 5);
-      close(c);
-    }
-  });
   auto none = Request({"/bin/nc", "127.0.0.1", port});
   Observation blocked = Run(none);
   auto host = Request({"/bin/nc", "127.0.0.1", port}, {}, {{"networkMode", "host"}});
   Observation reached = Run(host);
-  done = true;
-  server.join();
+  listener.Stop();
 
   EXPECT_EQ(blocked.phase, ExecutionPhase::kFailed) << PhaseName(blocked);
   EXPECT_EQ(Output(none).find("pong"), std::string::npos);

@@ -173,6 +173,23 @@ TcpListener::~TcpListener() {
   if (fd_ >= 0) close(fd_);
 }
 
+PongServer::PongServer()
+    : thread_([this] {
+        while (!done_) {
+          int c = listener_.Accept(std::chrono::milliseconds(100));
+          if (c < 0) continue;
+          (void)!write(c, "pong\n", 5);
+          close(c);
+        }
+      }) {}
+
+PongServer::~PongServer() { Stop(); }
+
+void PongServer::Stop() {
+  done_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
 int TcpListener::Accept(std::chrono::milliseconds deadline) {
   pollfd p{fd_, POLLIN, 0};
   if (poll(&p, 1, static_cast<int>(deadline.count())) <= 0) return -1;

@@ -3,11 +3,13 @@
 // (hack/registry.sh, fixture "docker_registry").
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "adapters/docker/docker_adapter.h"
@@ -68,6 +70,25 @@ class TcpListener {
   int fd_ = -1;
   int port_ = 0;
   int accepted_ = 0;
+};
+
+// A TcpListener whose own thread answers every connection with "pong\n", so that a container
+// that reaches it has an answer to print (network isolation tests and their controls).
+class PongServer {
+ public:
+  PongServer();
+  ~PongServer();  // Stop()
+  PongServer(const PongServer&) = delete;
+  PongServer& operator=(const PongServer&) = delete;
+  int port() const { return listener_.port(); }
+  // Stops answering and joins the thread; accepted() is final afterwards.
+  void Stop();
+  int accepted() const { return listener_.accepted(); }
+
+ private:
+  TcpListener listener_;
+  std::atomic<bool> done_{false};
+  std::thread thread_;
 };
 
 // Reads from `fd` until the peer closes it or the deadline passes; true on EOF.
