@@ -12,7 +12,7 @@ deps:
 	@hack/install-deps.sh
 
 configure: deps
-	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAYATORI_WERROR=ON >/dev/null
 
 build: configure
 	@cmake --build $(BUILD_DIR)

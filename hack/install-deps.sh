@@ -5,7 +5,9 @@
 set -euo pipefail
 PACKAGES=(
   # build
-  cmake ninja-build g++ pkg-config clang-format clang-tidy
+  cmake ninja-build g++ pkg-config clang-format clang-tidy ccache
+  # sanitizer builds and fuzzing (clang + libFuzzer + llvm-symbolizer)
+  clang-14 libclang-rt-14-dev llvm-14
   # libraries (Debian -dev packages, no vendored copies)
   libcurl4-openssl-dev zlib1g-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev libfmt-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev

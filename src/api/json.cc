@@ -49,7 +49,13 @@ Decoded InField(Decoded e, const char* name) {
 }
 
 Decoded InElement(Decoded e, size_t index) {
-  if (e) Prepend(*e, "[" + std::to_string(index) + "]");
+  if (!e) return e;
+  // Appended piece by piece: GCC 12 at -O3 reports a false -Wrestrict for
+  // `"[" + std::to_string(index) + "]"` (std::string operator+).
+  std::string segment = "[";
+  segment += std::to_string(index);
+  segment += ']';
+  Prepend(*e, segment);
   return e;
 }
 
