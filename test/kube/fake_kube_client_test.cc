@@ -8,6 +8,7 @@
 #include <future>
 
 #include "kube/resource.h"
+#include "kube/testing/fake_clock.h"
 
 namespace ayatori::kube::testing {
 namespace {
@@ -124,6 +125,34 @@ TEST(FakeKubeClientTest, FinalizersDelayDeletionUntilRemoved) {
   ASSERT_TRUE(fake.Update(kJobs, "ns", done, {}).ok());
   EXPECT_EQ(fake.Get(kJobs, "ns", "a").status().code(), StatusCode::kNotFound);
   EXPECT_EQ(fake.CountWrites(kJobs, "ns", "a"), 4u);  // create, 2 deletes, update
+}
+
+TEST(FakeKubeClientTest, GracefulDeletionBumpsGenerationAndUsesTheClock) {
+  FakeClock clock(std::chrono::sys_days(std::chrono::year(2023) / 11 / 14));
+  FakeKubeClient fake;
+  fake.SetClock(&clock);
+  nlohmann::json j = Job("a");
+  j["metadata"]["finalizers"] = {"example.com/cleanup"};
+  auto created = *fake.Create(kJobs, "ns", j, {});
+  EXPECT_EQ(created["metadata"]["creationTimestamp"], "2023-11-14T00:00:00Z");
+  clock.Advance(90s);
+  ASSERT_TRUE(fake.Delete(kJobs, "ns", "a", {}).ok());
+  auto terminating = *fake.Get(kJobs, "ns", "a");
+  EXPECT_EQ(terminating["metadata"]["deletionTimestamp"], "2023-11-14T00:01:30Z");
+  EXPECT_EQ(terminating["metadata"]["generation"], 2);
+  ASSERT_TRUE(fake.Delete(kJobs, "ns", "a", {}).ok());  // a second DELETE changes nothing
+  EXPECT_EQ((*fake.Get(kJobs, "ns", "a"))["metadata"]["generation"], 2);
+}
+
+TEST(FakeKubeClientTest, PeekAllListsWithoutRecording) {
+  FakeKubeClient fake;
+  ASSERT_TRUE(fake.Create(kJobs, "ns", Job("a"), {}).ok());
+  ASSERT_TRUE(fake.Create(kJobs, "ns", Job("b"), {}).ok());
+  ASSERT_TRUE(fake.Create(kJobs, "other", Job("c"), {}).ok());
+  fake.ClearActions();
+  EXPECT_EQ(fake.PeekAll(kJobs, "ns").size(), 2u);
+  EXPECT_EQ(fake.PeekAll(kJobs).size(), 3u);
+  EXPECT_EQ(fake.Actions().size(), 0u);
 }
 
 TEST(FakeKubeClientTest, ListFiltersAndPaginates) {

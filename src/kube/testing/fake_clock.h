@@ -13,6 +13,8 @@ class FakeClock final : public Clock {
   FakeClock()
       : wall_(std::chrono::sys_days(std::chrono::year(2026) / 1 / 1)),
         steady_(std::chrono::steady_clock::time_point() + std::chrono::hours(1000)) {}
+  explicit FakeClock(std::chrono::system_clock::time_point wall)
+      : wall_(wall), steady_(std::chrono::steady_clock::time_point() + std::chrono::hours(1000)) {}
 
   std::chrono::system_clock::time_point Now() const override {
     std::lock_guard lock(mu_);

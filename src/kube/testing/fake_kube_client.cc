@@ -193,6 +193,15 @@ FakeKubeClient::Key FakeKubeClient::MakeKey(const ResourceRef& ref, std::string_
   return k;
 }
 
+std::chrono::system_clock::time_point FakeKubeClient::NowLocked() const {
+  return clock_ != nullptr ? clock_->Now() : std::chrono::system_clock::now();
+}
+
+void FakeKubeClient::SetClock(const Clock* clock) {
+  std::lock_guard lock(mu_);
+  clock_ = clock;
+}
+
 bool FakeKubeClient::HasStatusSubresource(const ResourceRef& ref) const {
   return std::find(noStatusSubresource_.begin(), noStatusSubresource_.end(), ref.GroupResource()) ==
          noStatusSubresource_.end();
@@ -303,7 +312,7 @@ StatusOr<nlohmann::json> FakeKubeClient::Create(const ResourceRef& ref, std::str
   md["name"] = name;
   md["uid"] = NewUid(++uidCounter_);
   md["resourceVersion"] = std::to_string(++rv_);
-  md["creationTimestamp"] = FormatTime(std::chrono::system_clock::now());
+  md["creationTimestamp"] = FormatTime(NowLocked());
   md["generation"] = 1;
   md.erase("deletionTimestamp");
   if (!obj.contains("apiVersion")) obj["apiVersion"] = ref.GroupVersion();
@@ -479,7 +488,12 @@ Status FakeKubeClient::Delete(const ResourceRef& ref, std::string_view ns, std::
   if (options.dryRun) return Status::Ok();
   if (HasFinalizers(obj)) {
     if (!obj["metadata"].contains("deletionTimestamp")) {
-      obj["metadata"]["deletionTimestamp"] = FormatTime(std::chrono::system_clock::now());
+      obj["metadata"]["deletionTimestamp"] = FormatTime(NowLocked());
+      // The API server bumps the generation when a graceful deletion starts: the object's
+      // controllers must now act differently.
+      if (obj["metadata"].value("generation", int64_t{0}) > 0) {
+        obj["metadata"]["generation"] = obj["metadata"]["generation"].get<int64_t>() + 1;
+      }
       obj["metadata"]["resourceVersion"] = std::to_string(++rv_);
       EmitLocked(ref, WatchEventType::kModified, obj);
     }
@@ -654,6 +668,19 @@ std::optional<nlohmann::json> FakeKubeClient::Peek(const ResourceRef& ref, std::
   auto it = objects_.find(MakeKey(ref, ns, name));
   if (it == objects_.end()) return std::nullopt;
   return it->second.object;
+}
+
+std::vector<nlohmann::json> FakeKubeClient::PeekAll(const ResourceRef& ref,
+                                                    std::string_view ns) const {
+  std::lock_guard lock(mu_);
+  const std::string prefix =
+      ref.GroupResource() + "\n" + (ref.namespaced && !ns.empty() ? std::string(ns) + "\n" : "");
+  std::vector<nlohmann::json> out;
+  for (auto it = objects_.lower_bound(prefix);
+       it != objects_.end() && it->first.rfind(prefix, 0) == 0; ++it) {
+    out.push_back(it->second.object);
+  }
+  return out;
 }
 
 int64_t FakeKubeClient::CurrentResourceVersion() const {

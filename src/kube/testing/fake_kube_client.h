@@ -6,7 +6,10 @@
 //  - status subresource: Update keeps the stored status, UpdateStatus writes only the status;
 //    generation increases when anything but metadata and status changes;
 //  - delete: preconditions (uid, resourceVersion) -> kConflict; finalizers set deletionTimestamp
-//    and the object goes away when an update empties its finalizers;
+//    (and bump generation, as the API server does for a graceful deletion) and the object goes
+//    away when an update empties its finalizers;
+//  - creationTimestamp and deletionTimestamp come from SetClock()'s clock (default: the system
+//    clock);
 //  - patches: merge, JSON (a failed "test" op -> kInvalid), strategic treated as merge;
 //  - list: label selectors (=, ==, !=, exists, !key, in, notin), metadata.name/namespace field
 //    selectors, limit/continue pagination;
@@ -26,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ayatori/clock.h"
 #include "ayatori/kube_client.h"
 
 namespace ayatori::kube::testing {
@@ -66,6 +70,9 @@ class FakeKubeClient final : public KubeClient {
                std::stop_token stop, const WatchHandler& handler) override;
 
   // --- test controls ---
+  // The clock of creationTimestamp and deletionTimestamp (a FakeClock for tests that reason about
+  // time); it must outlive this client. nullptr: the system clock.
+  void SetClock(const Clock* clock);
   // The next `times` calls of `verb` ("*" = any) on `resource` (GroupResource, "*" = any) fail
   // with `status` (recorded as actions all the same).
   void FailNext(std::string verb, std::string resource, Status status, int times = 1);
@@ -92,6 +99,8 @@ class FakeKubeClient final : public KubeClient {
   // The stored object, without recording an action.
   std::optional<nlohmann::json> Peek(const ResourceRef& ref, std::string_view ns,
                                      std::string_view name) const;
+  // Every stored object of a resource (of one namespace; "" = all), without recording an action.
+  std::vector<nlohmann::json> PeekAll(const ResourceRef& ref, std::string_view ns = "") const;
   int64_t CurrentResourceVersion() const;
 
  private:
@@ -119,6 +128,7 @@ class FakeKubeClient final : public KubeClient {
   StatusOr<nlohmann::json> WriteLocked(const ResourceRef& ref, std::string_view ns,
                                        nlohmann::json object, bool statusOnly, bool isPatch);
   bool HasStatusSubresource(const ResourceRef& ref) const;
+  std::chrono::system_clock::time_point NowLocked() const;
 
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
@@ -133,6 +143,7 @@ class FakeKubeClient final : public KubeClient {
   uint64_t bookmarkGeneration_ = 0;
   size_t openWatches_ = 0;
   uint64_t uidCounter_ = 0;
+  const Clock* clock_ = nullptr;
 };
 
 // Label selector matching as the API server does it (equality- and set-based requirements).
