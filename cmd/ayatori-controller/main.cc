@@ -190,7 +190,6 @@ int main(int argc, char** argv) {
   kube::EventRecorder events(*eventClient, SystemClock::Instance(), eventOptions);
 
   controller::ControllerOptions controllerOptions;
-  controllerOptions.reconciler.countWritesPerJob = false;  // only tests read it
   controllerOptions.workers = f.workers;
   controllerOptions.dockerEndpointOverride = f.dockerEndpoint;
   controller::JobController jobController(*client, registry, SystemClock::Instance(), metrics,

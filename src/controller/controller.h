@@ -96,7 +96,6 @@ class JobController {
   // A test crash point fired: this instance stopped working, as a killed process would.
   bool Crashed() const { return crashed_.load(); }
   const InformerClusterCache& cache() const { return *cache_; }
-  uint64_t WritesFor(const std::string& uid) const { return reconciler_->WritesFor(uid); }
   void Enqueue(const std::string& ns, const std::string& name);
 
  private:

@@ -187,7 +187,7 @@ StatusOr<api::Job> JobReconciler::PatchFinalizers(const api::Job& job,
                                                               : nlohmann::json(finalizers)}}}};
   auto r = client_.Patch(kJobs, job.metadata.namespace_, job.metadata.name, PatchType::kMerge,
                          patch, {});
-  CountWrite(job, "finalizer");
+  CountWrite("finalizer");
   if (!r.ok()) return r.status();
   return api::JobFromJson(*r);
 }
@@ -201,7 +201,7 @@ StatusOr<api::Job> JobReconciler::WriteStatus(const api::Job& job, const api::Jo
                            {"resourceVersion", job.metadata.resourceVersion}}},
                          {"status", api::StatusToJson(status)}};
   auto r = client_.UpdateStatus(kJobs, job.metadata.namespace_, body, {});
-  CountWrite(job, "status");
+  CountWrite("status");
   if (!r.ok()) return r.status();
   return api::JobFromJson(*r);
 }
@@ -221,7 +221,7 @@ Status JobReconciler::DeleteExpiredJob(const api::Job& job, api::Time now) {
   DeleteOptions options;
   options.preconditionUid = job.metadata.uid;
   Status s = client_.Delete(kJobs, job.metadata.namespace_, job.metadata.name, options);
-  CountWrite(job, "delete");
+  CountWrite("delete");
   if (s.ok()) obs::Info("TTL expired, Job deleted", JobFields(job));
   if (s.code() == StatusCode::kNotFound || s.code() == StatusCode::kConflict) return Status::Ok();
   return s;
@@ -381,21 +381,12 @@ void JobReconciler::RecordEvents(const api::Job& job,
   }
 }
 
-void JobReconciler::CountWrite(const api::Job& job, const char* what) {
+void JobReconciler::CountWrite(const char* what) {
   metrics_
       .GetCounter("ayatori_job_api_writes_total",
                   "API writes made for Jobs (finalizer patches, status updates, TTL deletes).",
                   {{"kind", what}})
       .Inc();
-  if (!options_.countWritesPerJob) return;
-  std::lock_guard lock(writesMu_);
-  writes_[job.metadata.uid]++;
-}
-
-uint64_t JobReconciler::WritesFor(const std::string& uid) const {
-  std::lock_guard lock(writesMu_);
-  auto it = writes_.find(uid);
-  return it == writes_.end() ? 0 : it->second;
 }
 
 bool JobReconciler::Crash(std::string_view point, const api::Job& job) const {

@@ -5,8 +5,6 @@
 
 #include <chrono>
 #include <functional>
-#include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -43,10 +41,6 @@ struct ReconcilerOptions {
   std::function<bool(std::string_view point, const api::Job& job)> crashHook;
   // Upper bound of decide/act iterations in one round (a safety net; the protocol needs ≤ 5).
   int maxSteps = 12;
-  // Keep a count of API writes per Job UID for WritesFor() (tests). Costs ~100 B per Job ever
-  // reconciled, never freed, so the controller binary turns it off;
-  // ayatori_job_api_writes_total counts writes either way.
-  bool countWritesPerJob = true;
 };
 
 class JobReconciler {
@@ -56,10 +50,6 @@ class JobReconciler {
                 obs::Registry& metrics, kube::EventRecorder* events, ReconcilerOptions options);
 
   ReconcileResult Reconcile(const std::string& ns, const std::string& name);
-
-  // API writes made for a Job UID (finalizer, status, delete) since this reconciler started;
-  // 0 unless options.countWritesPerJob.
-  uint64_t WritesFor(const std::string& uid) const;
 
  private:
   struct RoundState;
@@ -73,7 +63,7 @@ class JobReconciler {
   StatusOr<std::string> ReadReferencedValue(const std::string& ns, const api::KeySelector& ref,
                                             bool secret, bool* found);
   void RecordEvents(const api::Job& job, const std::vector<statemachine::Event>& events);
-  void CountWrite(const api::Job& job, const char* what);
+  void CountWrite(const char* what);
   bool Crash(std::string_view point, const api::Job& job) const;
 
   KubeClient& client_;
@@ -83,11 +73,6 @@ class JobReconciler {
   obs::Registry& metrics_;
   kube::EventRecorder* events_;
   ReconcilerOptions options_;
-
-  // API writes by Job UID, only with options_.countWritesPerJob (tests: it grows with every Job
-  // ever reconciled, deleted ones included, which is what they ask about).
-  mutable std::mutex writesMu_;
-  std::map<std::string, uint64_t> writes_;
 };
 
 }  // namespace ayatori::controller

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "api/types.h"
+#include "controller/kinds.h"
 #include "controller/reconciler.h"
 #include "test/support/controller_harness.h"
 
@@ -84,6 +85,12 @@ class ControllerTest : public ::testing::Test {
     auto job = H().CreateJob(JobManifest(ns_, name, spec));
     EXPECT_TRUE(job.ok()) << "cannot create Job " << name << ": " << job.status().ToString();
     return job.ok() ? *job : api::Job{};
+  }
+
+  // API writes the controller sent for the Job ns_/name (finalizer, status, delete), counted by
+  // the harness's WriteCountingKubeClient.
+  uint64_t ControllerWrites(const std::string& name) const {
+    return H().controllerClient().Writes(controller::kJobs, ns_, name);
   }
 
   api::Job Get(const std::string& name) {

@@ -69,7 +69,7 @@ TEST_F(Idempotency, DuplicateEventsAndReconciles) {
   EXPECT_EQ(Backend().EnsureCalls(uid), 1) << "references were persisted: later rounds Observe";
   EXPECT_EQ(job.status.startTime, startTime);
   const api::JobStatus finished = job.status;
-  const uint64_t writes = H().controller().WritesFor(uid);
+  const uint64_t writes = ControllerWrites("dup");
   auto callsNow = [&] {
     return Calls(uid, Call::kEnsure) + Calls(uid, Call::kObserve) + Calls(uid, Call::kCancel) +
            Calls(uid, Call::kDelete);
@@ -84,12 +84,12 @@ TEST_F(Idempotency, DuplicateEventsAndReconciles) {
   EXPECT_TRUE(HoldsFor(
       [&] {
         auto now = H().GetJob(ns_, "dup");
-        return now.ok() && now->status == finished && H().controller().WritesFor(uid) == writes &&
+        return now.ok() && now->status == finished && ControllerWrites("dup") == writes &&
                callsNow() == calls;
       },
       1500ms, kApiPoll))
       << "a finished Job changed or cost writes/calls after duplicate events: "
-      << Describe(Get("dup")) << " writes " << H().controller().WritesFor(uid) << " (was " << writes
+      << Describe(Get("dup")) << " writes " << ControllerWrites("dup") << " (was " << writes
       << "), adapter calls " << callsNow() << " (was " << calls << ")";
   EXPECT_EQ(Backend().Creations(uid), 1);
 }

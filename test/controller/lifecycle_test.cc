@@ -174,7 +174,7 @@ TEST_F(ApiEconomy, WritesPerSuccessfulJob) {
         Create(name, {{"ttlSecondsAfterFinished", 0},
                       {"task", {{"env", Env({{"AYATORI_TEST_RUN_SECONDS", seconds}})}}}});
     ASSERT_TRUE(WaitGone(name));
-    const uint64_t writes = H().controller().WritesFor(job.metadata.uid);
+    const uint64_t writes = ControllerWrites(name);
     std::cout << "API writes for a successful Job running " << seconds
               << " s (create to gone): " << writes << "\n";
     RecordProperty(std::string("api_writes_run_") + seconds + "s", static_cast<int>(writes));

@@ -1,8 +1,9 @@
-// The spec's 状态机测试矩阵 as a table: one case per row, named after it, each driving the pure
-// state machine through the Harness (controller protocol + FakeApiServer + FakeBackend). The
-// Harness itself checks on every write and call: CheckInvariants, one creation per UID, no Ensure
-// after desiredState=Cancelled, finalizer removal only without a backend execution, terminal
-// results only as the backend reported them; every case ends by asserting no such failure.
+// The spec's 状态机测试矩阵 as a table: one case per row, named after it, each driving the
+// shipped JobReconciler through the Harness (sim.h: FakeKubeClient, FakeAdapter over FakeBackend,
+// FakeClock). The Harness itself checks on every write and call: CheckInvariants, one creation
+// per UID, Ensure only on the current Job and never after desiredState=Cancelled, finalizer
+// removal only without a backend execution, terminal results only as the backend reported them;
+// every case ends by asserting no such failure.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -40,7 +41,7 @@ std::string StartRunning(Harness& h, const std::string& name, api::JobSpec spec 
   std::string uid = h.Create(name, std::move(spec));
   h.Settle(name);
   h.Advance(seconds(5));
-  h.backend.Start(uid, h.now);
+  h.backend.Start(uid, h.Now());
   h.Settle(name);
   EXPECT_EQ(StateOf(h, name), State::kRunning);
   return uid;
@@ -52,7 +53,7 @@ void Normal_CreateStartExit0() {
   Harness h;
   api::JobSpec spec = BasicSpec();
   spec.ttlSecondsAfterFinished = 3600;
-  const Time created = h.now;
+  const Time created = h.Now();
   const std::string uid = h.Create("hello", spec);
   h.Settle("hello");
   api::Job j = h.Job("hello");
@@ -63,21 +64,21 @@ void Normal_CreateStartExit0() {
   EXPECT_EQ(Reason(j, api::kConditionSucceeded), "Unknown/Scheduling");
   ASSERT_TRUE(j.status.resolvedJobClass);
   EXPECT_EQ(j.status.resolvedJobClass->name, "standard");
-  EXPECT_EQ(j.status.resolvedJobClass->uid, "class-uid-standard");
+  EXPECT_EQ(j.status.resolvedJobClass->uid, h.ClassUid("standard"));
   ASSERT_TRUE(j.status.execution);
-  EXPECT_EQ(j.status.execution->adapter, "docker");
+  EXPECT_EQ(j.status.execution->adapter, "fake");
   EXPECT_EQ(j.status.execution->references, h.backend.Find(uid)->references);
   EXPECT_FALSE(j.status.startTime);
 
   h.Advance(seconds(5));
-  h.backend.Start(uid, h.now);
+  h.backend.Start(uid, h.Now());
   h.Settle("hello");
   EXPECT_EQ(StateOf(h, "hello"), State::kRunning);
   EXPECT_EQ(h.Job("hello").status.startTime, created + seconds(5));
   EXPECT_EQ(Reason(h.Job("hello"), api::kConditionSucceeded), "Unknown/Running");
 
   h.Advance(seconds(10));
-  h.backend.Exit(uid, 0, h.now);
+  h.backend.Exit(uid, 0, h.Now());
   h.Settle("hello");
   j = h.Job("hello");
   EXPECT_EQ(StateOf(h, "hello"), State::kSucceeded);
@@ -110,21 +111,21 @@ void Normal_NonZeroExit() {
   Harness h;
   const std::string uid = StartRunning(h, "fail");
   h.Advance(seconds(3));
-  h.backend.Exit(uid, 3, h.now);
+  h.backend.Exit(uid, 3, h.Now());
   h.Settle("fail");
   api::Job j = h.Job("fail");
   EXPECT_EQ(StateOf(h, "fail"), State::kFailed);
   EXPECT_EQ(Reason(j, api::kConditionSucceeded), "False/ProcessFailed");
   ASSERT_TRUE(j.status.result);
   EXPECT_EQ(j.status.result->exitCode, 3);
-  EXPECT_EQ(j.status.completionTime, h.now);
+  EXPECT_EQ(j.status.completionTime, h.Now());
   EXPECT_EQ(h.backend.Creates(uid), 1);
   EXPECT_THAT(h.failures(), IsEmpty());
 }
 
 void Resolution_JobClassCreatedLater() {
   Harness h;
-  h.resolver.classes.clear();
+  h.cluster.classes.clear();
   api::JobSpec spec = BasicSpec();
   spec.jobClassName = "gold";
   const std::string uid = h.Create("later", spec);
@@ -138,7 +139,7 @@ void Resolution_JobClassCreatedLater() {
   EXPECT_EQ(h.backend.Calls(AdapterCall::kEnsure, uid), 0);
   EXPECT_FALSE(j.status.resolvedJobClass);
 
-  h.resolver.classes.insert("gold");
+  h.cluster.classes.insert("gold");
   h.Settle("later");
   j = h.Job("later");
   EXPECT_EQ(Reason(j, api::kConditionAccepted), "True/Valid");
@@ -147,15 +148,15 @@ void Resolution_JobClassCreatedLater() {
   EXPECT_EQ(h.backend.Creates(uid), 1);
 
   // Resolved once: the class disappearing or the default changing does not re-resolve.
-  h.resolver.classes.clear();
-  h.resolver.defaultClass = "other";
+  h.cluster.classes.clear();
+  h.cluster.defaultClass = "other";
   h.Settle("later");
   EXPECT_EQ(h.Job("later").status.resolvedJobClass, j.status.resolvedJobClass);
   EXPECT_EQ(h.backend.Creates(uid), 1);
 
   // No default at all: the Job waits, it does not pick a backend.
   Harness h2;
-  h2.resolver.defaultClass = "";
+  h2.cluster.defaultClass = "";
   const std::string uid2 = h2.Create("nodefault", BasicSpec());
   h2.Settle("nodefault");
   EXPECT_EQ(Reason(h2.Job("nodefault"), api::kConditionAccepted), "False/NoDefaultJobClass");
@@ -177,14 +178,14 @@ void Resolution_SecretCreatedLater() {
 
   h.Settle("env");
   EXPECT_EQ(Reason(h.Job("env"), api::kConditionAccepted), "False/SecretNotFound");
-  h.resolver.secrets["example-token"] = {{"other", secretValue}};
+  h.cluster.secrets["example-token"] = {{"other", secretValue}};
   h.Settle("env");
   EXPECT_EQ(Reason(h.Job("env"), api::kConditionAccepted), "False/KeyNotFound");
-  h.resolver.secrets["example-token"]["token"] = secretValue;
+  h.cluster.secrets["example-token"]["token"] = secretValue;
   h.Settle("env");
   EXPECT_EQ(Reason(h.Job("env"), api::kConditionAccepted), "False/ConfigMapNotFound");
   EXPECT_EQ(h.backend.Calls(AdapterCall::kEnsure, uid), 0);
-  h.resolver.configMaps["example-config"] = {{"value", "cfg"}};
+  h.cluster.configMaps["example-config"] = {{"value", "cfg"}};
   h.Settle("env");
   EXPECT_EQ(Reason(h.Job("env"), api::kConditionAccepted), "True/Valid");
   h.Settle("env");
@@ -238,7 +239,7 @@ void Backend_ImagePullFailure() {
     SCOPED_TRACE("OOMKilled is passed through as the failure reason");
     Harness h;
     const std::string uid = StartRunning(h, "oom");
-    h.backend.Exit(uid, 137, h.now, "OOMKilled");
+    h.backend.Exit(uid, 137, h.Now(), "OOMKilled");
     h.Settle("oom");
     EXPECT_EQ(Reason(h.Job("oom"), api::kConditionSucceeded), "False/OOMKilled");
     EXPECT_EQ(h.Job("oom").status.result->exitCode, 137);
@@ -247,7 +248,7 @@ void Backend_ImagePullFailure() {
   {
     SCOPED_TRACE("a policy refusal at resolution fails the Job without an execution");
     Harness h;
-    h.resolver.rejectReason = "ResourcesOutOfRange";
+    h.cluster.resourcesOutOfRange = true;
     const std::string uid = h.Create("big", BasicSpec());
     h.Settle("big");
     api::Job j = h.Job("big");
@@ -299,7 +300,7 @@ void Idempotency_DuplicateReconcile() {
     EXPECT_EQ(r.finalizerWrites, 0);
   }
   EXPECT_EQ(h.api.StatusWrites(uid), writes);
-  h.backend.Exit(uid, 0, h.now);
+  h.backend.Exit(uid, 0, h.Now());
   h.Settle("dup");
   const api::Job done = h.Job("dup");
   const int doneWrites = h.api.StatusWrites(uid);
@@ -315,7 +316,7 @@ void Idempotency_DuplicateReconcile() {
 
   // Deciding twice on the same inputs gives the same plan (duplicate events are harmless).
   Facts facts;
-  facts.now = h.now;
+  facts.now = h.Now();
   Plan a = Decide(done, facts);
   Plan b = Decide(done, facts);
   EXPECT_EQ(a.status, b.status);
@@ -334,15 +335,15 @@ void Recovery_RestartInEachNonTerminalState() {
   const std::vector<Case> cases = {
       {"Resolving", State::kResolving,
        [](Harness& h) {
-         h.resolver.classes.clear();
+         h.cluster.classes.clear();
          std::string uid = h.Create("j", BasicSpec());
          h.Settle("j");
          return uid;
        },
        [](Harness& h, const std::string& uid) {
-         h.resolver.classes.insert("standard");
+         h.cluster.classes.insert("standard");
          h.Settle("j");
-         h.backend.Exit(uid, 0, h.now);
+         h.backend.Exit(uid, 0, h.Now());
        },
        State::kSucceeded},
       {"Scheduling", State::kScheduling,
@@ -353,7 +354,7 @@ void Recovery_RestartInEachNonTerminalState() {
        },
        [](Harness& h, const std::string& uid) {
          h.Settle("j");
-         h.backend.Exit(uid, 0, h.now);
+         h.backend.Exit(uid, 0, h.Now());
        },
        State::kSucceeded},
       {"Starting", State::kStarting,
@@ -362,9 +363,9 @@ void Recovery_RestartInEachNonTerminalState() {
          h.Settle("j");
          return uid;
        },
-       [](Harness& h, const std::string& uid) { h.backend.Exit(uid, 2, h.now); }, State::kFailed},
+       [](Harness& h, const std::string& uid) { h.backend.Exit(uid, 2, h.Now()); }, State::kFailed},
       {"Running", State::kRunning, [](Harness& h) { return StartRunning(h, "j"); },
-       [](Harness& h, const std::string& uid) { h.backend.Exit(uid, 0, h.now); },
+       [](Harness& h, const std::string& uid) { h.backend.Exit(uid, 0, h.Now()); },
        State::kSucceeded},
       {"Cancelling", State::kCancelling,
        [](Harness& h) {
@@ -384,7 +385,7 @@ void Recovery_RestartInEachNonTerminalState() {
        },
        [](Harness& h, const std::string& uid) {
          h.backend.unreachable = false;
-         h.backend.Exit(uid, 0, h.now);
+         h.backend.Exit(uid, 0, h.Now());
        },
        State::kSucceeded},
   };
@@ -425,8 +426,8 @@ void Unknown_TimeoutKeepsNonTerminal() {
     for (int i = 0; i < 5; ++i) {
       h.Advance(seconds(86400));
       RoundReport r = h.Reconcile("t");
-      EXPECT_TRUE(r.last.backoff);
-      EXPECT_FALSE(r.last.deleteJob);
+      EXPECT_TRUE(r.backoff);
+      EXPECT_FALSE(r.ttlDeleted);
     }
     api::Job j = h.Job("t");
     EXPECT_EQ(StateOf(h, "t"), State::kResultUnknown);
@@ -434,7 +435,7 @@ void Unknown_TimeoutKeepsNonTerminal() {
     EXPECT_FALSE(j.status.completionTime);
     EXPECT_FALSE(j.status.result);
     EXPECT_FALSE(TtlDeadline(j));
-    EXPECT_FALSE(TtlExpired(j, h.now));
+    EXPECT_FALSE(TtlExpired(j, h.Now()));
     h.backend.unreachable = false;
     h.Settle("t");
     EXPECT_EQ(h.backend.Creates(uid), 1);
@@ -479,7 +480,7 @@ void Unknown_BackendBackToRunning() {
   EXPECT_EQ(Reason(j, api::kConditionSucceeded), "Unknown/Running");
   EXPECT_EQ(j.status.startTime, started);
   EXPECT_EQ(CountEvents(h, "ResultRecovered"), 1);
-  h.backend.Exit(uid, 0, h.now);
+  h.backend.Exit(uid, 0, h.Now());
   h.Settle("back");
   EXPECT_EQ(StateOf(h, "back"), State::kSucceeded);
   EXPECT_EQ(h.backend.Creates(uid), 1);
@@ -494,7 +495,7 @@ void Unknown_AdminConfirmsLoss() {
     h.api.Annotate("fine", api::kConfirmBackendLostAnnotation, "alice: INC-1");
     h.Settle("fine");
     EXPECT_EQ(StateOf(h, "fine"), State::kRunning);
-    h.backend.Exit(uid, 0, h.now);
+    h.backend.Exit(uid, 0, h.Now());
     h.Settle("fine");
     EXPECT_EQ(StateOf(h, "fine"), State::kSucceeded);
   }
@@ -514,7 +515,7 @@ void Unknown_AdminConfirmsLoss() {
   api::Job j = h.Job("lost");
   EXPECT_EQ(StateOf(h, "lost"), State::kFailed);
   EXPECT_EQ(Reason(j, api::kConditionSucceeded), "False/BackendLost");
-  EXPECT_EQ(j.status.completionTime, h.now);
+  EXPECT_EQ(j.status.completionTime, h.Now());
   EXPECT_EQ(j.status.startTime, started);
   EXPECT_FALSE(j.status.result->exitCode);
   EXPECT_NE(Cond(j, api::kConditionSucceeded)->message.find("alice: INC-2"), std::string::npos);
@@ -525,7 +526,7 @@ void Cancel_InEachPhase() {
   {
     SCOPED_TRACE("Resolving: confirmed at once, nothing is ever created");
     Harness h;
-    h.resolver.classes.clear();
+    h.cluster.classes.clear();
     const std::string uid = h.Create("c", BasicSpec());
     h.Settle("c");
     h.Advance(seconds(3));
@@ -533,8 +534,8 @@ void Cancel_InEachPhase() {
     h.Settle("c");
     api::Job j = h.Job("c");
     EXPECT_EQ(StateOf(h, "c"), State::kCancelled);
-    EXPECT_EQ(j.status.completionTime, h.now);
-    h.resolver.classes.insert("standard");
+    EXPECT_EQ(j.status.completionTime, h.Now());
+    h.cluster.classes.insert("standard");
     h.Settle("c");
     EXPECT_EQ(h.backend.Calls(AdapterCall::kEnsure, uid), 0);
     EXPECT_THAT(h.failures(), IsEmpty());
@@ -584,13 +585,13 @@ void Cancel_InEachPhase() {
     h.api.SetCancelled("c");
     RoundReport r = h.Reconcile("c");
     EXPECT_EQ(StateOf(h, "c"), State::kCancelling);  // requested, not confirmed
-    EXPECT_TRUE(r.last.backoff);
+    EXPECT_TRUE(r.backoff);
     h.Advance(seconds(2));
     h.Settle("c");
     api::Job j = h.Job("c");
     EXPECT_EQ(StateOf(h, "c"), State::kCancelled);
     EXPECT_EQ(Reason(j, api::kConditionSucceeded), "False/Cancelled");
-    EXPECT_EQ(j.status.completionTime, h.now);
+    EXPECT_EQ(j.status.completionTime, h.Now());
     EXPECT_EQ(j.status.result->exitCode, 143);
     EXPECT_EQ(h.backend.Creates(uid), 1);
     EXPECT_THAT(h.failures(), IsEmpty());
@@ -618,7 +619,7 @@ void Race_CancelVersusSuccess() {
     SCOPED_TRACE("the task exits 0 before the cancel reaches the backend");
     Harness h;
     const std::string uid = StartRunning(h, "race");
-    h.backend.Exit(uid, 0, h.now);
+    h.backend.Exit(uid, 0, h.Now());
     h.api.SetCancelled("race");
     h.Settle("race");
     EXPECT_EQ(StateOf(h, "race"), State::kSucceeded);
@@ -629,7 +630,7 @@ void Race_CancelVersusSuccess() {
     SCOPED_TRACE("cancelling an already Succeeded Job changes nothing");
     Harness h;
     const std::string uid = StartRunning(h, "done");
-    h.backend.Exit(uid, 0, h.now);
+    h.backend.Exit(uid, 0, h.Now());
     h.Settle("done");
     const api::JobStatus before = h.Job("done").status;
     h.api.SetCancelled("done");
@@ -653,25 +654,25 @@ void Deadline_Expiry() {
   const std::string uid = h.Create("dl", spec);
   h.Settle("dl");
   h.Advance(seconds(600));  // queueing and provisioning do not count
-  EXPECT_FALSE(h.Reconcile("dl").last.requeueAfter);
-  h.backend.Start(uid, h.now);
-  const Time started = h.now;
-  EXPECT_EQ(h.Reconcile("dl").last.requeueAfter, seconds(60));
+  EXPECT_FALSE(h.Reconcile("dl").requeueAfter);
+  h.backend.Start(uid, h.Now());
+  const Time started = h.Now();
+  EXPECT_EQ(h.Reconcile("dl").requeueAfter, seconds(60));
   h.Advance(seconds(45));
   RoundReport r = h.Reconcile("dl");
-  EXPECT_EQ(r.last.requeueAfter, seconds(15));
+  EXPECT_EQ(r.requeueAfter, seconds(15));
   EXPECT_EQ(h.backend.Calls(AdapterCall::kCancel, uid), 0);
   h.Advance(seconds(15));
   r = h.Reconcile("dl");
   EXPECT_EQ(h.backend.Calls(AdapterCall::kCancel, uid), 1);  // requested
   EXPECT_EQ(StateOf(h, "dl"), State::kRunning);              // not yet confirmed
-  EXPECT_TRUE(r.last.backoff);
+  EXPECT_TRUE(r.backoff);
   h.Advance(seconds(3));
   h.Settle("dl");
   api::Job j = h.Job("dl");
   EXPECT_EQ(Reason(j, api::kConditionSucceeded), "False/DeadlineExceeded");
   EXPECT_EQ(j.status.startTime, started);
-  EXPECT_EQ(j.status.completionTime, h.now);
+  EXPECT_EQ(j.status.completionTime, h.Now());
   EXPECT_GE(*j.status.completionTime, started + seconds(60));
   EXPECT_FALSE(h.backend.Live(uid));
   EXPECT_THAT(h.failures(), IsEmpty());
@@ -685,7 +686,7 @@ void Deletion_InEachNonTerminalState() {
   const std::vector<Case> cases = {
       {"Resolving",
        [](Harness& h) {
-         h.resolver.classes.clear();
+         h.cluster.classes.clear();
          std::string uid = h.Create("d", BasicSpec());
          h.Settle("d");
          return uid;
@@ -724,7 +725,7 @@ void Deletion_InEachNonTerminalState() {
     Harness h;
     h.backend.slowStop = true;
     const std::string uid = c.reach(h);
-    ASSERT_TRUE(h.api.Delete("d", uid, h.now).ok());
+    ASSERT_TRUE(h.api.Delete("d", uid).ok());
     EXPECT_EQ(StateOf(h, "d"), State::kDeleting);
     for (int round = 0; round < 6 && h.Exists("d"); ++round) {
       // While the object exists its backend execution may exist; once it is gone, it must not.
@@ -742,12 +743,12 @@ void Deletion_BackendUnreachable() {
   Harness h;
   const std::string uid = StartRunning(h, "d");
   h.backend.unreachable = true;
-  ASSERT_TRUE(h.api.Delete("d", uid, h.now).ok());
+  ASSERT_TRUE(h.api.Delete("d", uid).ok());
   for (int i = 0; i < 5; ++i) {
     h.Advance(seconds(600));
     RoundReport r = h.Reconcile("d");
     EXPECT_EQ(r.finalizerWrites, 0);
-    EXPECT_TRUE(r.last.backoff);
+    EXPECT_TRUE(r.backoff);
   }
   EXPECT_TRUE(h.Exists("d"));
   EXPECT_TRUE(HasFinalizer(h.Job("d")));
@@ -761,10 +762,10 @@ void Deletion_BackendUnreachable() {
   // The same when only Delete fails, for a terminal Job.
   Harness h2;
   const std::string uid2 = StartRunning(h2, "t");
-  h2.backend.Exit(uid2, 0, h2.now);
+  h2.backend.Exit(uid2, 0, h2.Now());
   h2.Settle("t");
   h2.backend.unreachable = true;
-  ASSERT_TRUE(h2.api.Delete("t", uid2, h2.now).ok());
+  ASSERT_TRUE(h2.api.Delete("t", uid2).ok());
   h2.Reconcile("t");
   h2.Reconcile("t");
   EXPECT_TRUE(h2.Exists("t"));
@@ -783,22 +784,22 @@ void Ttl_ThreeTerminalStates() {
     api::JobSpec spec = BasicSpec();
     spec.ttlSecondsAfterFinished = 100;
     const std::string uid = StartRunning(h, "ttl", spec);
-    if (std::string(outcome) == "Succeeded") h.backend.Exit(uid, 0, h.now);
-    if (std::string(outcome) == "Failed") h.backend.Exit(uid, 1, h.now);
+    if (std::string(outcome) == "Succeeded") h.backend.Exit(uid, 0, h.Now());
+    if (std::string(outcome) == "Failed") h.backend.Exit(uid, 1, h.Now());
     if (std::string(outcome) == "Cancelled") h.api.SetCancelled("ttl");
     h.Settle("ttl");
     ASSERT_EQ(StateName(StateOf(h, "ttl")), std::string(outcome));
     const Time completed = *h.Job("ttl").status.completionTime;
     EXPECT_EQ(TtlDeadline(h.Job("ttl")), completed + seconds(100));
-    EXPECT_EQ(h.Reconcile("ttl").last.requeueAfter, seconds(100) - (h.now - completed));
-    h.Advance(completed + seconds(99) - h.now);
+    EXPECT_EQ(h.Reconcile("ttl").requeueAfter, seconds(100) - (h.Now() - completed));
+    h.Advance(completed + seconds(99) - h.Now());
     RoundReport r = h.Reconcile("ttl");
-    EXPECT_FALSE(r.last.deleteJob);
-    EXPECT_EQ(r.last.requeueAfter, seconds(1));
+    EXPECT_EQ(r.freshReads, 0);  // no TTL deletion considered
+    EXPECT_EQ(r.requeueAfter, seconds(1));
     EXPECT_EQ(h.api.Deletes(uid), 0);
     h.Advance(seconds(1));
     r = h.Reconcile("ttl");
-    EXPECT_TRUE(r.last.deleteJob);
+    EXPECT_EQ(r.freshReads, 1);  // the TTL rechecked on the Job as the server has it
     EXPECT_TRUE(r.ttlDeleted);
     EXPECT_EQ(h.api.Deletes(uid), 1);
     h.Settle("ttl");  // the finalizer path cleans the backend
@@ -813,12 +814,12 @@ void Ttl_RestartWhileWaiting() {
   api::JobSpec spec = BasicSpec();
   spec.ttlSecondsAfterFinished = 100;
   const std::string uid = StartRunning(h, "ttl", spec);
-  h.backend.Exit(uid, 0, h.now);
+  h.backend.Exit(uid, 0, h.Now());
   h.Settle("ttl");
-  EXPECT_EQ(h.Reconcile("ttl").last.requeueAfter, seconds(100));
+  EXPECT_EQ(h.Reconcile("ttl").requeueAfter, seconds(100));
   h.DropCache();  // restart: the timer is gone, the status is not
   h.Advance(seconds(60));
-  EXPECT_EQ(h.Reconcile("ttl").last.requeueAfter, seconds(40));
+  EXPECT_EQ(h.Reconcile("ttl").requeueAfter, seconds(40));
   h.Advance(seconds(40));
   // The old timer and the informer's resync both fire: deleted exactly once.
   EXPECT_TRUE(h.Reconcile("ttl").ttlDeleted);
@@ -835,19 +836,19 @@ void Ttl_ExtendedNearExpiry() {
   api::JobSpec spec = BasicSpec();
   spec.ttlSecondsAfterFinished = 100;
   const std::string uid = StartRunning(h, "ttl", spec);
-  h.backend.Exit(uid, 0, h.now);
+  h.backend.Exit(uid, 0, h.Now());
   h.Settle("ttl");
   h.SyncCache("ttl");
   h.Advance(seconds(100));
   h.api.SetTtl("ttl", 1000);  // the cache has not seen this yet
   RoundReport r = h.Reconcile("ttl");
-  EXPECT_TRUE(r.last.deleteJob);  // decided on the stale copy...
-  EXPECT_FALSE(r.ttlDeleted);     // ...but the fresh GET says no
+  EXPECT_EQ(r.freshReads, 1);  // decided on the stale copy to delete...
+  EXPECT_FALSE(r.ttlDeleted);  // ...but the fresh GET says no
   EXPECT_EQ(h.api.Deletes(uid), 0);
   h.SyncCache("ttl");
   r = h.Reconcile("ttl");
-  EXPECT_FALSE(r.last.deleteJob);
-  EXPECT_EQ(r.last.requeueAfter, seconds(900));
+  EXPECT_EQ(r.freshReads, 0);
+  EXPECT_EQ(r.requeueAfter, seconds(900));
   h.Advance(seconds(900));
   h.SyncCache("ttl");
   EXPECT_TRUE(h.Reconcile("ttl").ttlDeleted);
@@ -863,7 +864,7 @@ void Isolation_SameNameNewUid() {
   // The old Job is deleted while its backend is unreachable; the administrator forces the
   // finalizer off (runbook), leaving the old execution running in the backend.
   h.backend.unreachable = true;
-  ASSERT_TRUE(h.api.Delete("same", old, h.now).ok());
+  ASSERT_TRUE(h.api.Delete("same", old).ok());
   h.SyncCache("same");
   h.Reconcile("same");
   const api::Job staleOld = h.Job("same");
@@ -881,21 +882,37 @@ void Isolation_SameNameNewUid() {
   EXPECT_EQ(h.backend.Creates(fresh), 1);
 
   // The old execution finishing does not touch the new Job.
-  h.backend.Exit(old, 1, h.now);
+  h.backend.Exit(old, 1, h.Now());
   h.Settle("same");
   EXPECT_EQ(StateOf(h, "same"), State::kStarting);
 
-  // A queue item still carrying the old object: its writes fail the UID precondition.
+  // An informer that still holds the old object: the round acts for the OLD uid only (its
+  // backend calls are keyed by it) and its writes fail the resourceVersion precondition.
   const int writes = h.api.StatusWrites(fresh);
   const auto finalizers = h.Job("same").metadata.finalizers;
-  Plan stale = Decide(staleOld, Facts{h.now, std::nullopt, std::nullopt});
+  auto callsFor = [&](const std::string& uid) {
+    int n = 0;
+    for (AdapterCall c : {AdapterCall::kEnsure, AdapterCall::kObserve, AdapterCall::kCancel,
+                          AdapterCall::kDelete}) {
+      n += h.backend.Calls(c, uid);
+    }
+    return n;
+  };
+  const int freshCalls = callsFor(fresh);
+  const int oldCalls = callsFor(old);
+  Plan stale = Decide(staleOld, Facts{h.Now(), std::nullopt, std::nullopt});
   EXPECT_EQ(stale.call, AdapterCall::kCancel);  // by the OLD uid
-  EXPECT_FALSE(h.api.UpdateFinalizers(staleOld, {}).ok());
+  h.SetCached(staleOld);
+  RoundReport r = h.Reconcile("same");
+  EXPECT_TRUE(r.aborted);
+  EXPECT_GT(callsFor(old), oldCalls);
+  EXPECT_EQ(callsFor(fresh), freshCalls);
   EXPECT_EQ(h.api.StatusWrites(fresh), writes);
   EXPECT_EQ(h.Job("same").metadata.finalizers, finalizers);
+  EXPECT_NE(h.backend.Find(fresh), nullptr);
 
-  h.backend.Start(fresh, h.now);
-  h.backend.Exit(fresh, 0, h.now);
+  h.backend.Start(fresh, h.Now());
+  h.backend.Exit(fresh, 0, h.Now());
   h.Settle("same");
   EXPECT_EQ(StateOf(h, "same"), State::kSucceeded);
   EXPECT_EQ(h.Job("same").status.execution->references, newRefs);
@@ -937,8 +954,8 @@ void References_SandboxAndCommandStable() {
     h.Advance(seconds(1));
     h.Reconcile("osb");
   }
-  h.backend.Start(uid, h.now);
-  h.backend.Exit(uid, 0, h.now);
+  h.backend.Start(uid, h.Now());
+  h.backend.Exit(uid, 0, h.Now());
   h.Settle("osb");
   EXPECT_EQ(h.Job("osb").status.execution->references, refs);
   EXPECT_EQ(h.backend.Creates(uid), 1);

@@ -1,11 +1,14 @@
-// Property test: random but reproducible histories (fixed seeds) of backend behaviour (progress,
-// failures, unknown answers, lost executions, stale and out-of-order observations, slow stops),
-// user actions (cancel, delete, TTL edits, admin confirmations, same-name re-creation), clock
-// jumps, informer lag and controller crashes/restarts. After every step the Harness's checks must
-// hold (sim.h): CheckInvariants on every write, at most one execution per UID, no Ensure after
-// desiredState=Cancelled, the finalizer never removed while the backend still has the execution,
-// terminal results only as the backend reported them. At the end, with a healthy backend, every
-// Job must reach a terminal state or be gone, and no execution of a gone Job may be left.
+// Property test of the shipped controller::JobReconciler: random but reproducible histories
+// (fixed seeds) of backend behaviour (progress, failures, unknown answers, lost executions, stale
+// and out-of-order observations, slow stops), user actions (cancel, delete, TTL edits, admin
+// confirmations, same-name re-creation), clock jumps, informer lag, API failures (refused
+// requests, lost answers) and controller crashes/restarts (the reconciler's named crash points, a
+// crash after any write or call). After every step the Harness's checks must hold (sim.h):
+// CheckInvariants on every write, at most one execution per UID, Ensure only on the current Job
+// and never after desiredState=Cancelled, the finalizer never removed while the backend still has
+// the execution, TTL deletions only of expired terminal Jobs, terminal results only as the
+// backend reported them. At the end, with a healthy backend, every Job must reach a terminal
+// state or be gone, and no execution of a gone Job may be left.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -13,6 +16,7 @@
 #include <random>
 
 #include "api/conditions.h"
+#include "controller/kinds.h"
 #include "statemachine/invariants.h"
 #include "statemachine/statemachine.h"
 #include "test/statemachine/sim.h"
@@ -25,6 +29,11 @@ using std::chrono::seconds;
 constexpr int kSeeds = 50;
 constexpr int kSteps = 2000;
 const char* const kNames[] = {"alpha", "beta", "gamma"};
+const char* const kCrashPoints[] = {controller::kCrashAfterEnsure, controller::kCrashAfterCancel,
+                                    controller::kCrashAfterDelete,
+                                    controller::kCrashBeforeStatusWrite};
+// What the reconciler sends for Jobs: fresh reads, finalizer patches, status updates, deletes.
+const char* const kJobVerbs[] = {"get", "patch", "update", "delete"};
 
 class World {
  public:
@@ -32,7 +41,7 @@ class World {
     h_.backend.rng = &rng_;
     h_.backend.staleObserveProbability = 0.1;
     h_.useCache = Chance(0.5);
-    h_.resolver.secrets["tok"] = {{"token", "hunter2"}};
+    h_.cluster.secrets["tok"] = {{"token", "hunter2"}};
   }
 
   void Step() {
@@ -54,6 +63,7 @@ class World {
       case 5: {
         RoundOptions options;
         if (Chance(0.1)) options.crashAfterSteps = Uniform(1, 4);
+        if (Chance(0.05)) options.crashPoint = kCrashPoints[Uniform(0, 3)];
         h_.Reconcile(name, options);
         break;
       }
@@ -61,7 +71,7 @@ class World {
         h_.SyncCache(name);
         break;
       case 7:
-        if (job) h_.backend.Start(uid, h_.now);
+        if (job) h_.backend.Start(uid, h_.Now());
         break;
       case 8:
         if (job) Exit(uid);
@@ -69,9 +79,9 @@ class World {
       case 9:
         if (!job) break;
         if (Chance(0.5))
-          h_.backend.CompleteRequestedStop(uid, h_.now);
+          h_.backend.CompleteRequestedStop(uid, h_.Now());
         else if (Chance(0.1))
-          h_.backend.StopExternally(uid, h_.now);
+          h_.backend.StopExternally(uid, h_.Now());
         else if (Chance(0.1) && job->status.execution && !job->status.execution->references.empty())
           // Only once its references are persisted: a backend that loses an execution whose
           // Ensure answer was lost makes the next Ensure's UID lookup find nothing and create
@@ -84,12 +94,19 @@ class World {
         if (Chance(0.2)) h_.backend.slowStop = !h_.backend.slowStop;
         h_.backend.failOnCreate = Chance(0.05) ? "ImagePullFailed" : "";
         h_.backend.rejectOnEnsure = Chance(0.03) ? "BackendRejected" : "";
+        // The API server refuses the next such request about a Job (anyone's: a user's edit may
+        // be the one to fail), or applies the next write of the reconciler and the answer is lost.
+        if (Chance(0.2)) {
+          h_.server.FailNext(kJobVerbs[Uniform(0, 3)], controller::kJobs.GroupResource(),
+                             Status(StatusCode::kServerError, "injected: etcd timeout"));
+        }
+        if (Chance(0.1)) h_.loseNextWriteResponse = true;
         break;
       case 11:
         if (job && Chance(0.3)) h_.api.SetCancelled(name);
         break;
       case 12:
-        if (job && Chance(0.3)) (void)h_.api.Delete(name, uid, h_.now);
+        if (job && Chance(0.3)) (void)h_.api.Delete(name, uid);
         break;
       case 13:
         if (job) h_.api.SetTtl(name, RandomTtl());
@@ -101,10 +118,10 @@ class World {
         break;
       case 15:
         if (Chance(0.5))
-          h_.resolver.classes.insert("gold");
+          h_.cluster.classes.insert("gold");
         else
-          h_.resolver.classes.erase("gold");
-        h_.resolver.rejectReason = Chance(0.05) ? "ResourcesOutOfRange" : "";
+          h_.cluster.classes.erase("gold");
+        h_.cluster.resourcesOutOfRange = Chance(0.05);
         break;
       case 16:
         h_.DropCache();  // controller restart
@@ -125,16 +142,18 @@ class World {
     h_.backend.unreachable = false;
     h_.backend.loseNextEnsureResponse = false;
     h_.backend.staleObserveProbability = 0;
-    h_.resolver.classes.insert("gold");
-    h_.resolver.secrets["missing"] = {{"token", "x"}};
-    h_.resolver.rejectReason = "";
+    h_.cluster.classes.insert("gold");
+    h_.cluster.secrets["missing"] = {{"token", "x"}};
+    h_.cluster.resourcesOutOfRange = false;
+    h_.loseNextWriteResponse = false;
+    h_.server.ClearFailures();
     for (int round = 0; round < 30; ++round) {
       for (const char* name : kNames) {
         std::optional<api::Job> job = h_.api.Get(name);
         if (!job) continue;
         uids_.insert(job->metadata.uid);
-        h_.backend.Start(job->metadata.uid, h_.now);
-        h_.backend.Exit(job->metadata.uid, 0, h_.now);
+        h_.backend.Start(job->metadata.uid, h_.Now());
+        h_.backend.Exit(job->metadata.uid, 0, h_.Now());
         if (DeriveState(*job) == State::kResultUnknown) {
           h_.api.Annotate(name, api::kConfirmBackendLostAnnotation, "admin: drain");
         }
@@ -209,13 +228,13 @@ class World {
     switch (Uniform(0, 3)) {
       case 0:
       case 1:
-        h_.backend.Exit(uid, 0, h_.now);
+        h_.backend.Exit(uid, 0, h_.Now());
         break;
       case 2:
-        h_.backend.Exit(uid, 1, h_.now);
+        h_.backend.Exit(uid, 1, h_.Now());
         break;
       default:
-        h_.backend.Exit(uid, 137, h_.now, "OOMKilled");
+        h_.backend.Exit(uid, 137, h_.Now(), "OOMKilled");
         break;
     }
   }
@@ -267,18 +286,22 @@ TEST(StateMachineProperty, RandomHistoriesKeepEveryInvariant) {
     total.rounds += c.rounds;
     total.crashes += c.crashes;
     total.conflicts += c.conflicts;
+    total.staleReads += c.staleReads;
+    total.injectedFailures += c.injectedFailures;
     total.finalizerRemovals += c.finalizerRemovals;
     total.ttlDeletions += c.ttlDeletions;
   }
   RecordProperty("jobs", jobs);
   RecordProperty("rounds", total.rounds);
   std::printf(
-      "%d jobs, %d rounds, %d crashes, %d conflicts, %d finalizer removals, %d TTL "
-      "deletions\n",
-      jobs, total.rounds, total.crashes, total.conflicts, total.finalizerRemovals,
-      total.ttlDeletions);
+      "%d jobs, %d rounds, %d crashes, %d conflicts, %d stale reads, %d injected API failures, "
+      "%d finalizer removals, %d TTL deletions\n",
+      jobs, total.rounds, total.crashes, total.conflicts, total.staleReads, total.injectedFailures,
+      total.finalizerRemovals, total.ttlDeletions);
   EXPECT_GT(total.crashes, 100);
   EXPECT_GT(total.conflicts, 100);
+  EXPECT_GT(total.staleReads, 50);
+  EXPECT_GT(total.injectedFailures, 100);
   EXPECT_GT(total.finalizerRemovals, 100);
   EXPECT_GT(total.ttlDeletions, 50);
   // The histories must actually exercise the interesting paths, or the test proves little.

@@ -1,8 +1,14 @@
 #include "test/statemachine/sim.h"
 
 #include <algorithm>
+#include <streambuf>
 
 #include "api/conditions.h"
+#include "api/json.h"
+#include "controller/controller.h"
+#include "controller/kinds.h"
+#include "kube/config.h"
+#include "obs/log.h"
 #include "statemachine/invariants.h"
 
 namespace ayatori::statemachine::testing {
@@ -193,187 +199,403 @@ void FakeBackend::Lose(const std::string& uid) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// FakeApiServer
+// FakeAdapter
 
-api::Job FakeApiServer::Create(const std::string& name, api::JobSpec spec, Time now) {
-  api::Job j;
-  j.metadata.name = name;
-  j.metadata.namespace_ = "ci";
-  j.metadata.uid = "uid-" + std::to_string(nextUid_++);
-  j.metadata.generation = 1;
-  j.metadata.resourceVersion = std::to_string(nextRv_++);
-  j.metadata.creationTimestamp = now;
-  j.spec = std::move(spec);
-  jobs_[name] = j;
-  history_[j.metadata.uid].push_back(j.status);
-  return j;
+Time FakeAdapter::Now() const { return std::chrono::floor<std::chrono::seconds>(clock_.Now()); }
+
+Observation FakeAdapter::Refused() {
+  Observation o;
+  o.phase = ExecutionPhase::kUnknown;
+  o.reason = "ControllerCrashed";
+  o.message = "the call was never sent";
+  return o;
 }
 
-std::optional<api::Job> FakeApiServer::Get(const std::string& name) const {
-  auto it = jobs_.find(name);
-  if (it == jobs_.end()) return std::nullopt;
-  return it->second;
+Observation FakeAdapter::Ensure(const ExecutionRequest& request) {
+  if (!gate_(AdapterCall::kEnsure, request.job.metadata.uid, &request)) return Refused();
+  return backend_.Ensure(request.job, Now());
 }
+
+Observation FakeAdapter::Observe(const ExecutionKey& key) {
+  if (!gate_(AdapterCall::kObserve, key.uid, nullptr)) return Refused();
+  return backend_.Observe(key.uid, Now());
+}
+
+Observation FakeAdapter::Cancel(const ExecutionKey& key) {
+  if (!gate_(AdapterCall::kCancel, key.uid, nullptr)) return Refused();
+  return backend_.Cancel(key.uid, Now());
+}
+
+Status FakeAdapter::Delete(const ExecutionKey& key) {
+  if (!gate_(AdapterCall::kDelete, key.uid, nullptr)) {
+    return Status(StatusCode::kUnavailable, "the call was never sent");
+  }
+  return backend_.Delete(key.uid);
+}
+
+// ---------------------------------------------------------------------------------------------
+// SimApi
 
 namespace {
-Status Precondition(const std::map<std::string, api::Job>& jobs, const api::Job& job) {
-  auto it = jobs.find(job.metadata.name);
-  if (it == jobs.end()) return Status(StatusCode::kNotFound, "job not found");
-  if (it->second.metadata.uid != job.metadata.uid) {
-    return Status(StatusCode::kConflict, "uid precondition failed");
-  }
-  if (it->second.metadata.resourceVersion != job.metadata.resourceVersion) {
-    return Status(StatusCode::kConflict, "resourceVersion precondition failed");
-  }
-  return Status::Ok();
-}
-}  // namespace
 
-StatusOr<api::Job> FakeApiServer::UpdateStatus(const api::Job& job) {
-  if (Status s = Precondition(jobs_, job); !s.ok()) return s;
-  api::Job& stored = jobs_.at(job.metadata.name);
-  stored.status = job.status;
-  stored.metadata.resourceVersion = std::to_string(nextRv_++);
-  ++statusWrites_[stored.metadata.uid];
-  history_[stored.metadata.uid].push_back(stored.status);
-  return stored;
-}
-
-StatusOr<api::Job> FakeApiServer::UpdateFinalizers(const api::Job& job,
-                                                   std::vector<std::string> finalizers) {
-  if (Status s = Precondition(jobs_, job); !s.ok()) return s;
-  api::Job& stored = jobs_.at(job.metadata.name);
-  stored.metadata.finalizers = std::move(finalizers);
-  stored.metadata.resourceVersion = std::to_string(nextRv_++);
-  ++metadataWrites_[stored.metadata.uid];
-  api::Job result = stored;
-  if (stored.metadata.deletionTimestamp && stored.metadata.finalizers.empty()) {
-    jobs_.erase(job.metadata.name);
-  }
-  return result;
-}
-
-Status FakeApiServer::Delete(const std::string& name, const std::string& uid, Time now) {
-  auto it = jobs_.find(name);
-  if (it == jobs_.end()) return Status(StatusCode::kNotFound, "job not found");
-  if (it->second.metadata.uid != uid) return Status(StatusCode::kConflict, "uid precondition");
-  ++deletes_[uid];
-  if (it->second.metadata.finalizers.empty()) {
-    jobs_.erase(it);
-    return Status::Ok();
-  }
-  if (!it->second.metadata.deletionTimestamp) {
-    it->second.metadata.deletionTimestamp = now;
-    ++it->second.metadata.generation;
-    it->second.metadata.resourceVersion = std::to_string(nextRv_++);
-  }
-  return Status::Ok();
-}
-
-void FakeApiServer::SetCancelled(const std::string& name) {
-  auto it = jobs_.find(name);
-  if (it == jobs_.end() || it->second.spec.desiredState == api::DesiredState::kCancelled) return;
-  it->second.spec.desiredState = api::DesiredState::kCancelled;
-  ++it->second.metadata.generation;
-  it->second.metadata.resourceVersion = std::to_string(nextRv_++);
-}
-
-void FakeApiServer::SetTtl(const std::string& name, std::optional<int32_t> ttl) {
-  auto it = jobs_.find(name);
-  if (it == jobs_.end()) return;
-  it->second.spec.ttlSecondsAfterFinished = ttl;
-  ++it->second.metadata.generation;
-  it->second.metadata.resourceVersion = std::to_string(nextRv_++);
-}
-
-void FakeApiServer::Annotate(const std::string& name, const std::string& key,
-                             const std::string& value) {
-  auto it = jobs_.find(name);
-  if (it == jobs_.end()) return;
-  it->second.metadata.annotations[key] = value;
-  it->second.metadata.resourceVersion = std::to_string(nextRv_++);
-}
-
-void FakeApiServer::ForceRemoveFinalizers(const std::string& name) {
-  auto it = jobs_.find(name);
-  if (it == jobs_.end()) return;
-  it->second.metadata.finalizers.clear();
-  it->second.metadata.resourceVersion = std::to_string(nextRv_++);
-  if (it->second.metadata.deletionTimestamp) jobs_.erase(it);
-}
-
-void FakeApiServer::EditSpecUnchecked(const std::string& name,
-                                      const std::function<void(api::JobSpec&)>& edit) {
-  auto it = jobs_.find(name);
-  if (it == jobs_.end()) return;
-  edit(it->second.spec);
-  ++it->second.metadata.generation;
-  it->second.metadata.resourceVersion = std::to_string(nextRv_++);
-}
-
-namespace {
 int Lookup(const std::map<std::string, int>& m, const std::string& k) {
   auto it = m.find(k);
   return it == m.end() ? 0 : it->second;
 }
+
+std::optional<api::Job> DecodeJob(const std::optional<nlohmann::json>& j) {
+  if (!j) return std::nullopt;
+  auto job = api::JobFromJson(*j);
+  if (!job.ok()) return std::nullopt;
+  return std::move(*job);
+}
+
 }  // namespace
 
-int FakeApiServer::StatusWrites(const std::string& uid) const { return Lookup(statusWrites_, uid); }
-int FakeApiServer::MetadataWrites(const std::string& uid) const {
-  return Lookup(metadataWrites_, uid);
+api::Job SimApi::Create(const std::string& name, api::JobSpec spec) {
+  api::Job job;
+  job.metadata.name = name;
+  job.metadata.namespace_ = kNamespace;
+  job.spec = std::move(spec);
+  auto created = server_.Create(controller::kJobs, kNamespace, api::ToJson(job), {});
+  if (!created.ok()) return api::Job{};
+  std::optional<api::Job> stored = DecodeJob(*created);
+  if (!stored) return api::Job{};
+  history_[stored->metadata.uid].push_back(stored->status);
+  return *stored;
 }
-int FakeApiServer::Deletes(const std::string& uid) const { return Lookup(deletes_, uid); }
 
-const std::vector<api::JobStatus>& FakeApiServer::History(const std::string& uid) const {
+std::optional<api::Job> SimApi::Get(const std::string& name) const {
+  return DecodeJob(server_.Peek(controller::kJobs, kNamespace, name));
+}
+
+void SimApi::Edit(const std::string& name, const std::function<void(api::Job&)>& edit) {
+  std::optional<api::Job> job = Get(name);
+  if (!job) return;
+  edit(*job);
+  // A PUT of the whole object: the server keeps the status and bumps generation for spec edits.
+  (void)server_.Update(controller::kJobs, kNamespace, api::ToJson(*job), {});
+}
+
+void SimApi::SetCancelled(const std::string& name) {
+  Edit(name, [](api::Job& j) { j.spec.desiredState = api::DesiredState::kCancelled; });
+}
+
+void SimApi::SetTtl(const std::string& name, std::optional<int32_t> ttl) {
+  Edit(name, [&](api::Job& j) { j.spec.ttlSecondsAfterFinished = ttl; });
+}
+
+void SimApi::Annotate(const std::string& name, const std::string& key, const std::string& value) {
+  Edit(name, [&](api::Job& j) { j.metadata.annotations[key] = value; });
+}
+
+Status SimApi::Delete(const std::string& name, const std::string& uid) {
+  DeleteOptions options;
+  options.preconditionUid = uid;
+  return server_.Delete(controller::kJobs, kNamespace, name, options);
+}
+
+void SimApi::ForceRemoveFinalizers(const std::string& name) {
+  Edit(name, [](api::Job& j) { j.metadata.finalizers.clear(); });
+}
+
+void SimApi::EditSpecUnchecked(const std::string& name,
+                               const std::function<void(api::JobSpec&)>& edit) {
+  Edit(name, [&](api::Job& j) { edit(j.spec); });
+}
+
+int SimApi::StatusWrites(const std::string& uid) const { return Lookup(statusWrites_, uid); }
+int SimApi::MetadataWrites(const std::string& uid) const { return Lookup(metadataWrites_, uid); }
+int SimApi::Deletes(const std::string& uid) const { return Lookup(deletes_, uid); }
+
+const std::vector<api::JobStatus>& SimApi::History(const std::string& uid) const {
   static const std::vector<api::JobStatus> kNone;
   auto it = history_.find(uid);
   return it == history_.end() ? kNone : it->second;
 }
 
 // ---------------------------------------------------------------------------------------------
-// FakeResolver
+// SimCache: the informer caches of the controller, read from the fake API server. Jobs come as
+// the controller's cache keeps them (CompactJobForCache) and, with Harness::useCache, from the
+// copy the harness last synced (an informer lagging behind the server).
 
-Resolution FakeResolver::Resolve(const api::Job& job) const {
-  const std::string cls = job.spec.jobClassName.empty() ? defaultClass : job.spec.jobClassName;
-  if (cls.empty()) return Resolution::Pending("NoDefaultJobClass", "No default JobClass");
-  if (classes.count(cls) == 0) {
-    return Resolution::Pending("JobClassNotFound", "JobClass \"" + cls + "\" not found");
+class SimCache final : public controller::ClusterCache {
+ public:
+  explicit SimCache(Harness& h) : h_(h) {}
+
+  std::shared_ptr<const api::Job> GetJob(const std::string& /*ns*/,
+                                         const std::string& name) const override {
+    std::optional<api::Job> job;
+    auto cached = h_.cached_.find(name);
+    if (h_.useCache && cached != h_.cached_.end()) {
+      job = cached->second;
+    } else {
+      job = h_.api.Get(name);
+    }
+    if (!job) return nullptr;
+    return std::make_shared<const api::Job>(controller::CompactJobForCache(std::move(*job)));
   }
-  auto check = [](const std::map<std::string, std::map<std::string, std::string>>& objects,
-                  const api::KeySelector& ref, const char* kind) -> std::optional<Resolution> {
-    auto obj = objects.find(ref.name);
-    if (obj == objects.end()) {
-      if (ref.optional) return std::nullopt;
-      return Resolution::Pending(std::string(kind) + "NotFound",
-                                 std::string(kind) + " \"" + ref.name + "\" not found");
-    }
-    if (obj->second.count(ref.key) == 0 && !ref.optional) {
-      return Resolution::Pending("KeyNotFound", std::string(kind) + " \"" + ref.name +
-                                                    "\" has no key \"" + ref.key + "\"");
-    }
-    return std::nullopt;
-  };
-  for (const api::EnvVar& env : job.spec.task.env) {
-    if (!env.valueFrom) continue;
-    if (env.valueFrom->secretKeyRef) {
-      if (auto r = check(secrets, *env.valueFrom->secretKeyRef, "Secret")) return *r;
-    }
-    if (env.valueFrom->configMapKeyRef) {
-      if (auto r = check(configMaps, *env.valueFrom->configMapKeyRef, "ConfigMap")) return *r;
-    }
+  std::shared_ptr<const api::JobClass> GetJobClass(const std::string& name) const override {
+    return DecodeClass(h_.server.Peek(controller::kJobClasses, "", name));
   }
-  if (!rejectReason.empty()) {
-    return Resolution::Rejected(rejectReason,
-                                "The request is outside what JobClass \"" + cls + "\" allows");
+  std::vector<std::shared_ptr<const api::JobClass>> ListJobClasses() const override {
+    std::vector<std::shared_ptr<const api::JobClass>> out;
+    for (auto& j : h_.server.PeekAll(controller::kJobClasses)) {
+      if (auto c = DecodeClass(j)) out.push_back(std::move(c));
+    }
+    return out;
   }
-  api::ResolvedJobClass rc;
-  rc.name = cls;
-  rc.uid = "class-uid-" + cls;
-  rc.controllerName = api::kControllerDocker;
-  rc.parametersRef =
-      api::ParametersRef{api::kGroup, "DockerExecutionParameters", cls, "params-uid-" + cls};
-  return Resolution::Resolved(rc, api::ResourceRequirements{}, "docker");
+  // The simulation's JobClasses have no parameters.
+  std::shared_ptr<const nlohmann::json> GetParameters(const std::string& /*kind*/,
+                                                      const std::string& /*name*/) const override {
+    return nullptr;
+  }
+  std::string NamespaceDefaultJobClass(const std::string& ns) const override {
+    auto j = h_.server.Peek(controller::kNamespaces, "", ns);
+    static const nlohmann::json::json_pointer kAnnotations("/metadata/annotations");
+    if (!j || !j->contains(kAnnotations)) return "";
+    return j->at(kAnnotations).value(api::kDefaultClassAnnotation, std::string());
+  }
+  std::shared_ptr<const controller::ReferencedObjectInfo> GetSecret(
+      const std::string& ns, const std::string& name) const override {
+    return KeysOf(h_.server.Peek(controller::kSecrets, ns, name));
+  }
+  std::shared_ptr<const controller::ReferencedObjectInfo> GetConfigMap(
+      const std::string& ns, const std::string& name) const override {
+    return KeysOf(h_.server.Peek(controller::kConfigMaps, ns, name));
+  }
+
+ private:
+  static std::shared_ptr<const api::JobClass> DecodeClass(const std::optional<nlohmann::json>& j) {
+    if (!j) return nullptr;
+    auto c = api::JobClassFromJson(*j);
+    return c.ok() ? std::make_shared<const api::JobClass>(std::move(*c)) : nullptr;
+  }
+  static std::shared_ptr<const controller::ReferencedObjectInfo> KeysOf(
+      const std::optional<nlohmann::json>& j) {
+    if (!j) return nullptr;
+    controller::ReferencedObjectInfo info;
+    info.type = j->value("type", std::string());
+    for (const char* field : {"data", "binaryData"}) {
+      if (!j->contains(field)) continue;
+      for (const auto& [key, value] : (*j)[field].items()) info.keys.insert(key);
+    }
+    return std::make_shared<const controller::ReferencedObjectInfo>(std::move(info));
+  }
+
+  Harness& h_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// CheckingKubeClient: the reconciler's client. Forwards to the fake API server and checks, on
+// every Job write the server accepts, what the protocol promises (statemachine.h § Protocol):
+// the invariants between the status before and after, results only as the backend reported
+// them, the finalizer removed only from a Job being deleted whose backend execution is gone, TTL
+// deletions only of expired terminal Jobs and only with the UID precondition. After a "crash"
+// every request fails without reaching the server.
+
+namespace {
+
+Status CrashedRequest() {
+  return Status(StatusCode::kUnavailable, "the controller crashed before sending this request");
 }
+
+}  // namespace
+
+class CheckingKubeClient final : public KubeClient {
+ public:
+  explicit CheckingKubeClient(Harness& h) : h_(h), server_(h.server) {}
+
+  StatusOr<nlohmann::json> Get(const ResourceRef& ref, std::string_view ns,
+                               std::string_view name) override {
+    if (h_.Dead()) return CrashedRequest();
+    auto r = server_.Get(ref, ns, name);
+    if (ref == controller::kJobs && h_.round_ != nullptr) {
+      ++h_.round_->freshReads;
+      if (r.ok() && r->value("/metadata/resourceVersion"_json_pointer, "") != h_.roundRv_) {
+        ++h_.counters_.staleReads;
+      }
+    }
+    (void)Note(r.status());
+    return r;
+  }
+  StatusOr<ObjectList> List(const ResourceRef& ref, std::string_view ns,
+                            const ListOptions& options) override {
+    Unexpected("list", ref);
+    return server_.List(ref, ns, options);
+  }
+  StatusOr<nlohmann::json> Create(const ResourceRef& ref, std::string_view ns,
+                                  const nlohmann::json& object,
+                                  const WriteOptions& options) override {
+    Unexpected("create", ref);
+    return server_.Create(ref, ns, object, options);
+  }
+  StatusOr<nlohmann::json> Update(const ResourceRef& ref, std::string_view ns,
+                                  const nlohmann::json& object,
+                                  const WriteOptions& options) override {
+    Unexpected("update", ref);
+    return server_.Update(ref, ns, object, options);
+  }
+  Status Watch(const ResourceRef& ref, std::string_view ns, const WatchOptions& options,
+               std::stop_token stop, const WatchHandler& handler) override {
+    Unexpected("watch", ref);
+    return server_.Watch(ref, ns, options, std::move(stop), handler);
+  }
+
+  StatusOr<nlohmann::json> UpdateStatus(const ResourceRef& ref, std::string_view ns,
+                                        const nlohmann::json& object,
+                                        const WriteOptions& options) override {
+    if (h_.Dead()) return CrashedRequest();
+    if (!(ref == controller::kJobs)) {
+      Unexpected("status update", ref);
+      return server_.UpdateStatus(ref, ns, object, options);
+    }
+    std::optional<api::Job> before =
+        h_.api.Get(object.value("/metadata/name"_json_pointer, std::string()));
+    auto r = server_.UpdateStatus(ref, ns, object, options);
+    if (!r.ok()) return Note(r.status());
+    std::optional<api::Job> after = DecodeJob(*r);
+    if (!before || !after) {
+      h_.Fail("a status write the server accepted for a Job it did not have");
+      return r;
+    }
+    const std::string& uid = after->metadata.uid;
+    // The server accepted the resourceVersion precondition: `before` is what the reconciler's
+    // decision started from.
+    h_.CheckStatusWrite(*before, after->status);
+    h_.api.history_[uid].push_back(after->status);
+    ++h_.api.statusWrites_[uid];
+    ++h_.round_->statusWrites;
+    h_.Step();
+    return MaybeLoseAnswer(std::move(r));
+  }
+
+  StatusOr<nlohmann::json> Patch(const ResourceRef& ref, std::string_view ns, std::string_view name,
+                                 PatchType type, const nlohmann::json& patch,
+                                 const PatchOptions& options) override {
+    if (h_.Dead()) return CrashedRequest();
+    if (!(ref == controller::kJobs)) {
+      Unexpected("patch", ref);
+      return server_.Patch(ref, ns, name, type, patch, options);
+    }
+    std::optional<api::Job> before = h_.api.Get(std::string(name));
+    auto r = server_.Patch(ref, ns, name, type, patch, options);
+    if (!r.ok()) return Note(r.status());
+    std::optional<api::Job> after = DecodeJob(*r);
+    if (!before || !after) {
+      h_.Fail("a patch the server accepted for a Job it did not have");
+      return r;
+    }
+    const std::string& uid = after->metadata.uid;
+    if (!(before->status == after->status) || !(before->spec == after->spec)) {
+      h_.Fail(uid + ": a metadata patch changed the spec or the status");
+    }
+    if (HasFinalizer(*before) && !HasFinalizer(*after)) {
+      if (!before->metadata.deletionTimestamp) {
+        h_.Fail(uid + ": finalizer removed from a Job that is not being deleted");
+      }
+      if (h_.backend.Find(uid) != nullptr) {
+        h_.Fail(uid + ": finalizer removed while the backend still has the execution");
+      }
+      ++h_.counters_.finalizerRemovals;
+    }
+    ++h_.api.metadataWrites_[uid];
+    ++h_.round_->finalizerWrites;
+    h_.Step();
+    return MaybeLoseAnswer(std::move(r));
+  }
+
+  Status Delete(const ResourceRef& ref, std::string_view ns, std::string_view name,
+                const DeleteOptions& options) override {
+    if (h_.Dead()) return CrashedRequest();
+    if (!(ref == controller::kJobs)) {
+      Unexpected("delete", ref);
+      return server_.Delete(ref, ns, name, options);
+    }
+    std::optional<api::Job> before = h_.api.Get(std::string(name));
+    if (before) {
+      const std::string& uid = before->metadata.uid;
+      if (!options.preconditionUid) {
+        h_.Fail(uid + ": TTL deletion without the UID precondition");
+      } else if (*options.preconditionUid == uid) {
+        if (!IsTerminal(before->status)) h_.Fail(uid + ": TTL deletion of a non-terminal Job");
+        if (!TtlExpired(*before, h_.Now())) h_.Fail(uid + ": TTL deletion before the TTL expired");
+      }
+    }
+    Status s = server_.Delete(ref, ns, name, options);
+    if (!s.ok()) return Note(s);
+    ++h_.api.deletes_[before->metadata.uid];
+    h_.round_->ttlDeleted = true;
+    ++h_.counters_.ttlDeletions;
+    h_.Step();
+    if (h_.loseNextWriteResponse) return LoseAnswer();
+    return s;
+  }
+
+ private:
+  // Counts the failures that end rounds, so the property test can show it exercised them.
+  Status Note(const Status& s) {
+    if (s.code() == StatusCode::kConflict) ++h_.counters_.conflicts;
+    if (s.code() == StatusCode::kServerError) ++h_.counters_.injectedFailures;
+    return s;
+  }
+  void Unexpected(const char* what, const ResourceRef& ref) {
+    h_.Fail(std::string("the reconciler sent a ") + what + " of " + ref.GroupResource());
+  }
+  Status LoseAnswer() {
+    h_.loseNextWriteResponse = false;
+    ++h_.counters_.injectedFailures;
+    return Status(StatusCode::kUnavailable, "the answer was lost (timeout)");
+  }
+  StatusOr<nlohmann::json> MaybeLoseAnswer(StatusOr<nlohmann::json> r) {
+    if (h_.loseNextWriteResponse) return LoseAnswer();
+    return r;
+  }
+
+  Harness& h_;
+  kube::testing::FakeKubeClient& server_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// LogTap: the reconciler logs what it does; the simulation keeps that quiet and reads the Events
+// it recorded from the "event" lines (reason and message; the log line has no Event type).
+
+struct LogTap final : std::streambuf {
+  static LogTap& Install() {
+    static LogTap tap;
+    static std::ostream out(&tap);
+    static const bool configured = [] {
+      obs::ConfigureLogging(obs::LogLevel::kInfo, obs::LogFormat::kJson, &out);
+      return true;
+    }();
+    (void)configured;
+    return tap;
+  }
+
+  Harness* active = nullptr;
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (c == traits_type::eof()) return traits_type::not_eof(c);
+    Put(traits_type::to_char_type(c));
+    return c;
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    for (std::streamsize i = 0; i < n; ++i) Put(s[i]);
+    return n;
+  }
+
+ private:
+  void Put(char c) {
+    if (c != '\n') {
+      line_.push_back(c);
+      return;
+    }
+    if (active != nullptr) active->OnLogLine(line_);
+    line_.clear();
+  }
+  std::string line_;
+};
 
 // ---------------------------------------------------------------------------------------------
 // Harness
@@ -385,24 +607,211 @@ api::JobSpec BasicSpec() {
   return s;
 }
 
+RoundOptions CrashAfterCall(AdapterCall call) {
+  RoundOptions o;
+  switch (call) {
+    case AdapterCall::kEnsure:
+      o.crashPoint = controller::kCrashAfterEnsure;
+      break;
+    case AdapterCall::kCancel:
+      o.crashPoint = controller::kCrashAfterCancel;
+      break;
+    case AdapterCall::kDelete:
+      o.crashPoint = controller::kCrashAfterDelete;
+      break;
+    case AdapterCall::kObserve:
+    case AdapterCall::kNone:
+      break;  // the reconciler has no crash point there
+  }
+  return o;
+}
+
+namespace {
+
+// Calls are ordered (statemachine.h § Termination): within a round each call ranks above the
+// previous one.
+int Rank(AdapterCall call) {
+  switch (call) {
+    case AdapterCall::kNone:
+      return 0;
+    case AdapterCall::kEnsure:
+    case AdapterCall::kObserve:
+      return 1;
+    case AdapterCall::kCancel:
+      return 2;
+    case AdapterCall::kDelete:
+      return 3;
+  }
+  return 0;
+}
+
+// Creates the object or replaces what the server has (keeping what the server owns).
+void Upsert(kube::testing::FakeKubeClient& server, const ResourceRef& ref, const std::string& ns,
+            nlohmann::json object) {
+  const std::string name = object["metadata"]["name"].get<std::string>();
+  if (!server.Peek(ref, ns, name)) {
+    (void)server.Create(ref, ns, object, {});
+  } else {
+    (void)server.Update(ref, ns, object, {});
+  }
+}
+
+// Makes the objects of `ref` in `ns` exactly `wanted` (name → object).
+void Publish(kube::testing::FakeKubeClient& server, const ResourceRef& ref, const std::string& ns,
+             const std::map<std::string, nlohmann::json>& wanted) {
+  for (const auto& existing : server.PeekAll(ref, ns)) {
+    const std::string name = existing["metadata"]["name"].get<std::string>();
+    if (wanted.count(name) == 0) (void)server.Delete(ref, ns, name, {});
+  }
+  for (const auto& [name, object] : wanted) Upsert(server, ref, ns, object);
+}
+
+nlohmann::json DataObject(const char* kind, const std::string& name,
+                          const std::map<std::string, std::string>& data, bool base64) {
+  nlohmann::json j = {{"apiVersion", "v1"},
+                      {"kind", kind},
+                      {"metadata", {{"name", name}, {"namespace", kNamespace}}},
+                      {"data", nlohmann::json::object()}};
+  if (base64) j["type"] = "Opaque";
+  for (const auto& [k, v] : data) j["data"][k] = base64 ? kube::Base64Encode(v) : v;
+  return j;
+}
+
+}  // namespace
+
+Harness::Harness() : clock(At(1'700'000'000)), api(server, clock) {
+  LogTap::Install();
+  server.SetClock(&clock);
+  adapter_ = std::make_shared<FakeAdapter>(
+      backend, clock, [this](AdapterCall call, const std::string& uid, const ExecutionRequest* r) {
+        return GateCall(call, uid, r);
+      });
+  registry_.Register(kFakeControllerName, adapter_);
+  cache_ = std::make_unique<SimCache>(*this);
+  client_ = std::make_unique<CheckingKubeClient>(*this);
+  controller::ReconcilerOptions options;
+  options.crashHook = [this](std::string_view point, const api::Job& /*job*/) {
+    if (dead_ || point == options_.crashPoint) dead_ = true;
+    return dead_;
+  };
+  reconciler_ = std::make_unique<controller::JobReconciler>(*client_, *cache_, registry_, clock,
+                                                            metrics_, nullptr, options);
+}
+
+Harness::~Harness() = default;
+
+Time Harness::Now() const { return std::chrono::floor<std::chrono::seconds>(clock.Now()); }
+
+void Harness::PublishCluster() {
+  if (published_ == cluster) return;
+  std::map<std::string, nlohmann::json> classes;
+  for (const std::string& name : cluster.classes) {
+    api::JobClass c;
+    c.metadata.name = name;
+    c.spec.controllerName = kFakeControllerName;
+    c.spec.secretEnvForwarding = api::SecretEnvForwarding::kAllowed;
+    if (cluster.resourcesOutOfRange) c.spec.resources.max.memory = api::Quantity::MustParse("1Gi");
+    classes[name] = api::ToJson(c);
+  }
+  Publish(server, controller::kJobClasses, "", classes);
+  nlohmann::json ns = {
+      {"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", kNamespace}}}};
+  if (!cluster.defaultClass.empty()) {
+    ns["metadata"]["annotations"] = {{api::kDefaultClassAnnotation, cluster.defaultClass}};
+  }
+  Publish(server, controller::kNamespaces, "", {{kNamespace, ns}});
+  std::map<std::string, nlohmann::json> secrets, configMaps;
+  for (const auto& [name, data] : cluster.secrets) {
+    secrets[name] = DataObject("Secret", name, data, true);
+  }
+  for (const auto& [name, data] : cluster.configMaps) {
+    configMaps[name] = DataObject("ConfigMap", name, data, false);
+  }
+  Publish(server, controller::kSecrets, kNamespace, secrets);
+  Publish(server, controller::kConfigMaps, kNamespace, configMaps);
+  published_ = cluster;
+}
+
 std::string Harness::Create(const std::string& name, api::JobSpec spec) {
-  api::Job j = api.Create(name, std::move(spec), now);
-  cache_[name] = j;
-  return j.metadata.uid;
+  api::Job job = api.Create(name, std::move(spec));
+  if (job.metadata.uid.empty()) {
+    Fail("cannot create Job " + name);
+    return "";
+  }
+  cached_[name] = job;
+  return job.metadata.uid;
 }
 
 void Harness::SyncCache(const std::string& name) {
   if (std::optional<api::Job> j = api.Get(name)) {
-    cache_[name] = *j;
+    cached_[name] = *j;
   } else {
-    cache_.erase(name);
+    cached_.erase(name);
   }
 }
 
-api::Job Harness::Job(const std::string& name) const {
-  std::optional<api::Job> j = api.Get(name);
-  if (!j) return api::Job{};
-  return *j;
+void Harness::DropCache() { cached_.clear(); }
+
+void Harness::SetCached(const api::Job& job) { cached_[job.metadata.name] = job; }
+
+api::Job Harness::Job(const std::string& name) const { return api.Get(name).value_or(api::Job{}); }
+
+std::string Harness::ClassUid(const std::string& name) const {
+  auto c = server.Peek(controller::kJobClasses, "", name);
+  return c ? c->value("/metadata/uid"_json_pointer, std::string()) : "";
+}
+
+void Harness::Step() {
+  ++steps_;
+  if (options_.crashAfterSteps && steps_ >= *options_.crashAfterSteps) dead_ = true;
+}
+
+bool Harness::GateCall(AdapterCall call, const std::string& uid, const ExecutionRequest* request) {
+  if (dead_ || round_ == nullptr) return false;
+  if (!round_->calls.empty() && Rank(call) <= Rank(round_->calls.back())) {
+    Fail(uid + ": " + AdapterCallName(call) + " after " + AdapterCallName(round_->calls.back()) +
+         " in one round");
+  }
+  if (call == AdapterCall::kEnsure && request != nullptr) CheckEnsure(*request);
+  round_->calls.push_back(call);
+  Step();  // the call is made; a crash after it stops what follows
+  return true;
+}
+
+void Harness::CheckEnsure(const ExecutionRequest& request) {
+  const api::Job& job = request.job;
+  const std::string& uid = job.metadata.uid;
+  std::optional<api::Job> current = api.Get(job.metadata.name);
+  if (!current || current->metadata.uid != uid) {
+    Fail(uid + ": Ensure for a Job the API server no longer has");
+    return;
+  }
+  // The protocol: Ensure acts on the Job as the API server has it, not on a cache copy.
+  if (job.metadata.resourceVersion != current->metadata.resourceVersion) {
+    Fail(uid + ": Ensure from a stale copy of the Job (resourceVersion " +
+         job.metadata.resourceVersion + ", the server has " + current->metadata.resourceVersion +
+         ")");
+  }
+  if (!(job.spec == current->spec)) Fail(uid + ": Ensure without the Job's whole spec");
+  if (current->spec.desiredState == api::DesiredState::kCancelled) {
+    Fail(uid + ": Ensure after desiredState=Cancelled");
+  }
+  if (current->metadata.deletionTimestamp) Fail(uid + ": Ensure while deleting");
+  if (!HasFinalizer(*current)) Fail(uid + ": Ensure without the finalizer");
+  if (!api::IsConditionTrue(current->status.conditions, api::kConditionAccepted) ||
+      !current->status.resolvedJobClass) {
+    Fail(uid + ": Ensure before Accepted=True and resolvedJobClass were persisted");
+  }
+}
+
+void Harness::OnLogLine(const std::string& line) {
+  if (line.find(R"("msg":"event")") == std::string::npos) return;
+  nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return;
+  Event e;
+  e.reason = j.value("reason", "");
+  e.message = j.value("message", "");
+  events_.push_back(std::move(e));
 }
 
 void Harness::CheckResultTruth(const api::Job& job, const api::JobStatus& before,
@@ -428,6 +837,7 @@ void Harness::CheckResultTruth(const api::Job& job, const api::JobStatus& before
     if (!succeededTruth) fail("but the execution did not succeed");
     return;
   }
+  const api::Condition* accepted = api::FindCondition(after.conditions, api::kConditionAccepted);
   if (reason == kReasonCancelled) {
     if (job.spec.desiredState != api::DesiredState::kCancelled && !job.metadata.deletionTimestamp) {
       fail("but nobody cancelled or deleted the Job");
@@ -441,7 +851,7 @@ void Harness::CheckResultTruth(const api::Job& job, const api::JobStatus& before
             ? std::optional<api::Time>(*after.startTime +
                                        std::chrono::seconds(*job.spec.activeDeadlineSeconds))
             : std::nullopt;
-    if (!deadline || now < *deadline) fail("before the deadline passed");
+    if (!deadline || Now() < *deadline) fail("before the deadline passed");
     if (succeededTruth) fail("but the execution succeeded");
   } else if (reason == kReasonBackendLost) {
     const api::Condition* prev = api::FindCondition(before.conditions, api::kConditionSucceeded);
@@ -451,7 +861,9 @@ void Harness::CheckResultTruth(const api::Job& job, const api::JobStatus& before
     }
   } else if (reason == kReasonExecutionStopped) {
     if (truth == nullptr || !truth->stoppedExternally) fail("but nobody stopped it externally");
-  } else if (reason == resolver.rejectReason) {
+  } else if (accepted != nullptr && accepted->status == api::ConditionStatus::kFalse) {
+    // Refused at resolution, for good.
+    if (accepted->reason != reason) fail("but Accepted=False says " + accepted->reason);
     if (truth != nullptr) fail("but an execution was created");
   } else {
     // A failure reported by the backend: ProcessFailed, ImagePullFailed, BackendRejected...
@@ -461,7 +873,7 @@ void Harness::CheckResultTruth(const api::Job& job, const api::JobStatus& before
   }
 }
 
-void Harness::CheckWrite(const api::Job& before, const api::JobStatus& after) {
+void Harness::CheckStatusWrite(const api::Job& before, const api::JobStatus& after) {
   for (const std::string& v : CheckInvariants(before.status, after)) {
     Fail(before.metadata.uid + ": " + v);
   }
@@ -469,131 +881,48 @@ void Harness::CheckWrite(const api::Job& before, const api::JobStatus& after) {
 }
 
 RoundReport Harness::Reconcile(const std::string& name, RoundOptions options) {
+  PublishCluster();
   RoundReport rep;
-  std::optional<api::Job> read;
-  if (useCache && cache_.count(name) != 0) {
-    read = cache_.at(name);
-  } else {
-    read = api.Get(name);
-  }
-  if (!read) return rep;
+  std::shared_ptr<const api::Job> start = cache_->GetJob(kNamespace, name);
+  if (!start) return rep;
   rep.ran = true;
   ++counters_.rounds;
-  api::Job job = *read;
-  const std::string uid = job.metadata.uid;
-  auto abort = [&] {
+  const std::string uid = start->metadata.uid;
+  const int removalsBefore = counters_.finalizerRemovals;
+  round_ = &rep;
+  options_ = std::move(options);
+  roundRv_ = start->metadata.resourceVersion;
+  steps_ = 0;
+  dead_ = false;
+
+  LogTap::Install().active = this;
+  controller::ReconcileResult result = reconciler_->Reconcile(kNamespace, name);
+  LogTap::Install().active = nullptr;
+
+  round_ = nullptr;
+  rep.crashed = result.crashed || dead_;
+  rep.requeueAfter = result.requeueAfter;
+  rep.backoff = result.backoff;
+  rep.error = result.error;
+  if (rep.crashed) {
+    ++counters_.crashes;
+  } else if (!result.error.ok()) {
     rep.aborted = true;
-    ++counters_.conflicts;
+    switch (result.error.code()) {
+      case StatusCode::kConflict:     // decided on a stale copy: nothing happened
+      case StatusCode::kNotFound:     // the Job went away
+      case StatusCode::kUnavailable:  // an injected failure, a lost answer
+      case StatusCode::kServerError:
+        break;
+      default:
+        Fail(uid + ": the round failed: " + result.error.ToString());
+    }
     SyncCache(name);  // the watch delivers the newer object; the next round starts from it
-    return rep;
-  };
-  int steps = 0;
-  auto crashNow = [&] {
-    ++steps;
-    if (options.crashAfterSteps && steps >= *options.crashAfterSteps) rep.crashed = true;
-    if (rep.crashed) ++counters_.crashes;
-    return rep.crashed;
-  };
-
-  Facts facts;
-  facts.now = now;
-  if (NeedsResolution(job)) facts.resolution = resolver.Resolve(job);
-  for (int decisions = 0;; ++decisions) {
-    if (decisions == 6) {
-      Fail(uid + ": the round did not terminate");
-      break;
-    }
-    Plan plan = Decide(job, facts);
-    rep.last = plan;
-    for (const std::string& v : plan.invariantViolations) Fail(uid + ": Decide: " + v);
-    if (facts.result && plan.call != AdapterCall::kNone && plan.call == facts.result->call) {
-      Fail(uid + ": Decide repeated " + AdapterCallName(plan.call) + " within a round");
-    }
-    events_.insert(events_.end(), plan.events.begin(), plan.events.end());
-
-    if (plan.finalizer != FinalizerChange::kNone) {
-      std::vector<std::string> finalizers = job.metadata.finalizers;
-      if (plan.finalizer == FinalizerChange::kAdd) {
-        finalizers.push_back(api::kFinalizer);
-      } else {
-        std::erase(finalizers, std::string(api::kFinalizer));
-        if (backend.Find(uid) != nullptr) {
-          Fail(uid + ": finalizer removed while the backend still has the execution");
-        }
-      }
-      StatusOr<api::Job> written = api.UpdateFinalizers(job, finalizers);
-      if (!written.ok()) return abort();
-      ++rep.finalizerWrites;
-      job = *written;
-      if (crashNow()) return rep;
-      if (plan.finalizer == FinalizerChange::kRemove) {
-        ++counters_.finalizerRemovals;
-        SyncCache(name);
-        return rep;
-      }
-    }
-    if (plan.status) {
-      api::Job next = job;
-      next.status = *plan.status;
-      StatusOr<api::Job> written = api.UpdateStatus(next);
-      if (!written.ok()) return abort();  // decided on a stale copy: nothing happened
-      // The resourceVersion precondition held, so job.status is what the server had before.
-      CheckWrite(job, *plan.status);
-      ++rep.statusWrites;
-      job = *written;
-      if (crashNow()) return rep;
-    }
-    if (plan.call == AdapterCall::kNone) {
-      if (plan.finalizer == FinalizerChange::kAdd) continue;
-      break;
-    }
-    if (plan.call == AdapterCall::kEnsure) {
-      // A careful controller re-reads before anything that may create an execution.
-      std::optional<api::Job> fresh = api.Get(name);
-      if (!fresh || fresh->metadata.resourceVersion != job.metadata.resourceVersion) {
-        return abort();
-      }
-      if (job.spec.desiredState == api::DesiredState::kCancelled) {
-        Fail(uid + ": Ensure after desiredState=Cancelled");
-      }
-      if (job.metadata.deletionTimestamp) Fail(uid + ": Ensure while deleting");
-      if (!HasFinalizer(job)) Fail(uid + ": Ensure without the finalizer");
-      if (!api::IsConditionTrue(job.status.conditions, api::kConditionAccepted) ||
-          !job.status.resolvedJobClass) {
-        Fail(uid + ": Ensure before Accepted=True and resolvedJobClass were persisted");
-      }
-    }
-    Observation o;
-    switch (plan.call) {
-      case AdapterCall::kEnsure:
-        o = backend.Ensure(job, now);
-        break;
-      case AdapterCall::kObserve:
-        o = backend.Observe(uid, now);
-        break;
-      case AdapterCall::kCancel:
-        o = backend.Cancel(uid, now);
-        break;
-      case AdapterCall::kDelete:
-        o = DeleteObservation(backend.Delete(uid));
-        break;
-      case AdapterCall::kNone:
-        break;
-    }
-    rep.calls.push_back(plan.call);
-    if (options.crashAfterCall == plan.call) rep.crashed = true;
-    if (crashNow()) return rep;
-    facts.result = CallResult{plan.call, o};
   }
-  if (rep.last.deleteJob) {
-    // TTL: re-read fresh, recheck, delete with a UID precondition.
-    std::optional<api::Job> fresh = api.Get(name);
-    if (fresh && fresh->metadata.uid == uid && TtlExpired(*fresh, now)) {
-      if (!IsTerminal(fresh->status)) Fail(uid + ": TTL deletion of a non-terminal Job");
-      rep.ttlDeleted = api.Delete(name, uid, now).ok();
-      counters_.ttlDeletions += rep.ttlDeleted ? 1 : 0;
-    }
-  }
+  if (counters_.finalizerRemovals != removalsBefore) SyncCache(name);
+  // Only the current round's requests matter; keep the fake's books from growing.
+  server.ClearActions();
+  server.Compact();
   return rep;
 }
 

@@ -1,22 +1,36 @@
-// A small, deterministic world for driving the pure state machine the way the controller does:
-// an in-memory API server (FakeApiServer: resourceVersion and UID preconditions, finalizers,
-// deletionTimestamp), an in-memory execution backend (FakeBackend: one execution per UID, counts
-// creations) and a resolver (FakeResolver). Harness plays the controller: it runs the protocol of
-// statemachine.h round by round, can crash at any step, and checks the safety properties on
-// every write and call, collecting violations in failures().
+// A small, deterministic world in which the shipped controller::JobReconciler runs round by
+// round, every piece around it a fake:
+//  - the API server is kube::testing::FakeKubeClient (resourceVersion and UID preconditions,
+//    finalizers, deletionTimestamp, injected failures);
+//  - the backend is FakeBackend, a world model with knobs (unreachable, lost Ensure answers,
+//    slow stops, failures, stale observations), reached through FakeAdapter, an ayatori::Adapter;
+//  - the clock is kube::testing::FakeClock;
+//  - the informer cache is SimCache, read from the fake API server, optionally lagging behind it.
+// The Harness plays everything around the controller: users and administrators (SimApi), the
+// backend moving on its own, informer lag, restarts and crashes (the reconciler's named crash
+// points, and a "crash" after any write or call: every later request of that round fails without
+// effect). It checks the safety properties on every write the reconciler sends (CheckingKubeClient)
+// and every call it makes to the backend (FakeAdapter), collecting violations in failures().
 #pragma once
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "adapters/registry.h"
 #include "api/types.h"
 #include "ayatori/adapter.h"
+#include "ayatori/kube_client.h"
 #include "ayatori/status.h"
+#include "controller/reconciler.h"
+#include "kube/testing/fake_clock.h"
+#include "kube/testing/fake_kube_client.h"
+#include "obs/metrics.h"
 #include "statemachine/statemachine.h"
 
 namespace ayatori::statemachine::testing {
@@ -24,6 +38,11 @@ namespace ayatori::statemachine::testing {
 using api::Time;
 
 inline Time At(int64_t s) { return Time{std::chrono::seconds(s)}; }
+
+// The namespace of every Job of the simulation.
+inline constexpr const char* kNamespace = "sim";
+// The controllerName of the simulation's JobClasses, served by FakeAdapter.
+inline constexpr const char* kFakeControllerName = "execution.ayatori.ddupan.top/fake";
 
 // ---------------------------------------------------------------------------------------------
 
@@ -94,67 +113,102 @@ class FakeBackend {
   int nextId_ = 1;
 };
 
+// The adapter the reconciler calls: forwards to the FakeBackend at the FakeClock's time, after
+// `gate` (the Harness's checks) allowed the call. A call the gate refuses (the controller has
+// "crashed") never reaches the backend.
+class FakeAdapter final : public Adapter {
+ public:
+  using Gate = std::function<bool(AdapterCall call, const std::string& uid,
+                                  const ExecutionRequest* request)>;
+  FakeAdapter(FakeBackend& backend, const Clock& clock, Gate gate)
+      : backend_(backend), clock_(clock), gate_(std::move(gate)) {}
+
+  std::string Name() const override { return "fake"; }
+  Status Start(std::function<void(const std::string&, const std::string&)> /*notify*/) override {
+    return Status::Ok();
+  }
+  Status Validate(const ExecutionRequest& /*request*/) override { return Status::Ok(); }
+  Observation Ensure(const ExecutionRequest& request) override;
+  Observation Observe(const ExecutionKey& key) override;
+  Observation Cancel(const ExecutionKey& key) override;
+  Status Delete(const ExecutionKey& key) override;
+
+ private:
+  Time Now() const;
+  static Observation Refused();
+
+  FakeBackend& backend_;
+  const Clock& clock_;
+  Gate gate_;
+};
+
 // ---------------------------------------------------------------------------------------------
 
-class FakeApiServer {
+// What exists in the cluster besides Jobs, as the tests describe it; the Harness publishes it to
+// the fake API server (JobClass, Namespace, Secret and ConfigMap objects) before every round,
+// where the reconciler's resolver and its Secret reads find it.
+struct ClusterObjects {
+  std::set<std::string> classes{"standard"};  // JobClasses served by FakeAdapter
+  std::string defaultClass = "standard";      // the namespace's default-job-class annotation
+  std::map<std::string, std::map<std::string, std::string>> secrets;     // name → key → value
+  std::map<std::string, std::map<std::string, std::string>> configMaps;  // name → key → value
+  // Every class bounds limits.memory and sets no default: Jobs that ask for no limit are
+  // refused for good (Accepted=False/ResourcesOutOfRange).
+  bool resourcesOutOfRange = false;
+  bool operator==(const ClusterObjects&) const = default;
+};
+
+// ---------------------------------------------------------------------------------------------
+
+// Users and administrators talking to the API server (kubectl): their requests go straight to
+// the FakeKubeClient, never through the reconciler's client, and are not checked. Also the
+// oracle's record of what the reconciler wrote, per Job UID.
+class SimApi {
  public:
-  api::Job Create(const std::string& name, api::JobSpec spec, Time now);
+  SimApi(kube::testing::FakeKubeClient& server, const Clock& clock)
+      : server_(server), clock_(clock) {}
+
+  api::Job Create(const std::string& name, api::JobSpec spec);
   std::optional<api::Job> Get(const std::string& name) const;
-  // Writes with preconditions on uid and resourceVersion (kConflict / kNotFound otherwise).
-  StatusOr<api::Job> UpdateStatus(const api::Job& job);
-  StatusOr<api::Job> UpdateFinalizers(const api::Job& job, std::vector<std::string> finalizers);
-  // DELETE with preconditions {uid}: sets deletionTimestamp if finalizers remain.
-  Status Delete(const std::string& name, const std::string& uid, Time now);
-  // User edits (the API server bumps generation for spec changes, like CRDs do).
+  // User edits (the API server bumps generation for spec changes, like it does for CRDs).
   void SetCancelled(const std::string& name);
   void SetTtl(const std::string& name, std::optional<int32_t> ttl);
   void Annotate(const std::string& name, const std::string& key, const std::string& value);
+  // DELETE with preconditions {uid}: sets deletionTimestamp while finalizers remain.
+  Status Delete(const std::string& name, const std::string& uid);
   // The administrator's runbook: force-remove finalizers.
   void ForceRemoveFinalizers(const std::string& name);
   // A spec edit that CEL would reject (e.g. Cancelled back to Running), to test defence in depth.
   void EditSpecUnchecked(const std::string& name, const std::function<void(api::JobSpec&)>& edit);
 
+  // What the reconciler wrote and the server accepted, per Job UID.
   int StatusWrites(const std::string& uid) const;
   int MetadataWrites(const std::string& uid) const;
   int Deletes(const std::string& uid) const;
-  // Every status ever written, per uid, in order (first: the empty status at creation).
+  // Every status the Job had, in order (first: the empty status at creation).
   const std::vector<api::JobStatus>& History(const std::string& uid) const;
 
  private:
-  std::map<std::string, api::Job> jobs_;
+  friend class CheckingKubeClient;
+  void Edit(const std::string& name, const std::function<void(api::Job&)>& edit);
+
+  kube::testing::FakeKubeClient& server_;
+  const Clock& clock_;
   std::map<std::string, std::vector<api::JobStatus>> history_;
   std::map<std::string, int> statusWrites_, metadataWrites_, deletes_;
-  int64_t nextRv_ = 1;
-  int nextUid_ = 1;
-};
-
-// ---------------------------------------------------------------------------------------------
-
-struct FakeResolver {
-  std::set<std::string> classes{"standard"};
-  std::string defaultClass = "standard";
-  std::map<std::string, std::map<std::string, std::string>> secrets;     // name → key → value
-  std::map<std::string, std::map<std::string, std::string>> configMaps;  // name → key → value
-  std::string rejectReason;  // e.g. "ResourcesOutOfRange": permanent refusal
-
-  Resolution Resolve(const api::Job& job) const;
 };
 
 // ---------------------------------------------------------------------------------------------
 
 struct RoundOptions {
-  // Stop the round abruptly (a controller crash) right after this adapter call returned, before
-  // anything else is written.
-  std::optional<AdapterCall> crashAfterCall;
-  // Stop the round abruptly after this many steps (a step: one write or one call).
+  // Crash at this named point of the reconciler (controller::kCrash*).
+  std::string crashPoint;
+  // Crash after this many steps (a step: a write the server accepted, or an adapter call).
   std::optional<int> crashAfterSteps;
 };
 
-inline RoundOptions CrashAfterCall(AdapterCall call) {
-  RoundOptions o;
-  o.crashAfterCall = call;
-  return o;
-}
+// Crash right after this adapter call returned, before anything else is written.
+RoundOptions CrashAfterCall(AdapterCall call);
 
 inline RoundOptions CrashAfterSteps(int steps) {
   RoundOptions o;
@@ -163,56 +217,105 @@ inline RoundOptions CrashAfterSteps(int steps) {
 }
 
 struct RoundReport {
-  bool ran = false;      // the Job existed
-  bool aborted = false;  // a write failed (conflict, gone)
+  bool ran = false;      // the cache had the Job
+  bool aborted = false;  // the round ended on an error (a refused write, an injected failure)
   bool crashed = false;
   std::vector<AdapterCall> calls;
-  int statusWrites = 0;
-  int finalizerWrites = 0;
+  int statusWrites = 0;     // accepted by the server
+  int finalizerWrites = 0;  // accepted by the server
+  int freshReads = 0;       // GETs of the Job (before Ensure, before a TTL deletion)
   bool ttlDeleted = false;
-  Plan last;
+  // What the reconciler answered.
+  std::optional<std::chrono::seconds> requeueAfter;
+  bool backoff = false;
+  Status error;
 };
+
+class CheckingKubeClient;
+class SimCache;
 
 class Harness {
  public:
-  FakeApiServer api;
+  Harness();
+  ~Harness();
+  Harness(const Harness&) = delete;
+  Harness& operator=(const Harness&) = delete;
+
+  kube::testing::FakeClock clock;
+  kube::testing::FakeKubeClient server;  // the API server
   FakeBackend backend;
-  FakeResolver resolver;
-  Time now = At(1'700'000'000);
-  // Reconcile from a cache that may lag behind the API server (the property test syncs it).
+  ClusterObjects cluster;
+  SimApi api;
+  // Reconcile from a cache that may lag behind the API server (the property test syncs it);
+  // otherwise the cache is always current.
   bool useCache = false;
+  // The next write the reconciler sends is applied, but its answer is lost (a timeout).
+  bool loseNextWriteResponse = false;
 
   std::string Create(const std::string& name, api::JobSpec spec);
+  // One round of the shipped reconciler for kNamespace/name.
   RoundReport Reconcile(const std::string& name, RoundOptions options = {});
   // Reconciles until a round writes nothing (or the Job is gone); returns the rounds it took.
   int Settle(const std::string& name, int maxRounds = 20);
-  void Advance(std::chrono::seconds d) { now += d; }
+  void Advance(std::chrono::seconds d) { clock.Advance(d); }
+  Time Now() const;
   void SyncCache(const std::string& name);
-  void DropCache() { cache_.clear(); }  // a controller restart: nothing survives but the API
+  void DropCache();  // a controller restart: nothing survives but the API
+  // Makes the cache hold `job` for its name (an informer that still has an old object).
+  void SetCached(const api::Job& job);
 
-  api::Job Job(const std::string& name) const;  // from the API server; must exist
+  api::Job Job(const std::string& name) const;  // from the API server; empty if absent
   bool Exists(const std::string& name) const { return api.Get(name).has_value(); }
+  // The UID the API server gave JobClass `name` ("" if absent).
+  std::string ClassUid(const std::string& name) const;
+  // Events the reconciler recorded (from its "event" log lines: reason and message).
   const std::vector<Event>& events() const { return events_; }
   // What the rounds did, for tests that must show they exercised a path.
   struct Counters {
-    int rounds = 0, crashes = 0, conflicts = 0, finalizerRemovals = 0, ttlDeletions = 0;
+    int rounds = 0, crashes = 0, conflicts = 0, staleReads = 0, injectedFailures = 0,
+        finalizerRemovals = 0, ttlDeletions = 0;
   };
   const Counters& counters() const { return counters_; }
   const std::vector<std::string>& failures() const { return failures_; }
   void Fail(std::string what) { failures_.push_back(std::move(what)); }
 
  private:
-  void CheckWrite(const api::Job& before, const api::JobStatus& after);
+  friend class CheckingKubeClient;
+  friend class SimCache;
+  friend struct LogTap;
+
+  void PublishCluster();
+  bool GateCall(AdapterCall call, const std::string& uid, const ExecutionRequest* request);
+  void CheckEnsure(const ExecutionRequest& request);
+  bool Dead() const { return dead_; }
+  void Step();  // a write was accepted or a call made: counts towards crashAfterSteps
+  void OnLogLine(const std::string& line);
+  void CheckStatusWrite(const api::Job& before, const api::JobStatus& after);
   void CheckResultTruth(const api::Job& job, const api::JobStatus& before,
                         const api::JobStatus& after);
 
-  std::map<std::string, api::Job> cache_;
+  std::map<std::string, api::Job> cached_;  // the lagging copies, by name (useCache)
+  std::optional<ClusterObjects> published_;
+  std::shared_ptr<FakeAdapter> adapter_;
+  adapters::AdapterRegistry registry_;
+  std::unique_ptr<SimCache> cache_;
+  std::unique_ptr<CheckingKubeClient> client_;
+  obs::Registry metrics_;
+  std::unique_ptr<controller::JobReconciler> reconciler_;
+
+  // The current round.
+  RoundReport* round_ = nullptr;
+  RoundOptions options_;
+  std::string roundRv_;  // resourceVersion of the Job the round started from
+  int steps_ = 0;
+  bool dead_ = false;
+
   std::vector<Event> events_;
   Counters counters_;
   std::vector<std::string> failures_;
 };
 
-// A Job spec that the default resolver accepts.
+// A Job spec that the default cluster accepts.
 api::JobSpec BasicSpec();
 
 }  // namespace ayatori::statemachine::testing

@@ -273,6 +273,7 @@ void ControllerHarness::Setup() {
   clientOptions.burst = 400;
   clientOptions.userAgent = "ayatori-controller-test";
   client_ = kube::RestClient::New(*config, clientOptions);
+  controllerClient_ = std::make_unique<WriteCountingKubeClient>(*client_);
   const std::string jobsResource = controller::kJobs.GroupResource();
   client_->SetRequestObserver([this, jobsResource](const kube::RequestRecord& r) {
     if (r.verb != "delete" || r.resource != jobsResource || r.subresource != "") return;
@@ -324,7 +325,8 @@ Status ControllerHarness::StartController(ControllerSettings settings) {
     return ShouldCrash(point, job);
   };
   inst->controller = std::make_unique<controller::JobController>(
-      *client_, registry_, SystemClock::Instance(), *inst->metrics, inst->events.get(), options);
+      *controllerClient_, registry_, SystemClock::Instance(), *inst->metrics, inst->events.get(),
+      options);
   Status s = inst->controller->Start();
   instance_ = std::move(inst);
   return s;

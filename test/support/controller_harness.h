@@ -33,6 +33,7 @@
 #include "kube/events.h"
 #include "kube/rest_client.h"
 #include "obs/metrics.h"
+#include "test/support/counting_kube_client.h"
 #include "test/support/wait.h"  // Eventually and HoldsFor, for the users of this harness
 
 namespace ayatori::testing {
@@ -139,6 +140,9 @@ class ControllerHarness {
   const std::string& kubeconfig() const { return kubeconfig_; }
 
   kube::RestClient& client() { return *client_; }
+  // The controller instances' client: it counts their API writes (the harness's own requests go
+  // through client() and are not counted).
+  const WriteCountingKubeClient& controllerClient() const { return *controllerClient_; }
   adapters::InProcessTestAdapter& backend() { return *backend_; }
   const RecordingAdapter& calls() const { return *recording_; }
   LogCapture& logs() { return *logs_; }
@@ -228,6 +232,7 @@ class ControllerHarness {
   std::string kubeconfig_;
   LogCapture* logs_ = nullptr;
   std::unique_ptr<kube::RestClient> client_;
+  std::unique_ptr<WriteCountingKubeClient> controllerClient_;
   std::shared_ptr<adapters::InProcessTestAdapter> backend_;
   std::shared_ptr<RecordingAdapter> recording_;
   adapters::AdapterRegistry registry_;

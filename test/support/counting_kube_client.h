@@ -1,0 +1,119 @@
+// A KubeClient decorator that counts the write requests made through it, per object: tests
+// measure what the controller costs the API server (DESIGN.md: API writes per successful Job)
+// without the controller keeping per-Job books. Hand it to the code under test and keep using
+// the wrapped client for the test's own requests, so only the code under test is counted.
+//
+// A write is any create, update (also of /status), patch or delete sent, whether the server
+// accepted it or not (a refused write still cost a request); reads and watches are forwarded
+// uncounted. Thread-safe: the controller's workers write concurrently.
+//
+//   WriteCountingKubeClient counting(restClient);
+//   JobController controller(counting, ...);
+//   ... counting.Writes(controller::kJobs, "ns", "name")
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "ayatori/kube_client.h"
+
+namespace ayatori::testing {
+
+class WriteCountingKubeClient final : public KubeClient {
+ public:
+  explicit WriteCountingKubeClient(KubeClient& inner) : inner_(inner) {}
+
+  // Writes sent for the object ns/name of `ref` (ns is ignored for cluster-scoped kinds).
+  uint64_t Writes(const ResourceRef& ref, std::string_view ns, std::string_view name) const {
+    std::lock_guard lock(mu_);
+    auto it = writes_.find(Key(ref, ns, name));
+    return it == writes_.end() ? 0 : it->second;
+  }
+  // Writes sent for any object.
+  uint64_t TotalWrites() const {
+    std::lock_guard lock(mu_);
+    uint64_t total = 0;
+    for (const auto& [key, n] : writes_) total += n;
+    return total;
+  }
+
+  StatusOr<nlohmann::json> Get(const ResourceRef& ref, std::string_view ns,
+                               std::string_view name) override {
+    return inner_.Get(ref, ns, name);
+  }
+  StatusOr<ObjectList> List(const ResourceRef& ref, std::string_view ns,
+                            const ListOptions& options) override {
+    return inner_.List(ref, ns, options);
+  }
+  StatusOr<ObjectList> ListEach(const ResourceRef& ref, std::string_view ns,
+                                const ListOptions& options,
+                                const std::function<void(nlohmann::json&& item)>& visit) override {
+    return inner_.ListEach(ref, ns, options, visit);
+  }
+  StatusOr<nlohmann::json> Create(const ResourceRef& ref, std::string_view ns,
+                                  const nlohmann::json& object,
+                                  const WriteOptions& options) override {
+    auto r = inner_.Create(ref, ns, object, options);
+    // generateName: the name is known only from the server's answer.
+    Count(ref, ns, r.ok() ? NameOf(*r) : NameOf(object));
+    return r;
+  }
+  StatusOr<nlohmann::json> Update(const ResourceRef& ref, std::string_view ns,
+                                  const nlohmann::json& object,
+                                  const WriteOptions& options) override {
+    Count(ref, ns, NameOf(object));
+    return inner_.Update(ref, ns, object, options);
+  }
+  StatusOr<nlohmann::json> UpdateStatus(const ResourceRef& ref, std::string_view ns,
+                                        const nlohmann::json& object,
+                                        const WriteOptions& options) override {
+    Count(ref, ns, NameOf(object));
+    return inner_.UpdateStatus(ref, ns, object, options);
+  }
+  StatusOr<nlohmann::json> Patch(const ResourceRef& ref, std::string_view ns, std::string_view name,
+                                 PatchType type, const nlohmann::json& patch,
+                                 const PatchOptions& options) override {
+    Count(ref, ns, name);
+    return inner_.Patch(ref, ns, name, type, patch, options);
+  }
+  Status Delete(const ResourceRef& ref, std::string_view ns, std::string_view name,
+                const DeleteOptions& options) override {
+    Count(ref, ns, name);
+    return inner_.Delete(ref, ns, name, options);
+  }
+  Status Watch(const ResourceRef& ref, std::string_view ns, const WatchOptions& options,
+               std::stop_token stop, const WatchHandler& handler) override {
+    return inner_.Watch(ref, ns, options, std::move(stop), handler);
+  }
+
+ private:
+  static std::string Key(const ResourceRef& ref, std::string_view ns, std::string_view name) {
+    std::string key = ref.GroupResource();
+    key += '/';
+    if (ref.namespaced) key.append(ns);
+    key += '/';
+    key.append(name);
+    return key;
+  }
+  static std::string NameOf(const nlohmann::json& object) {
+    static const nlohmann::json::json_pointer kName("/metadata/name");
+    if (!object.is_object() || !object.contains(kName) || !object.at(kName).is_string()) return "";
+    return object.at(kName).get<std::string>();
+  }
+  void Count(const ResourceRef& ref, std::string_view ns, std::string_view name) {
+    std::lock_guard lock(mu_);
+    ++writes_[Key(ref, ns, name)];
+  }
+
+  KubeClient& inner_;
+  mutable std::mutex mu_;
+  std::map<std::string, uint64_t> writes_;
+};
+
+}  // namespace ayatori::testing
