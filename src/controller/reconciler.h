@@ -1,6 +1,12 @@
-// One reconcile round of one Job (statemachine.h § Protocol): resolve while needed, ask the pure
-// state machine what to do, write the finalizer and status it decides (resourceVersion
-// preconditions), make the one adapter call it names, feed the observation back, repeat.
+// One reconcile round of one Job, exactly as statemachine.h § Protocol describes it: start from
+// the cache's (compact, possibly stale) copy; resolve while needed, from the cache; ask the pure
+// state machine what to do; write the finalizer and the status it decides (resourceVersion
+// preconditions, so a decision on a stale copy never lands) and record its Events; GET the Job
+// before an Ensure unless this round already wrote it, and decide again if it changed; make the
+// one adapter call the plan names, feed the observation back, repeat; a TTL deletion rechecks a
+// fresh GET and deletes that UID only. API writes are counted by kind in
+// ayatori_job_api_writes_total; tests count them per Job with a KubeClient decorator
+// (test/support/counting_kube_client.h). test/statemachine/ runs this code against fakes.
 #pragma once
 
 #include <chrono>

@@ -6,37 +6,59 @@
 // clang-format off
 // ## Protocol: one reconcile round
 //
-// The controller reads the Job (metadata, spec, status) and builds Facts: `now`, and — only when
-// NeedsResolution(job) — the outcome of resolving JobClass, parameters, Secrets and ConfigMaps.
-// Then it loops:
+// What controller::JobReconciler::Reconcile (src/controller/reconciler.cc) does for one Job key;
+// test/statemachine/property_test.cc drives that very code against fakes. The round starts from
+// the informer cache's copy of the Job, a compact projection (controller.h, CompactJobForCache:
+// no task once accepted) that may lag behind the API server. Every finalizer and status write
+// carries the resourceVersion of the copy it was decided on, so a decision taken on a stale copy
+// never lands; the TTL DELETE carries the UID.
 //
+//   job = cache.GetJob(ns, name);                       // gone: nothing to do
 //   Facts facts;
-//   facts.now = std::chrono::floor<std::chrono::seconds>(clock.Now());
-//   if (NeedsResolution(job)) facts.resolution = Resolve(job);  // controller I/O
-//   for (;;) {
-//     Plan plan = Decide(job, facts);
-//     // 1. finalizer: kAdd / kRemove via a metadata update (resourceVersion precondition).
-//     //    After kRemove the Job may be gone: the round ends.
-//     // 2. status: if plan.status, write it to /status (resourceVersion precondition) and
-//     //    replace job.status with what was written. ALWAYS before step 3: a resolved class must
-//     //    be durable before Ensure, references before any later call.
-//     // 3. events: record plan.events.
-//     // Any failed write ends the round (requeue with backoff); the next round starts from the
-//     // fresh Job, never from the plan.
-//     if (plan.call == AdapterCall::kNone && plan.finalizer != FinalizerChange::kAdd) break;
-//     if (plan.call == AdapterCall::kNone) continue;  // finalizer added: decide again
-//     // Before kEnsure the Job must be current, not a lagging cache copy (desiredState may have
-//     // become Cancelled, or the name may now belong to a new UID): the object returned by a write
-//     // made in this round is current; otherwise GET it and restart the round if its
-//     // resourceVersion differs.
-//     Observation o = ...;  // Ensure(request) | Observe(key) | Cancel(key) |
-//                           // DeleteObservation(Delete(key))
+//   facts.now = std::chrono::floor<std::chrono::seconds>(clock.Now());  // once per round
+//   if (NeedsResolution(job)) facts.resolution = ResolveJob(job, cache);  // no values read
+//   bool fresh = false;   // job came from a write or a GET of this round
+//   for (step = 0; step < 12; ++step) {                  // a safety net: ≤ 5 are needed
+//     Plan plan = Decide(job, facts);  facts.result.reset();
+//     if (!plan.invariantViolations.empty()) fail;        // a bug: log it, write nothing
+//     if (plan.finalizer == kAdd)  job = PATCH finalizers += ours;      fresh = true;
+//     if (plan.status)             job = PUT /status plan.status;       fresh = true;
+//     // The status lands before any call this plan or a later one makes: a resolved class is
+//     // durable before Ensure, references before any later call.
+//     record plan.events;                                 // only once the status is written
+//     if (plan.finalizer == kRemove) { PATCH finalizers -= ours; return; }  // the Job may go
+//     if (plan.deleteJob) {   // TTL: GET the Job; if it is the same UID and still
+//       ...; return requeueAfter;  // TtlExpired(fresh, now), DELETE with preconditions {uid}
+//     }
+//     if (plan.call == kNone) {
+//       if (plan.finalizer == kAdd) continue;            // decide again with the finalizer on
+//       return {plan.requeueAfter, plan.backoff};
+//     }
+//     if (plan.call == kEnsure && !fresh) {
+//       // A new execution is about to be created: act on the Job as the API server has it,
+//       // never on the cache copy (desiredState may be Cancelled by now, the Job deleted, the
+//       // name taken by a new UID) and with its whole spec (the cache copy has no task).
+//       current = GET job;                   // gone, or a new UID: the round ends
+//       fresh = true;  job = current;
+//       if (its resourceVersion changed) { resolve if needed; continue; }  // decide again
+//     }
+//     Observation o = Ensure(BuildRequest(job)) | Observe(key) | Cancel(key) |
+//                     DeleteObservation(Delete(key));   // key: UID, references, parameters
 //     facts.result = CallResult{plan.call, o};
 //   }
-//   // The last plan says when to come back: requeueAfter (deadline, TTL), backoff (backend
-//   // unknown, stop not yet confirmed: use the workqueue's per-item exponential backoff, and
-//   // Forget() the item when backoff is false), deleteJob (TTL expired: GET the Job fresh from
-//   // the API server, recheck TtlExpired(fresh, now), DELETE with a UID precondition).
+//
+// BuildRequest reads Secret and ConfigMap values from the API server (never from the cache) for
+// adapters that cannot pass references. A call without a resolved class or with no adapter
+// registered for it is not made: it reads as kUnknown.
+//
+// How a round ends (ReconcileResult): requeueAfter (the deadline, the TTL), backoff (backend
+// unknown, stop not yet confirmed, or a failed request: the workqueue's per-item exponential
+// backoff; without it the item is Forget()-ed). A refused write (409 Conflict) or any other
+// failed request ends the round with backoff and writes nothing more; the next round starts from
+// the cache's newer copy, never from the plan. A Job found gone (404) by the status write, the
+// GET or the finalizer removal ends the round quietly, as does a TTL DELETE answered 404 or 409.
+// Tests may stop a round at named crash points (reconciler.h: before-status-write, after-ensure,
+// after-cancel, after-delete), as if the process died there.
 //
 // At most one execution per UID rests on Ensure's lookup by UID (spec § 幂等): when references
 // are missing although an Ensure may have run (crash, lost response), Decide asks for Ensure
@@ -44,8 +66,9 @@
 // so an execution the backend loses afterwards ends in ResultUnknown, never in a second run.
 //
 // Termination: a plan decided with a CallResult never names a call of the same or an earlier rank
-// (Ensure = Observe < Cancel < Delete), and kAdd happens at most once, so a round makes at most
-// three adapter calls and five Decide calls.
+// (Ensure = Observe < Cancel < Delete); kAdd happens at most once, and it or the GET before
+// Ensure (never both: kAdd makes the Job fresh) adds one Decide, so a round makes at most three
+// adapter calls and five Decide calls.
 //
 // Example, a new Job whose class resolves and whose container starts at once:
 //   Decide(job{no finalizer}, {now, Resolved})  -> finalizer kAdd, status {Accepted=True/Valid,
