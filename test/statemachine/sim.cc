@@ -679,7 +679,7 @@ nlohmann::json DataObject(const char* kind, const std::string& name,
 
 }  // namespace
 
-Harness::Harness() : clock(At(1'700'000'000)), api(server, clock) {
+Harness::Harness() : clock(At(1'700'000'000)), api(server) {
   LogTap::Install();
   server.SetClock(&clock);
   adapter_ = std::make_shared<FakeAdapter>(
@@ -690,6 +690,9 @@ Harness::Harness() : clock(At(1'700'000'000)), api(server, clock) {
   cache_ = std::make_unique<SimCache>(*this);
   client_ = std::make_unique<CheckingKubeClient>(*this);
   controller::ReconcilerOptions options;
+  // statemachine.h § Termination: a round needs at most five Decide calls; a round that needs
+  // more fails (kInternal) and the Harness reports it.
+  options.maxSteps = 5;
   options.crashHook = [this](std::string_view point, const api::Job& /*job*/) {
     if (dead_ || point == options_.crashPoint) dead_ = true;
     return dead_;

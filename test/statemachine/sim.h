@@ -165,8 +165,7 @@ struct ClusterObjects {
 // oracle's record of what the reconciler wrote, per Job UID.
 class SimApi {
  public:
-  SimApi(kube::testing::FakeKubeClient& server, const Clock& clock)
-      : server_(server), clock_(clock) {}
+  explicit SimApi(kube::testing::FakeKubeClient& server) : server_(server) {}
 
   api::Job Create(const std::string& name, api::JobSpec spec);
   std::optional<api::Job> Get(const std::string& name) const;
@@ -193,7 +192,6 @@ class SimApi {
   void Edit(const std::string& name, const std::function<void(api::Job&)>& edit);
 
   kube::testing::FakeKubeClient& server_;
-  const Clock& clock_;
   std::map<std::string, std::vector<api::JobStatus>> history_;
   std::map<std::string, int> statusWrites_, metadataWrites_, deletes_;
 };
