@@ -189,7 +189,8 @@ TEST(LeaderElectionTest, ASingleCandidateCreatesTheLeaseAndLeads) {
   Candidate a(fake, "a");
   a.Start();
   ASSERT_TRUE(Eventually([&] { return a.elector->IsLeader(); }, 5s));
-  EXPECT_EQ(a.started, 1);
+  // onStartedLeading runs on a thread of its own, soon after.
+  ASSERT_TRUE(Eventually([&] { return a.started == 1; }, 5s));
   LeaseRecord r = ReadLease(fake);
   EXPECT_EQ(r.holderIdentity, "a");
   EXPECT_EQ(r.leaseDurationSeconds, 1);
@@ -248,7 +249,7 @@ TEST(LeaderElectionTest, LeaderStepsDownWhenAnotherHolderAppears) {
   FakeKubeClient fake;
   Candidate a(fake, "a");
   a.Start();
-  ASSERT_TRUE(Eventually([&] { return a.elector->IsLeader(); }, 5s));
+  ASSERT_TRUE(Eventually([&] { return a.started == 1; }, 5s));
   auto lease = *fake.Get(LeasesResource(), "kube-system", "ayatori");
   lease["spec"]["holderIdentity"] = "intruder";
   ASSERT_TRUE(fake.Update(LeasesResource(), "kube-system", lease, {}).ok());
@@ -305,7 +306,7 @@ TEST(LeaderElectionTest, AHangingRenewalEndsTheTermAtTheRenewDeadline) {
   FakeHangingLeaseUpdates client(fake);
   Candidate a(client, "a");
   a.Start();
-  ASSERT_TRUE(Eventually([&] { return a.elector->IsLeader(); }, 5s));
+  ASSERT_TRUE(Eventually([&] { return a.started == 1; }, 5s));
   const auto hangFrom = std::chrono::steady_clock::now();
   client.Hang();
   ASSERT_TRUE(Eventually([&] { return a.stopped == 1; }, 5s));
