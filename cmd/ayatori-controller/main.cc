@@ -355,7 +355,7 @@ int main(int argc, char** argv) {
     le.retryPeriod = *retryPeriod;
     // The callbacks run on the elector's threads until it is joined at the end of main: they
     // capture what lives that long, never `le` itself.
-    le.onStartedLeading = [&leading, &work, identity = le.identity](std::stop_token term) {
+    le.onStartedLeading = [&leading, &work, identity = le.identity](const std::stop_token& term) {
       leading = true;
       obs::Info("became leader", {{"identity", identity}});
       work(term);

@@ -11,17 +11,13 @@
 namespace ayatori::kube {
 namespace {
 
-// Sleeps `d` unless one of the tokens is stopped first; false if stopped.
-bool Sleep(std::chrono::milliseconds d, std::stop_token a, std::stop_token b = {}) {
+// Sleeps `d` unless `stop` is requested first; false if stopped.
+bool Sleep(std::chrono::milliseconds d, const std::stop_token& stop) {
   std::mutex m;
   std::condition_variable_any cv;
-  std::stop_callback wakeB(b, [&] {
-    std::lock_guard lock(m);
-    cv.notify_all();
-  });
   std::unique_lock lock(m);
-  cv.wait_for(lock, a, d, [&] { return b.stop_requested(); });
-  return !a.stop_requested() && !b.stop_requested();
+  cv.wait_for(lock, stop, d, [] { return false; });
+  return !stop.stop_requested();
 }
 
 }  // namespace
@@ -189,7 +185,7 @@ void LeaderElector::Release() {
   Observe(LeaseRecordFromJson(*written));
 }
 
-void LeaderElector::Lead(std::stop_token stop) {
+void LeaderElector::Lead(const std::stop_token& stop) {
   std::stop_source term;  // stopped when this term ends, for whatever reason
   leading_ = true;
   Log("became leader");
@@ -249,7 +245,7 @@ void LeaderElector::Lead(std::stop_token stop) {
   Log("stopped leading");
 }
 
-void LeaderElector::Run(std::stop_token stop) {
+void LeaderElector::Run(const std::stop_token& stop) {
   while (!stop.stop_requested()) {
     if (TryAcquireOrRenew()) {
       Lead(stop);

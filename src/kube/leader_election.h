@@ -72,7 +72,7 @@ class LeaderElector {
 
   // Campaigns, leads, and after losing leadership campaigns again, until `stop` is requested;
   // then steps down (onStoppedLeading, joins the work, releases) and returns.
-  void Run(std::stop_token stop);
+  void Run(const std::stop_token& stop);
 
   bool IsLeader() const { return leading_.load(); }
   // The holder last observed in the lease ("" when free or unknown).
@@ -82,7 +82,7 @@ class LeaderElector {
   // One attempt: creates, takes over or renews the lease. True when we hold it afterwards.
   bool TryAcquireOrRenew();
   void Release();
-  void Lead(std::stop_token stop);
+  void Lead(const std::stop_token& stop);
   void Observe(const LeaseRecord& record);
   void Log(const std::string& line) const;
   std::chrono::milliseconds Jittered(std::chrono::milliseconds d) const;
