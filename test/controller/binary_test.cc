@@ -213,6 +213,21 @@ class Binary : public ::testing::Test {
     return path;
   }
 
+  // A replica running as the token user with --sync-timeout=`syncTimeout`, once it holds the
+  // Lease; nullptr (and a test failure) if it does not take it.
+  ControllerProcess* StartLeaderThatCannotSync(const std::string& syncTimeout) {
+    Status granted = GrantTokenUserLeases();
+    EXPECT_TRUE(granted.ok()) << granted.ToString();
+    auto args = LeaderElectionArgs();
+    args.push_back("--sync-timeout=" + syncTimeout);
+    ControllerProcess* p = StartController(args, TokenUserKubeconfig());
+    if (!granted.ok() || !Eventually([&] { return LeaseHolder() == Identity(p); }, 30s, kApiPoll)) {
+      ADD_FAILURE() << "the replica did not take the Lease; holder: " << LeaseHolder();
+      return nullptr;
+    }
+    return p;
+  }
+
   // Lets the token user run leader election in this test's namespace, and nothing else: it can
   // lead but not list Jobs, JobClasses or Namespaces, so its informers never sync.
   Status GrantTokenUserLeases() {
@@ -431,12 +446,8 @@ TEST_F(Binary, AStolenLeaseEndsTheLeaderWithinTheRenewDeadline) {
 // nothing) releases the Lease and exits 4 within --sync-timeout, instead of holding the Lease
 // with no worker.
 TEST_F(Binary, AReplicaThatCannotSyncReleasesTheLeaseAndExits) {
-  ASSERT_TRUE(GrantTokenUserLeases().ok());
-  auto args = LeaderElectionArgs();
-  args.push_back("--sync-timeout=3s");
-  ControllerProcess* p = StartController(args, TokenUserKubeconfig());
-  ASSERT_TRUE(Eventually([&] { return LeaseHolder() == Identity(p); }, 30s, kApiPoll))
-      << "the replica did not take the Lease; holder: " << LeaseHolder();
+  ControllerProcess* p = StartLeaderThatCannotSync("3s");
+  ASSERT_NE(p, nullptr);
   const auto ledAt = std::chrono::steady_clock::now();
   ASSERT_TRUE(p->Wait(3s + 3s)) << "the replica still runs past its sync timeout";
   const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -451,12 +462,8 @@ TEST_F(Binary, AReplicaThatCannotSyncReleasesTheLeaseAndExits) {
 // SIGTERM while the informers are still syncing (here they never will): the start is cancelled,
 // the Lease released and the process exits 0 at once, not after the sync timeout.
 TEST_F(Binary, SigtermWhileSyncingReleasesTheLeaseAndExitsAtOnce) {
-  ASSERT_TRUE(GrantTokenUserLeases().ok());
-  auto args = LeaderElectionArgs();
-  args.push_back("--sync-timeout=60s");
-  ControllerProcess* p = StartController(args, TokenUserKubeconfig());
-  ASSERT_TRUE(Eventually([&] { return LeaseHolder() == Identity(p); }, 30s, kApiPoll))
-      << "the replica did not take the Lease; holder: " << LeaseHolder();
+  ControllerProcess* p = StartLeaderThatCannotSync("60s");
+  ASSERT_NE(p, nullptr);
   const auto sigtermAt = std::chrono::steady_clock::now();
   p->Signal(SIGTERM);
   ASSERT_TRUE(p->Wait(5s)) << "SIGTERM did not stop a replica whose informers sync";

@@ -63,6 +63,14 @@ struct Candidate {
   std::jthread thread;
 };
 
+// Writes `identity` into the Lease as its holder, as a replica that believed it expired would.
+Status TakeOver(FakeKubeClient& fake, const std::string& identity) {
+  auto lease = fake.Get(LeasesResource(), "kube-system", "ayatori");
+  if (!lease.ok()) return lease.status();
+  (*lease)["spec"]["holderIdentity"] = identity;
+  return fake.Update(LeasesResource(), "kube-system", *lease, {}).status();
+}
+
 // Blocks until `stop` is requested.
 void WaitUntilStopped(const std::stop_token& stop) {
   std::mutex mu;
@@ -250,9 +258,7 @@ TEST(LeaderElectionTest, LeaderStepsDownWhenAnotherHolderAppears) {
   Candidate a(fake, "a");
   a.Start();
   ASSERT_TRUE(Eventually([&] { return a.started == 1; }, 5s));
-  auto lease = *fake.Get(LeasesResource(), "kube-system", "ayatori");
-  lease["spec"]["holderIdentity"] = "intruder";
-  ASSERT_TRUE(fake.Update(LeasesResource(), "kube-system", lease, {}).ok());
+  ASSERT_TRUE(TakeOver(fake, "intruder").ok());
   ASSERT_TRUE(Eventually([&] { return a.stopped == 1; }, 5s));
   EXPECT_TRUE(a.leadingToken.stop_requested());
   EXPECT_FALSE(a.elector->IsLeader());
@@ -334,9 +340,7 @@ TEST(LeaderElectionTest, LossIsReportedBeforeTheWorkIsWaitedFor) {
   });
   a.Start();
   ASSERT_TRUE(Eventually([&] { return a.started == 1; }, 5s));
-  auto lease = *fake.Get(LeasesResource(), "kube-system", "ayatori");
-  lease["spec"]["holderIdentity"] = "intruder";
-  ASSERT_TRUE(fake.Update(LeasesResource(), "kube-system", lease, {}).ok());
+  ASSERT_TRUE(TakeOver(fake, "intruder").ok());
   ASSERT_TRUE(Eventually([&] { return a.stopped == 1; }, 5s));
   EXPECT_FALSE(workReturned);
   EXPECT_FALSE(a.elector->IsLeader());
