@@ -314,7 +314,7 @@ int main(int argc, char** argv) {
   // A standby is ready (it is where it should be); a replica that works is ready once its
   // informers synced.
   http.Handle("/readyz", [&] {
-    bool ready = f.leaderElect && !leading ? true : jobController.Ready();
+    bool ready = (f.leaderElect && !leading) || jobController.Ready();
     return ready ? obs::HttpResponse{200, "text/plain", "ok\n"}
                  : obs::HttpResponse{503, "text/plain", "informers not synced\n"};
   });
