@@ -199,7 +199,7 @@ class Binary : public ::testing::Test {
     return {StatusCode::kConflict, "the Lease kept changing"};
   }
 
-  // A kubeconfig for testenv's token user ("token-user", group testenv-users), who may do
+  // A kubeconfig for testenv's token user ("testenv-token-user", group testenv-users), who may do
   // nothing but what a test grants it.
   std::string TokenUserKubeconfig() {
     std::string path = ::testing::TempDir() + "/kubeconfig-token-user-" + ns_;
@@ -245,7 +245,9 @@ class Binary : public ::testing::Test {
         {"roleRef",
          {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", "leases"}}},
         {"subjects",
-         {{{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "User"}, {"name", "token-user"}}}}};
+         {{{"apiGroup", "rbac.authorization.k8s.io"},
+           {"kind", "User"},
+           {"name", "testenv-token-user"}}}}};
     if (auto r = H().client().Create(kRoles, ns_, role, {}); !r.ok()) return r.status();
     return H().client().Create(kRoleBindings, ns_, binding, {}).status();
   }
