@@ -63,7 +63,7 @@ TEST_F(StartStopTest, AStartThatCannotSyncFailsWithinTheBoundAndNoLaterStartPret
   auto took = std::chrono::steady_clock::now() - began;
   EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s.ToString();
   EXPECT_NE(s.message().find("jobs"), std::string::npos) << s.message();
-  EXPECT_GE(took, 300ms);
+  EXPECT_GE(took, 290ms);  // the bound, give or take the millisecond rounding of the waits
   EXPECT_LT(took, 2s);
   EXPECT_FALSE(c->Ready());
   // Once the list is allowed the informer could sync, but the instance is done: a second
