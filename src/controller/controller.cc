@@ -200,7 +200,6 @@ JobController::JobController(KubeClient& client, adapters::AdapterRegistry& regi
                              const Clock& clock, obs::Registry& metrics,
                              kube::EventRecorder* events, ControllerOptions options)
     : registry_(registry),
-      clock_(clock),
       metrics_(metrics),
       options_(std::move(options)),
       cache_(std::make_unique<InformerClusterCache>(client, options_.dockerEndpointOverride)),

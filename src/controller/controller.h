@@ -8,7 +8,6 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -119,7 +118,6 @@ class JobController {
   void RegisterMetrics();
 
   adapters::AdapterRegistry& registry_;
-  const Clock& clock_;
   obs::Registry& metrics_;
   ControllerOptions options_;
   std::unique_ptr<InformerClusterCache> cache_;
