@@ -1,11 +1,19 @@
 // ayatori-controller: reconciles execution.ayatori.ddupan.top Jobs (see docs/operations.md).
 #include <malloc.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <array>
+#include <cerrno>
+#include <condition_variable>
 #include <csignal>
+#include <cstring>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <stop_token>
 #include <thread>
 
@@ -26,6 +34,13 @@ namespace {
 
 using namespace ayatori;  // NOLINT(google-build-using-namespace)
 
+// Exit codes (docs/operations.md, "Exit codes"). The Deployment restarts the container after
+// any of them; the distinct codes say why in `kubectl get pod` and the pod's lastState.
+constexpr int kExitStopped = 0;    // SIGTERM or SIGINT: work stopped, Lease released
+constexpr int kExitUsage = 2;      // bad flag, kubeconfig or metrics address
+constexpr int kExitLostLease = 3;  // another holder, or no renewal within --renew-deadline
+constexpr int kExitNotSynced = 4;  // informers not synced within --sync-timeout; Lease released
+
 struct Flags {
   std::string kubeconfig;
   std::string context;
@@ -37,6 +52,7 @@ struct Flags {
   std::string leaseNamespace = "ayatori-system";
   std::string leaseName = "ayatori-controller";
   std::string leaseDuration = "15s", renewDeadline = "10s", retryPeriod = "2s";
+  std::string syncTimeout = "60s";
   std::string metricsAddress = "127.0.0.1:8080";
   std::string logLevel = "info", logFormat = "json";
   std::string dockerEndpoint;
@@ -57,7 +73,92 @@ std::optional<std::chrono::milliseconds> ParseDuration(const std::string& s) {
 
 int Fail(const std::string& message) {
   std::cerr << "ayatori-controller: " << message << "\n";
-  return 2;
+  return kExitUsage;
+}
+
+// Longest --sync-timeout: a Deployment whose new pod is not ready for 10 minutes (its default
+// progressDeadlineSeconds) is reported as not progressing; a replica stuck that long should have
+// exited and been restarted, with its reason in the log, well before.
+constexpr std::chrono::minutes kMaxSyncTimeout{10};
+
+// What ends the process, for the main thread to wait on: SIGTERM or SIGINT (through a signalfd;
+// the signals are blocked in every thread) or a thread of this process asking to stop with an
+// exit code (through an eventfd). One poll(2), no thread of its own.
+class StopRequests {
+ public:
+  StopRequests() = default;
+  ~StopRequests() {
+    if (signalFd_ >= 0) close(signalFd_);
+    if (eventFd_ >= 0) close(eventFd_);
+  }
+  StopRequests(const StopRequests&) = delete;
+  StopRequests& operator=(const StopRequests&) = delete;
+
+  // Blocks SIGTERM and SIGINT in this thread and so in every thread started later: call it
+  // before any thread starts.
+  Status Open() {
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    signalFd_ = signalfd(-1, &signals, SFD_CLOEXEC);
+    eventFd_ = eventfd(0, EFD_CLOEXEC);
+    if (signalFd_ < 0 || eventFd_ < 0) {
+      return {StatusCode::kInternal, std::string("signalfd/eventfd: ") + std::strerror(errno)};
+    }
+    return Status::Ok();
+  }
+
+  // From any thread; the first request's exit code and reason win.
+  void Request(int exitCode, const std::string& reason) {
+    {
+      std::lock_guard lock(mu_);
+      if (!requested_) {
+        requested_ = true;
+        exitCode_ = exitCode;
+        reason_ = reason;
+      }
+    }
+    uint64_t one = 1;
+    [[maybe_unused]] auto n = write(eventFd_, &one, sizeof(one));
+  }
+
+  // Waits for a stop signal or a Request(); returns the exit code and sets `reason`.
+  int Wait(std::string* reason) {
+    std::array<pollfd, 2> fds{pollfd{signalFd_, POLLIN, 0}, pollfd{eventFd_, POLLIN, 0}};
+    while (poll(fds.data(), fds.size(), -1) < 0) {
+      if (errno != EINTR) {
+        *reason = std::string("poll: ") + std::strerror(errno);
+        return 1;
+      }
+    }
+    if (fds[1].revents != 0) {
+      std::lock_guard lock(mu_);
+      *reason = reason_;
+      return exitCode_;
+    }
+    signalfd_siginfo info{};
+    [[maybe_unused]] auto n = read(signalFd_, &info, sizeof(info));
+    *reason = std::string("signal ") + sigabbrev_np(static_cast<int>(info.ssi_signo));
+    return kExitStopped;
+  }
+
+ private:
+  int signalFd_ = -1;
+  int eventFd_ = -1;
+  std::mutex mu_;
+  bool requested_ = false;
+  int exitCode_ = kExitStopped;
+  std::string reason_;
+};
+
+// Blocks until `stop` is requested.
+void WaitUntilStopped(const std::stop_token& stop) {
+  std::mutex mu;
+  std::condition_variable_any cv;
+  std::unique_lock lock(mu);
+  cv.wait(lock, stop, [] { return false; });
 }
 
 std::string Identity() {
@@ -83,6 +184,10 @@ void TuneMalloc() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Writes to a closed connection (a probe or scrape that hung up, an apiserver connection that
+  // broke) must fail with EPIPE, not kill the process. Before any thread starts, so that no
+  // thread runs with the default disposition.
+  std::signal(SIGPIPE, SIG_IGN);
   TuneMalloc();
   Flags f;
   CLI::App app{"ayatori-controller: runs execution.ayatori.ddupan.top Jobs exactly once"};
@@ -101,6 +206,9 @@ int main(int argc, char** argv) {
   app.add_option("--lease-duration", f.leaseDuration, "Lease duration (e.g. 15s)");
   app.add_option("--renew-deadline", f.renewDeadline, "leader renew deadline (e.g. 10s)");
   app.add_option("--retry-period", f.retryPeriod, "leader election retry period (e.g. 2s)");
+  app.add_option("--sync-timeout", f.syncTimeout,
+                 "how long the informers may take to sync when work starts; a replica that does "
+                 "not sync in time releases the Lease and exits 4 (at most 10m)");
   app.add_option("--metrics-address", f.metricsAddress,
                  "host:port for /metrics, /healthz, /readyz (port 0 picks one)");
   app.add_option("--log-level", f.logLevel, "debug|info|warn|error");
@@ -129,10 +237,14 @@ int main(int argc, char** argv) {
   auto leaseDuration = ParseDuration(f.leaseDuration);
   auto renewDeadline = ParseDuration(f.renewDeadline);
   auto retryPeriod = ParseDuration(f.retryPeriod);
-  if (!leaseDuration || !renewDeadline || !retryPeriod) {
+  auto syncTimeout = ParseDuration(f.syncTimeout);
+  if (!leaseDuration || !renewDeadline || !retryPeriod || !syncTimeout) {
     return Fail(
-        "--lease-duration, --renew-deadline and --retry-period take durations like 15s, "
-        "500ms or 2m");
+        "--lease-duration, --renew-deadline, --retry-period and --sync-timeout take durations "
+        "like 15s, 500ms or 2m");
+  }
+  if (*syncTimeout < std::chrono::seconds(1) || *syncTimeout > kMaxSyncTimeout) {
+    return Fail("--sync-timeout \"" + f.syncTimeout + "\" must be between 1s and 10m");
   }
 
   kube::ConfigLoadOptions loadOptions;
@@ -142,12 +254,9 @@ int main(int argc, char** argv) {
   auto config = kube::LoadConfig(loadOptions);
   if (!config.ok()) return Fail(config.status().message());
 
-  // Block the stop signals before any thread starts, so only the sigwait below receives them.
-  sigset_t stopSignals;
-  sigemptyset(&stopSignals);
-  sigaddset(&stopSignals, SIGTERM);
-  sigaddset(&stopSignals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
+  // Before any thread starts: the stop signals are then blocked in every thread.
+  StopRequests stopRequests;
+  if (Status s = stopRequests.Open(); !s.ok()) return Fail(s.message());
 
   obs::Registry metrics;
   kube::RestClientOptions clientOptions;
@@ -192,16 +301,19 @@ int main(int argc, char** argv) {
   controller::ControllerOptions controllerOptions;
   controllerOptions.workers = f.workers;
   controllerOptions.dockerEndpointOverride = f.dockerEndpoint;
+  controllerOptions.syncTimeout = *syncTimeout;
   controller::JobController jobController(*client, registry, SystemClock::Instance(), metrics,
                                           &events, controllerOptions);
 
+  // Without leader election this replica works from the start. With it, `leading` is true from
+  // the start of a term (informers still syncing) until the term ends.
   std::atomic<bool> leading{!f.leaderElect};
-  std::atomic<bool> standbyHealthy{true};
   obs::HttpServer http;
   http.Handle("/healthz", [] { return obs::HttpResponse{200, "text/plain", "ok\n"}; });
+  // A standby is ready (it is where it should be); a replica that works is ready once its
+  // informers synced.
   http.Handle("/readyz", [&] {
-    bool ready = f.leaderElect ? (jobController.Ready() || (!leading && standbyHealthy))
-                               : jobController.Ready();
+    bool ready = (f.leaderElect && !leading) || jobController.Ready();
     return ready ? obs::HttpResponse{200, "text/plain", "ok\n"}
                  : obs::HttpResponse{503, "text/plain", "informers not synced\n"};
   });
@@ -212,7 +324,26 @@ int main(int argc, char** argv) {
   if (Status s = http.Start(f.metricsAddress); !s.ok()) return Fail(s.message());
   obs::Info("serving metrics and health", {{"address", f.metricsAddress}, {"port", http.port()}});
 
+  // The work of this replica, on a thread of its own (with leader election, the elector's work
+  // thread, so renewals go on while the informers sync): start the controller, keep it until
+  // `stop`, stop it. A controller that cannot sync in time asks the process to end.
+  auto work = [&](const std::stop_token& stop) {
+    Status s = jobController.Start(stop);
+    if (s.ok()) {
+      WaitUntilStopped(stop);
+    } else if (s.code() != StatusCode::kCancelled) {
+      obs::Error("controller did not start; exiting",
+                 {{"error", s.ToString()}, {"exitCode", kExitNotSynced}});
+      stopRequests.Request(kExitNotSynced, "the controller did not start");
+    }
+    jobController.Stop();
+  };
+
+  // Set before the main thread ends a term on purpose (signal, failed sync), so that the end of
+  // the term is not taken for a lost lease.
+  std::atomic<bool> stopping{false};
   std::jthread elector;
+  std::jthread worker;
   if (f.leaderElect) {
     kube::LeaderElectionConfig le;
     le.leaseNamespace = f.leaseNamespace;
@@ -221,39 +352,50 @@ int main(int argc, char** argv) {
     le.leaseDuration = *leaseDuration;
     le.renewDeadline = *renewDeadline;
     le.retryPeriod = *retryPeriod;
-    le.onStartedLeading = [&](std::stop_token) {
+    // The callbacks run on the elector's threads until it is joined at the end of main: they
+    // capture what lives that long, never `le` itself.
+    le.onStartedLeading = [&leading, &work, identity = le.identity](const std::stop_token& term) {
       leading = true;
-      obs::Info("became leader", {{"identity", le.identity}});
-      if (Status s = jobController.Start(); !s.ok()) {
-        obs::Error("controller did not start", {{"error", s.ToString()}});
-      }
+      obs::Info("became leader", {{"identity", identity}});
+      work(term);
     };
-    le.onStoppedLeading = [&] {
-      obs::Info("leadership ended; stopping work");
-      jobController.Stop();
+    le.onStoppedLeading = [&leading, &stopping, &jobController] {
       leading = false;
+      if (stopping) return;  // main stops the work, then the elector releases the Lease
+      // Lost: another replica may lead already. No further write may come from this one, and
+      // stopping the work in order could wait on a hung reconcile, so hand out no more work and
+      // end the process now; the Deployment restarts it as a standby.
+      jobController.StopTakingWork();
+      obs::Error("lost the lease; exiting", {{"exitCode", kExitLostLease}});
+      _exit(kExitLostLease);
     };
     le.log = [](const std::string& line) { obs::Info(line, {{"component", "leader-election"}}); };
     if (Status s = kube::LeaderElector::Validate(le); !s.ok()) return Fail(s.message());
-    elector = std::jthread([&client, le](std::stop_token stop) {
+    elector = std::jthread([&client, le = std::move(le)](const std::stop_token& stop) {
       kube::LeaderElector e(*client, SystemClock::Instance(), le);
       e.Run(stop);
     });
-  } else if (Status s = jobController.Start(); !s.ok()) {
-    obs::Error("controller did not start", {{"error", s.ToString()}});
-    return 1;
+  } else {
+    worker = std::jthread(work);
   }
 
-  int sig = 0;
-  sigwait(&stopSignals, &sig);
-  obs::Info("shutting down", {{"signal", sig}});
+  std::string reason;
+  int exitCode = stopRequests.Wait(&reason);
+  obs::Info("shutting down", {{"reason", reason}});
+  stopping = true;
   if (elector.joinable()) {
+    // Ends the term: the work stops, then the Lease is released (a standby takes it at its next
+    // retry).
     elector.request_stop();
     elector.join();
+  }
+  if (worker.joinable()) {
+    worker.request_stop();
+    worker.join();
   }
   jobController.Stop();
   events.Flush(std::chrono::seconds(5));
   http.Stop();
-  obs::Info("stopped");
-  return 0;
+  obs::Info("stopped", {{"exitCode", exitCode}});
+  return exitCode;
 }

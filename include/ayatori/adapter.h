@@ -96,7 +96,9 @@ class Adapter {
 
   // Starts background machinery (event streams, watches). `notify(namespace, name)` is called
   // whenever an execution of that Job may have changed, so the controller re-observes it instead
-  // of polling.
+  // of polling. The JobController that uses an adapter calls Start() once, when it starts, and
+  // Stop() when it stops for good; an adapter need not start again after Stop() (the Kubernetes
+  // adapter refuses to).
   virtual Status Start(std::function<void(const std::string&, const std::string&)> notify) = 0;
   virtual void Stop() {}
 

@@ -126,8 +126,8 @@ void InformerClusterCache::Stop() {
   configMaps.Stop();
 }
 
-bool InformerClusterCache::WaitForSync(std::chrono::milliseconds timeout,
-                                       std::string* notSynced) const {
+bool InformerClusterCache::WaitForSync(std::chrono::milliseconds timeout, std::string* notSynced,
+                                       std::stop_token cancel) const {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   auto remaining = [&] {
     return std::max(std::chrono::milliseconds(0),
@@ -135,14 +135,14 @@ bool InformerClusterCache::WaitForSync(std::chrono::milliseconds timeout,
                         deadline - std::chrono::steady_clock::now()));
   };
   std::vector<std::pair<const char*, bool>> results = {
-      {"jobs", jobs.WaitForSync(remaining())},
-      {"jobclasses", jobClasses.WaitForSync(remaining())},
-      {"kubernetesexecutionparameters", kubernetesParameters.WaitForSync(remaining())},
-      {"opensandboxexecutionparameters", openSandboxParameters.WaitForSync(remaining())},
-      {"dockerexecutionparameters", dockerParameters.WaitForSync(remaining())},
-      {"namespaces", namespaces.WaitForSync(remaining())},
-      {"secrets", secrets.WaitForSync(remaining())},
-      {"configmaps", configMaps.WaitForSync(remaining())},
+      {"jobs", jobs.WaitForSync(remaining(), cancel)},
+      {"jobclasses", jobClasses.WaitForSync(remaining(), cancel)},
+      {"kubernetesexecutionparameters", kubernetesParameters.WaitForSync(remaining(), cancel)},
+      {"opensandboxexecutionparameters", openSandboxParameters.WaitForSync(remaining(), cancel)},
+      {"dockerexecutionparameters", dockerParameters.WaitForSync(remaining(), cancel)},
+      {"namespaces", namespaces.WaitForSync(remaining(), cancel)},
+      {"secrets", secrets.WaitForSync(remaining(), cancel)},
+      {"configmaps", configMaps.WaitForSync(remaining(), cancel)},
   };
   notSynced->clear();
   for (const auto& [name, ok] : results) {
@@ -200,7 +200,6 @@ JobController::JobController(KubeClient& client, adapters::AdapterRegistry& regi
                              const Clock& clock, obs::Registry& metrics,
                              kube::EventRecorder* events, ControllerOptions options)
     : registry_(registry),
-      clock_(clock),
       metrics_(metrics),
       options_(std::move(options)),
       cache_(std::make_unique<InformerClusterCache>(client, options_.dockerEndpointOverride)),
@@ -255,7 +254,6 @@ void JobController::RegisterMetrics() {
     for (const auto& [state, n] : byState) {
       r.GetGauge("ayatori_jobs", "Jobs in the cache by derived state.", {{"state", state}}).Set(n);
     }
-    std::lock_guard lock(queueMu_);
     r.GetGauge("ayatori_workqueue_depth", "Job keys ready in the workqueue.")
         .Set(static_cast<double>(queue_->Len()));
     r.GetGauge("ayatori_workqueue_waiting", "Job keys waiting for a delayed requeue.")
@@ -263,21 +261,20 @@ void JobController::RegisterMetrics() {
   });
 }
 
-Status JobController::Start() {
-  if (started_.exchange(true)) return Status::Ok();
-  if (queue_->ShuttingDown()) {
-    // Stop() shut the queue down to wake the workers, for good: a new term (this replica leads
-    // again) needs a new queue. Nothing else touches it now: informers and adapters are stopped.
-    std::lock_guard lock(queueMu_);
-    queue_ = std::make_unique<kube::Workqueue>(clock_, options_.queue);
+Status JobController::Start(std::stop_token cancel) {
+  if (stopped_.load() || started_.exchange(true)) {
+    return {StatusCode::kFailedPrecondition,
+            "a JobController starts once (a replica that stops working ends its process)"};
   }
   cache_->Start();
   std::string notSynced;
-  if (!cache_->WaitForSync(options_.syncTimeout, &notSynced)) {
+  if (!cache_->WaitForSync(options_.syncTimeout, &notSynced, cancel)) {
+    if (cancel.stop_requested()) return {StatusCode::kCancelled, "stopped while starting"};
     return {StatusCode::kDeadlineExceeded,
             "informers did not sync within the timeout: " + notSynced +
                 " (are the CRDs installed and may this user list them?)"};
   }
+  adaptersStarted_ = true;
   for (const auto& [name, adapter] : registry_.All()) {
     Status s = adapter->Start([this](const std::string& ns, const std::string& job) {
       if (!crashed_.load()) queue_->Add(Key(ns, job));
@@ -296,24 +293,30 @@ Status JobController::Start() {
   return Status::Ok();
 }
 
-void JobController::Stop() {
-  if (!started_.load()) return;
-  ready_ = false;
+void JobController::StopTakingWork() {
+  takingWork_ = false;
   queue_->ShutDown();
+}
+
+void JobController::Stop() {
+  if (stopped_.exchange(true)) return;
+  ready_ = false;
+  StopTakingWork();
   for (auto& w : workers_) {
     if (w.joinable()) w.join();
   }
   workers_.clear();
-  for (const auto& [name, adapter] : registry_.All()) adapter->Stop();
+  if (adaptersStarted_) {
+    for (const auto& [name, adapter] : registry_.All()) adapter->Stop();
+  }
   cache_->Stop();
-  started_ = false;
 }
 
 void JobController::Worker() {
   while (true) {
     auto item = queue_->Get();
     if (item.shutdown) return;
-    if (crashed_.load()) {
+    if (crashed_.load() || !takingWork_.load()) {
       queue_->Done(item.key);
       return;
     }

@@ -1,12 +1,14 @@
 // The Job controller: informers on Jobs, JobClasses, the parameters kinds, Namespaces and the
 // key names of Secrets/ConfigMaps; a workqueue of Job keys; workers running JobReconciler; the
-// adapters' notifications; metrics. Start() when this replica leads, Stop() when it no longer
-// does.
+// adapters' notifications; metrics. A JobController works once: Start() when this replica leads
+// (or at once without leader election), Stop() when the process ends. A replica that stops leading
+// ends its process instead of stopping and starting again (docs/operations.md, "Leader
+// election"), so nothing here restarts.
 #pragma once
 
 #include <atomic>
 #include <memory>
-#include <mutex>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
@@ -54,7 +56,10 @@ class InformerClusterCache final : public ClusterCache {
   InformerClusterCache(KubeClient& client, std::string dockerEndpointOverride);
   void Start();
   void Stop();
-  bool WaitForSync(std::chrono::milliseconds timeout, std::string* notSynced) const;
+  // False, with the informers not synced named in `notSynced`, on timeout or when `cancel` is
+  // requested.
+  bool WaitForSync(std::chrono::milliseconds timeout, std::string* notSynced,
+                   std::stop_token cancel = {}) const;
 
   std::shared_ptr<const api::Job> GetJob(const std::string& ns,
                                          const std::string& name) const override;
@@ -87,10 +92,18 @@ class JobController {
   JobController(const JobController&) = delete;
   JobController& operator=(const JobController&) = delete;
 
-  // Starts informers, waits for their first list, starts the adapters and the workers.
-  Status Start();
-  // Stops workers (after their current round), informers and adapters. Idempotent.
+  // Starts informers, waits for their first list (at most options.syncTimeout), starts the
+  // adapters and the workers. Once per instance: a second call, or one after Stop(), is refused
+  // (kFailedPrecondition). kDeadlineExceeded when the informers did not sync in time, kCancelled
+  // when `cancel` was requested first; either way nothing works and Stop() remains to be called.
+  Status Start(std::stop_token cancel = {});
+  // Final: stops the workers (each after its current reconcile), the adapters and the
+  // informers. Idempotent. Call it from the thread that called Start(), or after Start()
+  // returned.
   void Stop();
+  // Hands no further Job key to a worker, at once and without waiting for anything: for a
+  // replica that lost its lease and is about to exit. Thread-safe.
+  void StopTakingWork();
 
   bool Ready() const { return ready_.load(); }
   // A test crash point fired: this instance stopped working, as a killed process would.
@@ -104,17 +117,18 @@ class JobController {
   void RegisterMetrics();
 
   adapters::AdapterRegistry& registry_;
-  const Clock& clock_;
   obs::Registry& metrics_;
   ControllerOptions options_;
   std::unique_ptr<InformerClusterCache> cache_;
   std::unique_ptr<JobReconciler> reconciler_;
-  std::unique_ptr<kube::Workqueue> queue_;
-  std::mutex queueMu_;  // guards replacing queue_ (Start after Stop) against the metrics collector
+  const std::unique_ptr<kube::Workqueue> queue_;
   std::vector<std::thread> workers_;
   std::atomic<bool> ready_{false};
   std::atomic<bool> crashed_{false};
   std::atomic<bool> started_{false};
+  std::atomic<bool> stopped_{false};
+  std::atomic<bool> takingWork_{true};
+  bool adaptersStarted_ = false;  // by Start(); read by Stop() on the same thread
 };
 
 }  // namespace ayatori::controller

@@ -92,11 +92,20 @@ void InformerCore::IndexRemoveLocked(const std::string& key, const Object& obj) 
 }
 
 void InformerCore::Start() {
+  {
+    std::lock_guard lock(stateMu_);
+    if (stopped_) return;
+  }
   if (thread_.joinable()) return;
   thread_ = std::jthread([this](std::stop_token stop) { Run(stop); });
 }
 
 void InformerCore::Stop() {
+  {
+    std::lock_guard lock(stateMu_);
+    stopped_ = true;
+  }
+  syncedCv_.notify_all();
   if (!thread_.joinable()) return;
   thread_.request_stop();
   thread_.join();
@@ -107,9 +116,10 @@ bool InformerCore::HasSynced() const {
   return synced_;
 }
 
-bool InformerCore::WaitForSync(std::chrono::milliseconds timeout) const {
+bool InformerCore::WaitForSync(std::chrono::milliseconds timeout, std::stop_token cancel) const {
   std::unique_lock lock(stateMu_);
-  return syncedCv_.wait_for(lock, timeout, [this] { return synced_; });
+  syncedCv_.wait_for(lock, cancel, timeout, [this] { return synced_ || stopped_; });
+  return synced_;
 }
 
 InformerCore::Object InformerCore::Get(std::string_view key) const {

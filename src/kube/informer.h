@@ -89,12 +89,15 @@ class InformerCore {
   // Secondary index: `fn` returns the index values of an object. Add before Start().
   void AddIndex(const std::string& name, IndexFunc fn);
 
+  // An informer runs once: Start() after Stop() does nothing (a cache that stopped following
+  // the server is never trusted again; a new informer lists afresh).
   void Start();
-  void Stop();  // ends the watch at once and joins the thread; idempotent
+  void Stop();  // ends the watch at once and joins the thread; idempotent and final
 
   bool HasSynced() const;
-  // Waits until the first list is in the cache and its handlers ran.
-  bool WaitForSync(std::chrono::milliseconds timeout) const;
+  // Waits until the first list is in the cache and its handlers ran; false on timeout, when
+  // `cancel` is requested, or at once when the informer was stopped before it synced.
+  bool WaitForSync(std::chrono::milliseconds timeout, std::stop_token cancel = {}) const;
 
   Object Get(std::string_view key) const;
   std::vector<Object> List() const;
@@ -150,6 +153,7 @@ class InformerCore {
   mutable std::mutex stateMu_;
   mutable std::condition_variable_any syncedCv_;
   bool synced_ = false;
+  bool stopped_ = false;
   InformerStats stats_;
   std::stop_source* currentWatch_ = nullptr;
 
@@ -201,7 +205,9 @@ class Informer {
   void Start() { core_.Start(); }
   void Stop() { core_.Stop(); }
   bool HasSynced() const { return core_.HasSynced(); }
-  bool WaitForSync(std::chrono::milliseconds timeout) const { return core_.WaitForSync(timeout); }
+  bool WaitForSync(std::chrono::milliseconds timeout, std::stop_token cancel = {}) const {
+    return core_.WaitForSync(timeout, std::move(cancel));
+  }
 
   Ptr Get(std::string_view key) const { return Cast(core_.Get(key)); }
   std::vector<Ptr> List() const { return CastAll(core_.List()); }

@@ -11,17 +11,13 @@
 namespace ayatori::kube {
 namespace {
 
-// Sleeps `d` unless one of the tokens is stopped first; false if stopped.
-bool Sleep(std::chrono::milliseconds d, std::stop_token a, std::stop_token b = {}) {
+// Sleeps `d` unless `stop` is requested first; false if stopped.
+bool Sleep(std::chrono::milliseconds d, const std::stop_token& stop) {
   std::mutex m;
   std::condition_variable_any cv;
-  std::stop_callback wakeB(b, [&] {
-    std::lock_guard lock(m);
-    cv.notify_all();
-  });
   std::unique_lock lock(m);
-  cv.wait_for(lock, a, d, [&] { return b.stop_requested(); });
-  return !a.stop_requested() && !b.stop_requested();
+  cv.wait_for(lock, stop, d, [] { return false; });
+  return !stop.stop_requested();
 }
 
 }  // namespace
@@ -189,54 +185,67 @@ void LeaderElector::Release() {
   Observe(LeaseRecordFromJson(*written));
 }
 
-void LeaderElector::Lead(std::stop_token stop) {
-  std::stop_source leadStop;
+void LeaderElector::Lead(const std::stop_token& stop) {
+  std::stop_source term;  // stopped when this term ends, for whatever reason
   leading_ = true;
   Log("became leader");
-  if (config_.onStartedLeading) config_.onStartedLeading(leadStop.get_token());
+  std::thread work;
+  if (config_.onStartedLeading) {
+    work = std::thread([this, leading = term.get_token()] { config_.onStartedLeading(leading); });
+  }
 
-  // The watchdog ends leadership when no renewal succeeded for renewDeadline, even while a
-  // renewal request is still hanging.
-  std::mutex renewMu;
-  std::condition_variable_any renewCv;
-  auto lastRenew = clock_.SteadyNow();
-  std::jthread watchdog([&](std::stop_token wstop) {
-    std::unique_lock lock(renewMu);
-    while (!wstop.stop_requested()) {
-      auto deadline = lastRenew + config_.renewDeadline;
-      auto now = clock_.SteadyNow();
-      if (now >= deadline) {
-        lock.unlock();
-        Log("could not renew the lease within the renew deadline; stepping down");
-        leadStop.request_stop();
+  // Renewals run on their own thread, so that a renewal request hanging for the client's whole
+  // timeout cannot keep this thread from ending the term at renewDeadline.
+  std::mutex mu;
+  std::condition_variable_any cv;
+  auto lastRenew = clock_.SteadyNow();  // guarded by mu
+  std::string otherHolder;              // guarded by mu
+  std::thread renewer([&, ended = term.get_token()] {
+    while (Sleep(config_.retryPeriod, ended)) {
+      if (TryAcquireOrRenew()) {
+        std::lock_guard lock(mu);
+        lastRenew = clock_.SteadyNow();
+        continue;
+      }
+      std::string holder = ObservedLeader();
+      if (!holder.empty() && holder != config_.identity) {
+        std::lock_guard lock(mu);
+        otherHolder = holder;
+        cv.notify_all();
         return;
       }
-      renewCv.wait_for(lock, wstop, deadline - now, [] { return false; });
     }
   });
 
-  while (Sleep(config_.retryPeriod, stop, leadStop.get_token())) {
-    if (TryAcquireOrRenew()) {
-      std::lock_guard lock(renewMu);
-      lastRenew = clock_.SteadyNow();
-      continue;
-    }
-    std::string holder = ObservedLeader();
-    if (!holder.empty() && holder != config_.identity) {
-      Log("the lease is now held by " + holder + "; stepping down");
-      break;
+  std::string why;
+  {
+    std::unique_lock lock(mu);
+    while (!stop.stop_requested()) {
+      if (!otherHolder.empty()) {
+        why = "the lease is now held by " + otherHolder;
+        break;
+      }
+      auto deadline = lastRenew + config_.renewDeadline;
+      auto now = clock_.SteadyNow();
+      if (now >= deadline) {
+        why = "could not renew the lease within the renew deadline";
+        break;
+      }
+      cv.wait_for(lock, stop, deadline - now, [&] { return !otherHolder.empty(); });
     }
   }
-  watchdog.request_stop();
-  watchdog.join();
-  leadStop.request_stop();
+  const bool cancelled = why.empty();
+  term.request_stop();
   leading_ = false;
+  Log(cancelled ? "stepping down: stopped" : why + "; stepping down");
   if (config_.onStoppedLeading) config_.onStoppedLeading();
-  if (stop.stop_requested() && config_.releaseOnCancel) Release();
+  renewer.join();
+  if (work.joinable()) work.join();
+  if (cancelled && config_.releaseOnCancel) Release();
   Log("stopped leading");
 }
 
-void LeaderElector::Run(std::stop_token stop) {
+void LeaderElector::Run(const std::stop_token& stop) {
   while (!stop.stop_requested()) {
     if (TryAcquireOrRenew()) {
       Lead(stop);

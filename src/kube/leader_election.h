@@ -3,7 +3,9 @@
 // (holderIdentity empty) or not renewed for leaseDuration as measured by the candidate's own
 // clock since it last saw the record change (no clock-skew assumptions); the leader renews every
 // retryPeriod and steps down when it could not renew for renewDeadline or sees another holder.
-// Writes use the lease's resourceVersion, so two candidates never both win.
+// Writes use the lease's resourceVersion, so two candidates never both win. The leader's work runs
+// on a thread of its own and renewals on another, so neither a slow start nor a hanging renewal
+// delays the end of a term past renewDeadline.
 #pragma once
 
 #include <atomic>
@@ -29,15 +31,20 @@ struct LeaderElectionConfig {
   std::chrono::milliseconds leaseDuration{15000};
   std::chrono::milliseconds renewDeadline{10000};
   std::chrono::milliseconds retryPeriod{2000};
-  // On stop, clear holderIdentity so another replica takes over at once. Only safe when the work
-  // guarded by the lease has stopped, which onStoppedLeading must ensure (it runs first).
+  // On stop, clear holderIdentity so another replica takes over at once. Safe because the work
+  // guarded by the lease has ended by then: Run joins the onStartedLeading thread first.
   bool releaseOnCancel = true;
 
-  // Called on the elector's thread; must return promptly (start workers and return). The token
-  // is stopped when leadership ends, for whatever reason.
+  // Runs on a thread of its own once this replica leads, while the elector goes on renewing (as
+  // client-go runs OnStartedLeading in its own goroutine): work that takes long to start, such
+  // as an informer sync, must not keep the lease from being renewed. `leading` is stopped when
+  // the term ends, for whatever reason; the function must then return soon: the elector joins
+  // it before it releases the lease or campaigns again.
   std::function<void(std::stop_token leading)> onStartedLeading;
-  // Called on the elector's thread after leadership ended (lost, or Run stopped while leading),
-  // before the lease is released; should stop the work and wait for it.
+  // Called on the elector's thread as soon as the term ended (another holder, no renewal within
+  // renewDeadline, or Run stopped), after `leading` was stopped but before the elector waits
+  // for the onStartedLeading thread or a renewal still in flight, and before the release. A
+  // process whose work must not outlive the lease ends here (cmd/ayatori-controller/main.cc).
   std::function<void()> onStoppedLeading;
   // Called when the observed holder changes (including to ourselves).
   std::function<void(const std::string& identity)> onNewLeader;
@@ -64,8 +71,8 @@ class LeaderElector {
   LeaderElector(KubeClient& client, const Clock& clock, LeaderElectionConfig config);
 
   // Campaigns, leads, and after losing leadership campaigns again, until `stop` is requested;
-  // then steps down (onStoppedLeading, release) and returns.
-  void Run(std::stop_token stop);
+  // then steps down (onStoppedLeading, joins the work, releases) and returns.
+  void Run(const std::stop_token& stop);
 
   bool IsLeader() const { return leading_.load(); }
   // The holder last observed in the lease ("" when free or unknown).
@@ -75,7 +82,7 @@ class LeaderElector {
   // One attempt: creates, takes over or renews the lease. True when we hold it afterwards.
   bool TryAcquireOrRenew();
   void Release();
-  void Lead(std::stop_token stop);
+  void Lead(const std::stop_token& stop);
   void Observe(const LeaseRecord& record);
   void Log(const std::string& line) const;
   std::chrono::milliseconds Jittered(std::chrono::milliseconds d) const;

@@ -1,18 +1,28 @@
 // The ayatori-controller binary as a user runs it, on the real API server: two replicas with
 // leader election (one leader, takeover after a SIGKILL within the lease duration, Jobs keep
-// succeeding and never get a second execution), and `kubectl wait` for a Job through a controller
-// that is SIGKILLed while the Job runs.
+// succeeding and never get a second execution), a leader whose Lease is taken over by another
+// identity (it exits 3 within the renew deadline and writes nothing more), a leader that cannot
+// sync (it releases the Lease and exits 4 within --sync-timeout), SIGTERM while syncing (Lease
+// released, exit 0 at once), clients that hang up on /metrics (SIGPIPE is ignored), and
+// `kubectl wait` for a Job through a controller that is SIGKILLed while the Job runs.
 //
 // With --enable-test-adapter each process has its own in-memory backend: an execution dies with
 // the process that created it. The honest result for a Job whose process died is therefore
 // ResultUnknown, ended by an administrator's confirmation (BackendLost); these tests assert that
 // and never pretend otherwise.
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <iostream>
+#include <sstream>
+#include <thread>
 
 #include "api/json.h"
+#include "kube/leader_election.h"
+#include "kube/time_format.h"
 #include "test/controller/controller_fixture.h"
 #include "test/support/controller_process.h"
 #include "test/support/process.h"
@@ -22,7 +32,80 @@ namespace ayatori::testing {
 namespace {
 
 const ResourceRef kLeases{"coordination.k8s.io", "v1", "leases", true};
+const ResourceRef kRoles{"rbac.authorization.k8s.io", "v1", "roles", true};
+const ResourceRef kRoleBindings{"rbac.authorization.k8s.io", "v1", "rolebindings", true};
 constexpr const char* kJobResource = "jobs.execution.ayatori.ddupan.top";
+
+// Exit codes of ayatori-controller (cmd/ayatori-controller/main.cc, docs/operations.md).
+constexpr int kExitLostLease = 3;
+constexpr int kExitNotSynced = 4;
+
+// "exit code N" or "killed by signal N", for messages.
+std::string DescribeExit(int status) {
+  if (status == -1) return "still running or unknown";
+  if (WIFEXITED(status)) return "exit code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
+  return "wait status " + std::to_string(status);
+}
+
+bool ExitedWith(int status, int code) { return WIFEXITED(status) && WEXITSTATUS(status) == code; }
+
+// The first line of a JSON log whose "msg" is `msg`.
+std::optional<nlohmann::json> FirstLogLine(const std::string& log, const std::string& msg) {
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("msg", "") == msg) return j;
+  }
+  return std::nullopt;
+}
+
+// The port of /metrics from the "serving metrics and health" line of a JSON log; 0 if none yet.
+int MetricsPort(const std::string& log) {
+  auto line = FirstLogLine(log, "serving metrics and health");
+  return line ? line->value("port", 0) : 0;
+}
+
+// Connects to 127.0.0.1:port; -1 on failure.
+int Connect(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// GET `path` on 127.0.0.1:port; the status line, or "" on failure.
+std::string HttpGetStatusLine(int port, const std::string& path) {
+  int fd = Connect(port);
+  if (fd < 0) return "";
+  std::string request = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  if (send(fd, request.data(), request.size(), MSG_NOSIGNAL) < 0) {
+    close(fd);
+    return "";
+  }
+  std::string response;
+  char buf[4096];
+  for (ssize_t n = 0; (n = recv(fd, buf, sizeof(buf), 0)) > 0;) response.append(buf, n);
+  close(fd);
+  return response.substr(0, response.find("\r\n"));
+}
+
+// The signals a process ignores, from /proc/<pid>/status (SigIgn, a hex mask; bit n-1 is signal
+// n); nullopt when unreadable.
+std::optional<uint64_t> IgnoredSignals(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("SigIgn:", 0) == 0) return std::stoull(line.substr(7), nullptr, 16);
+  }
+  return std::nullopt;
+}
 
 std::string Hostname() {
   char host[256] = {};
@@ -61,16 +144,18 @@ class Binary : public ::testing::Test {
     H().StopController();
   }
 
-  ControllerProcess* StartController(const std::vector<std::string>& extraArgs) {
+  ControllerProcess* StartController(const std::vector<std::string>& extraArgs,
+                                     const std::string& kubeconfig = "") {
     auto p = std::make_unique<ControllerProcess>();
     std::string log = ::testing::TempDir() + "/ayatori-controller-" + ns_ + "-" +
                       std::to_string(processes_.size()) + ".log";
-    std::vector<std::string> argv{binary_,
-                                  "--kubeconfig=" + H().kubeconfig(),
-                                  "--enable-test-adapter",
-                                  "--metrics-address=127.0.0.1:0",
-                                  "--log-level=debug",
-                                  "--workers=2"};
+    std::vector<std::string> argv{
+        binary_,
+        "--kubeconfig=" + (kubeconfig.empty() ? H().kubeconfig() : kubeconfig),
+        "--enable-test-adapter",
+        "--metrics-address=127.0.0.1:0",
+        "--log-level=debug",
+        "--workers=2"};
     argv.insert(argv.end(), extraArgs.begin(), extraArgs.end());
     Status s = p->Spawn(argv, log);
     EXPECT_TRUE(s.ok()) << s.ToString();
@@ -91,6 +176,80 @@ class Binary : public ::testing::Test {
     auto lease = H().client().Get(kLeases, ns_, "ayatori-controller");
     if (!lease.ok()) return "";
     return lease->value("/spec/holderIdentity"_json_pointer, std::string());
+  }
+
+  // Writes `identity` into the Lease as its holder, by hand, as another replica that believes
+  // the Lease expired would.
+  Status StealLease(const std::string& identity) {
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      auto lease = H().client().Get(kLeases, ns_, "ayatori-controller");
+      if (!lease.ok()) return lease.status();
+      nlohmann::json& spec = (*lease)["spec"];
+      const std::string now = kube::FormatMicroTime(std::chrono::system_clock::now());
+      spec["holderIdentity"] = identity;
+      spec["acquireTime"] = now;
+      spec["renewTime"] = now;
+      spec["leaseTransitions"] = spec.value("leaseTransitions", 0) + 1;
+      auto written = H().client().Update(kLeases, ns_, *lease, {});
+      if (written.ok() || written.status().code() != StatusCode::kConflict) {
+        return written.status();
+      }
+      // The leader renewed in between; read again.
+    }
+    return {StatusCode::kConflict, "the Lease kept changing"};
+  }
+
+  // A kubeconfig for testenv's token user ("testenv-token-user", group testenv-users), who may do
+  // nothing but what a test grants it.
+  std::string TokenUserKubeconfig() {
+    std::string path = ::testing::TempDir() + "/kubeconfig-token-user-" + ns_;
+    std::ofstream(path) << "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
+                        << "clusters:\n- name: t\n  cluster:\n    server: "
+                        << TestenvVar("TESTENV_API")
+                        << "\n    certificate-authority: " << TestenvVar("TESTENV_CA") << "\n"
+                        << "users:\n- name: u\n  user:\n    token: "
+                        << TestenvVar("TESTENV_USER_TOKEN") << "\n"
+                        << "contexts:\n- name: t\n  context: {cluster: t, user: u}\n";
+    return path;
+  }
+
+  // A replica running as the token user with --sync-timeout=`syncTimeout`, once it holds the
+  // Lease; nullptr (and a test failure) if it does not take it.
+  ControllerProcess* StartLeaderThatCannotSync(const std::string& syncTimeout) {
+    Status granted = GrantTokenUserLeases();
+    EXPECT_TRUE(granted.ok()) << granted.ToString();
+    auto args = LeaderElectionArgs();
+    args.push_back("--sync-timeout=" + syncTimeout);
+    ControllerProcess* p = StartController(args, TokenUserKubeconfig());
+    if (!granted.ok() || !Eventually([&] { return LeaseHolder() == Identity(p); }, 30s, kApiPoll)) {
+      ADD_FAILURE() << "the replica did not take the Lease; holder: " << LeaseHolder();
+      return nullptr;
+    }
+    return p;
+  }
+
+  // Lets the token user run leader election in this test's namespace, and nothing else: it can
+  // lead but not list Jobs, JobClasses or Namespaces, so its informers never sync.
+  Status GrantTokenUserLeases() {
+    nlohmann::json role = {{"apiVersion", "rbac.authorization.k8s.io/v1"},
+                           {"kind", "Role"},
+                           {"metadata", {{"name", "leases"}, {"namespace", ns_}}},
+                           {"rules",
+                            {{{"apiGroups", {"coordination.k8s.io"}},
+                              {"resources", {"leases"}},
+                              {"verbs", {"get", "create", "update"}}}}}};
+    nlohmann::json binding = {
+        {"apiVersion", "rbac.authorization.k8s.io/v1"},
+        {"kind", "RoleBinding"},
+        {"metadata", {{"name", "leases"}, {"namespace", ns_}}},
+        {"roleRef",
+         {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", "leases"}}},
+        {"subjects",
+         {{{"apiGroup", "rbac.authorization.k8s.io"},
+           {"kind", "User"},
+           {"name", "testenv-token-user"}}}}};
+    if (auto r = H().client().Create(kRoles, ns_, role, {}); !r.ok()) return r.status();
+    return H().client().Create(kRoleBindings, ns_, binding, {}).status();
   }
 
   ProcessResult Kubectl(std::vector<std::string> args, const std::string& input = "") {
@@ -193,11 +352,153 @@ TEST_F(Binary, LeaderElectionTwoReplicas) {
   }
 
   // A graceful stop releases the Lease at once.
+  const auto sigtermAt = std::chrono::steady_clock::now();
   standby->Signal(SIGTERM);
   ASSERT_TRUE(standby->Wait(20s)) << "SIGTERM did not stop the controller";
-  EXPECT_TRUE(WIFEXITED(standby->exitStatus()) && WEXITSTATUS(standby->exitStatus()) == 0)
-      << "exit status " << standby->exitStatus();
+  const auto stopTook = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - sigtermAt);
+  std::cout << "exit after SIGTERM of the leader: " << stopTook.count() << " ms\n";
+  EXPECT_TRUE(ExitedWith(standby->exitStatus(), 0)) << DescribeExit(standby->exitStatus());
+  EXPECT_LT(stopTook, 5s) << "the graceful stop took " << stopTook.count() << " ms";
   EXPECT_EQ(LeaseHolder(), "") << "the Lease was not released";
+}
+
+// Another identity takes the Lease over while this replica leads (as a replica that believed it
+// expired would): the leader notices at its next renewal and exits 3 within the renew deadline,
+// without stopping its work in order, and writes nothing more while the other holds the Lease.
+TEST_F(Binary, AStolenLeaseEndsTheLeaderWithinTheRenewDeadline) {
+  ControllerProcess* p = StartController(LeaderElectionArgs());  // renew deadline 3 s
+  ASSERT_TRUE(Eventually([&] { return LeaseHolder() == Identity(p); }, 30s, kApiPoll))
+      << "the replica did not take the Lease; holder: " << LeaseHolder();
+  ASSERT_TRUE(
+      Eventually([&] { return p->Log().find("controller ready") != std::string::npos; }, 20s))
+      << "the leader never started its controller";
+  auto becameLeader = FirstLogLine(p->Log(), "became leader");
+  ASSERT_TRUE(becameLeader.has_value());
+  EXPECT_EQ(becameLeader->value("identity", ""), Identity(p)) << becameLeader->dump();
+
+  // A Job that runs 3 s on this replica's in-memory backend: its end comes after the steal, and
+  // only a replica still working would write it.
+  auto running = H().CreateJob(
+      JobManifest(ns_, "running", {{"task", {{"env", Env({{"AYATORI_TEST_RUN_SECONDS", "3"}})}}}}));
+  ASSERT_TRUE(running.ok()) << running.status().ToString();
+  api::Job job;
+  ASSERT_TRUE(H().WaitForJob(ns_, "running", IsRunning, 20s, &job)) << Describe(job);
+
+  ASSERT_TRUE(StealLease("thief").ok());
+  const auto stolenAt = std::chrono::steady_clock::now();
+  // The thief keeps renewing as itself, so the Lease never expires back to the replica.
+  kube::LeaderElectionConfig thiefConfig;
+  thiefConfig.leaseNamespace = ns_;
+  thiefConfig.leaseName = "ayatori-controller";
+  thiefConfig.identity = "thief";
+  thiefConfig.leaseDuration = 4s;
+  thiefConfig.renewDeadline = 3s;
+  thiefConfig.retryPeriod = 500ms;
+  thiefConfig.log = [](const std::string&) {};
+  kube::LeaderElector thief(H().client(), SystemClock::Instance(), thiefConfig);
+  std::jthread thiefThread([&thief](const std::stop_token& stop) { thief.Run(stop); });
+  auto created = H().CreateJob(JobManifest(
+      ns_, "after-steal", {{"task", {{"env", Env({{"AYATORI_TEST_RUN_SECONDS", "0"}})}}}}));
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+
+  ASSERT_TRUE(p->Wait(3s + 1s)) << "the replica still runs "
+                                << std::chrono::duration_cast<std::chrono::milliseconds>(
+                                       std::chrono::steady_clock::now() - stolenAt)
+                                       .count()
+                                << " ms after its Lease was taken";
+  const auto exitAfter = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - stolenAt);
+  std::cout << "exit after the Lease was taken over: " << exitAfter.count() << " ms\n";
+  RecordProperty("exit_after_steal_ms", static_cast<int>(exitAfter.count()));
+  EXPECT_TRUE(ExitedWith(p->exitStatus(), kExitLostLease)) << DescribeExit(p->exitStatus());
+  EXPECT_NE(p->Log().find(R"("msg":"lost the lease; exiting")"), std::string::npos);
+
+  // Between the steal and the replica's next renewal (one retry period, 500 ms) it could not
+  // know; whatever it wrote then is the state now, and nothing changes afterwards.
+  auto afterSteal = H().GetJobJson(ns_, "after-steal");
+  auto runningAtExit = H().GetJobJson(ns_, "running");
+  ASSERT_TRUE(afterSteal.ok() && runningAtExit.ok());
+  const std::string rvAtExit = afterSteal->value("/metadata/resourceVersion"_json_pointer, "");
+  const std::string runningRv = runningAtExit->value("/metadata/resourceVersion"_json_pointer, "");
+  ASSERT_TRUE(H().GetJob(ns_, "running").ok());
+  EXPECT_TRUE(IsRunning(*H().GetJob(ns_, "running"))) << "the 3 s execution ended too early";
+  std::cout
+      << "Job created after the steal, at the replica's exit: finalizers "
+      << afterSteal->value("/metadata/finalizers"_json_pointer, nlohmann::json::array()).dump()
+      << ", status " << afterSteal->value("/status"_json_pointer, nlohmann::json()).dump() << "\n";
+  // Past the end of the running Job's execution (3 s after it started).
+  EXPECT_TRUE(HoldsFor(
+      [&] {
+        auto now = H().GetJobJson(ns_, "after-steal");
+        auto run = H().GetJobJson(ns_, "running");
+        return now.ok() && run.ok() &&
+               now->value("/metadata/resourceVersion"_json_pointer, "") == rvAtExit &&
+               run->value("/metadata/resourceVersion"_json_pointer, "") == runningRv &&
+               LeaseHolder() == "thief";
+      },
+      4s, kApiPoll))
+      << "a Job changed after the replica lost its Lease, or the thief lost it: running "
+      << Describe(*H().GetJob(ns_, "running")) << "; holder " << LeaseHolder();
+  thiefThread.request_stop();
+  thiefThread.join();
+}
+
+// A replica that leads but whose informers cannot sync (its user may take the Lease but list
+// nothing) releases the Lease and exits 4 within --sync-timeout, instead of holding the Lease
+// with no worker.
+TEST_F(Binary, AReplicaThatCannotSyncReleasesTheLeaseAndExits) {
+  ControllerProcess* p = StartLeaderThatCannotSync("3s");
+  ASSERT_NE(p, nullptr);
+  const auto ledAt = std::chrono::steady_clock::now();
+  ASSERT_TRUE(p->Wait(3s + 3s)) << "the replica still runs past its sync timeout";
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - ledAt);
+  std::cout << "exit after taking the Lease with --sync-timeout=3s: " << took.count() << " ms\n";
+  EXPECT_TRUE(ExitedWith(p->exitStatus(), kExitNotSynced)) << DescribeExit(p->exitStatus());
+  EXPECT_EQ(LeaseHolder(), "") << "the Lease was not released";
+  EXPECT_NE(p->Log().find("informers did not sync within the timeout"), std::string::npos);
+  EXPECT_EQ(p->Log().find("controller ready"), std::string::npos);
+}
+
+// SIGTERM while the informers are still syncing (here they never will): the start is cancelled,
+// the Lease released and the process exits 0 at once, not after the sync timeout.
+TEST_F(Binary, SigtermWhileSyncingReleasesTheLeaseAndExitsAtOnce) {
+  ControllerProcess* p = StartLeaderThatCannotSync("60s");
+  ASSERT_NE(p, nullptr);
+  const auto sigtermAt = std::chrono::steady_clock::now();
+  p->Signal(SIGTERM);
+  ASSERT_TRUE(p->Wait(5s)) << "SIGTERM did not stop a replica whose informers sync";
+  std::cout << "exit after SIGTERM while syncing: "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - sigtermAt)
+                   .count()
+            << " ms\n";
+  EXPECT_TRUE(ExitedWith(p->exitStatus(), 0)) << DescribeExit(p->exitStatus());
+  EXPECT_EQ(LeaseHolder(), "") << "the Lease was not released";
+}
+
+// Clients that send a request to /metrics and hang up at once (with a reset) make the server
+// write to a dead connection: EPIPE, which must not kill the process (SIGPIPE is ignored).
+TEST_F(Binary, ClientsThatHangUpDoNotKillTheProcess) {
+  ControllerProcess* p = StartController({});
+  int port = 0;
+  ASSERT_TRUE(Eventually([&] { return (port = MetricsPort(p->Log())) != 0; }, 20s));
+  auto ignored = IgnoredSignals(p->pid());
+  ASSERT_TRUE(ignored.has_value());
+  EXPECT_NE(*ignored & (uint64_t{1} << (SIGPIPE - 1)), 0u) << "SIGPIPE is not ignored";
+  const std::string request = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  for (int i = 0; i < 200 && p->Running(); ++i) {
+    int fd = Connect(port);
+    ASSERT_GE(fd, 0) << "cannot connect to /metrics: " << DescribeExit(p->exitStatus());
+    ASSERT_EQ(send(fd, request.data(), request.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(request.size()));
+    linger reset{1, 0};  // close() sends RST: the server's write then fails with EPIPE
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+    close(fd);
+  }
+  ASSERT_TRUE(p->Running()) << "the controller died: " << DescribeExit(p->exitStatus());
+  EXPECT_EQ(HttpGetStatusLine(port, "/healthz"), "HTTP/1.1 200 OK");
 }
 
 // `kubectl wait --for=condition=Succeeded` through the binary; then a Job whose controller is

@@ -142,20 +142,3 @@ TEST_F(Recovery, RestartInResultUnknown) {
 
 }  // namespace
 }  // namespace ayatori::testing
-
-namespace ayatori::testing {
-namespace {
-
-// A replica that loses its leadership stops its controller, and starts the same instance again
-// when it leads again (cmd/ayatori-controller/main.cc): that second term must work.
-TEST_F(Recovery, SameInstanceStartedAgainAfterStop) {
-  H().controller().Stop();
-  ASSERT_TRUE(H().controller().Start().ok());
-  api::Job job = Create("again", {{"task", {{"env", Env({{"AYATORI_TEST_RUN_SECONDS", "0"}})}}}});
-  ASSERT_TRUE(
-      WaitFor("again", SucceededIs(ConditionStatus::kTrue, "Completed"), "Succeeded=True", &job));
-  EXPECT_EQ(Backend().Creations(job.metadata.uid), 1);
-}
-
-}  // namespace
-}  // namespace ayatori::testing

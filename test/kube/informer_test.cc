@@ -6,6 +6,8 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <stop_token>
+#include <thread>
 #include <vector>
 
 #include "kube/resource.h"
@@ -353,6 +355,52 @@ TEST_F(InformerTest, StopEndsTheWatchPromptly) {
   inf.Stop();
   EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
   EXPECT_EQ(fake_.OpenWatches(), 0u);
+}
+
+// An informer runs once: a cache that stopped following the server is never offered as synced
+// again (a restarted informer would keep its old synced flag and stale objects).
+TEST_F(InformerTest, StopIsFinal) {
+  Informer<Item> inf(fake_, cm_, Options(), DecodeItem);
+  inf.Start();
+  ASSERT_TRUE(inf.WaitForSync(5s));
+  inf.Stop();
+  const size_t lists = fake_.CountActions("list");
+  inf.Start();
+  EXPECT_EQ(fake_.OpenWatches(), 0u);
+  EXPECT_TRUE(
+      ayatori::testing::HoldsFor([&] { return fake_.CountActions("list") == lists; }, 300ms))
+      << "Start() after Stop() listed again";
+}
+
+// A stopped informer that never synced answers WaitForSync at once instead of at the timeout.
+TEST_F(InformerTest, WaitForSyncOfAStoppedInformerReturnsAtOnce) {
+  fake_.FailNext("list", "*", Status(StatusCode::kForbidden, "forbidden"), 1000000);
+  Informer<Item> inf(fake_, cm_, Options(), DecodeItem);
+  inf.Start();
+  ASSERT_TRUE(Eventually([&] { return fake_.CountActions("list") > 0; }, 5s));
+  inf.Stop();
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(inf.WaitForSync(30s));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+}
+
+TEST_F(InformerTest, WaitForSyncEndsWhenCancelled) {
+  fake_.FailNext("list", "*", Status(StatusCode::kForbidden, "forbidden"), 1000000);
+  Informer<Item> inf(fake_, cm_, Options(), DecodeItem);
+  inf.Start();
+  std::stop_source cancel;
+  std::atomic<bool> returned{false};
+  std::atomic<bool> synced{true};
+  std::jthread waiter([&] {
+    synced = inf.WaitForSync(30s, cancel.get_token());
+    returned = true;
+  });
+  ASSERT_TRUE(Eventually([&] { return fake_.CountActions("list") > 0; }, 5s));
+  EXPECT_FALSE(returned);
+  cancel.request_stop();
+  ASSERT_TRUE(Eventually([&] { return returned.load(); }, 1s)) << "the cancel was ignored";
+  EXPECT_FALSE(synced);
+  inf.Stop();
 }
 
 }  // namespace

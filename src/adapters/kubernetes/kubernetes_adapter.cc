@@ -106,7 +106,10 @@ void KubernetesAdapter::Log(const std::string& line) const {
 
 Status KubernetesAdapter::Start(
     std::function<void(const std::string&, const std::string&)> notify) {
-  if (jobs_) return Status(StatusCode::kFailedPrecondition, "the adapter is already started");
+  if (jobs_ || stopped_) {
+    return Status(StatusCode::kFailedPrecondition,
+                  "the kubernetes adapter starts once; it is already started or stopped");
+  }
   notify_ = std::move(notify);
 
   kube::InformerOptions io;
@@ -159,6 +162,7 @@ Status KubernetesAdapter::Start(
 }
 
 void KubernetesAdapter::Stop() {
+  stopped_ = true;
   if (jobs_) jobs_->Stop();
   if (pods_) pods_->Stop();
   if (timerThread_.joinable()) {

@@ -57,7 +57,9 @@ class KubernetesAdapter final : public Adapter {
   KubernetesAdapter& operator=(const KubernetesAdapter&) = delete;
 
   std::string Name() const override { return "kubernetes"; }
+  // Once per adapter: a second Start(), or one after Stop(), is refused (kFailedPrecondition).
   Status Start(std::function<void(const std::string&, const std::string&)> notify) override;
+  // Final: ends the watches and the timer thread. Idempotent.
   void Stop() override;
   // Pure: the parameters decode, the labels/annotations/nodeSelector they add are valid, the Job
   // has an identity and an image.
@@ -113,6 +115,7 @@ class KubernetesAdapter final : public Adapter {
   std::function<void(const std::string&, const std::string&)> notify_;
   std::unique_ptr<kube::Informer<BatchJobFacts>> jobs_;
   std::unique_ptr<kube::Informer<PodFacts>> pods_;
+  bool stopped_ = false;  // Start and Stop come from one thread (the controller's)
 
   std::mutex timerMu_;
   std::condition_variable_any timerCv_;

@@ -421,5 +421,26 @@ TEST_F(KubernetesAdapterTest, DeleteErrorsAreReturned) {
   EXPECT_FALSE(StoredBatchJob().is_null());
 }
 
+// The adapter serves one controller's life: its watches are never restarted (a restart would
+// keep the stopped watch caches and their synced flags).
+TEST_F(KubernetesAdapterTest, StartsOnceAndStopIsFinal) {
+  StartWatching();
+  if (HasFatalFailure()) return;
+  Status again = adapter_->Start([](const std::string&, const std::string&) {});
+  EXPECT_EQ(again.code(), StatusCode::kFailedPrecondition) << again.ToString();
+  adapter_->Stop();
+  const size_t lists = client_.CountActions("list");
+  Status afterStop = adapter_->Start([](const std::string&, const std::string&) {});
+  EXPECT_EQ(afterStop.code(), StatusCode::kFailedPrecondition) << afterStop.ToString();
+  EXPECT_EQ(client_.CountActions("list"), lists) << "Start() after Stop() listed again";
+}
+
+TEST_F(KubernetesAdapterTest, AStoppedAdapterThatNeverStartedDoesNotStart) {
+  adapter_->Stop();
+  Status s = adapter_->Start([](const std::string&, const std::string&) {});
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+  EXPECT_EQ(client_.CountActions("list"), 0u);
+}
+
 }  // namespace
 }  // namespace ayatori::adapters::kubernetes
