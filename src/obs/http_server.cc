@@ -21,7 +21,7 @@ constexpr time_t kReadTimeoutSeconds = 2;
 constexpr time_t kWriteTimeoutSeconds = 2;
 constexpr time_t kKeepAliveSeconds = 1;
 constexpr size_t kKeepAliveRequests = 20;
-constexpr size_t kMaxRequestBody = 16 * 1024;  // the endpoints take no body
+constexpr size_t kMaxRequestBody = size_t{16} * 1024;  // the endpoints take no body
 
 // Replaces httplib's default socket options, which add SO_REUSEPORT: a second controller on the
 // same port would then share it silently instead of failing to bind. (httplib sets the read and
@@ -105,10 +105,10 @@ Status HttpServer::Start(const std::string& address) {
   listener->set_keep_alive_max_count(kKeepAliveRequests);
   listener->set_payload_max_length(kMaxRequestBody);
   listener->set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (req.method == "GET" || req.method == "HEAD")
-      return httplib::Server::HandlerResponse::Unhandled;
+    using Result = httplib::Server::HandlerResponse;
+    if (req.method == "GET" || req.method == "HEAD") return Result::Unhandled;
     Reply(res, {405, "text/plain", "method not allowed\n"});
-    return httplib::Server::HandlerResponse::Handled;
+    return Result::Handled;
   });
   listener->Get(".*", [this](const httplib::Request& req, httplib::Response& res) {
     auto it = handlers_.find(req.path);
@@ -116,7 +116,7 @@ Status HttpServer::Start(const std::string& address) {
           it == handlers_.end() ? HttpResponse{404, "text/plain", "not found\n"} : it->second());
   });
   listener->set_exception_handler(
-      [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+      [](const httplib::Request&, httplib::Response& res, const std::exception_ptr&) {
         Reply(res, {500, "text/plain", "internal error\n"});
       });
 

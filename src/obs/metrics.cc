@@ -138,8 +138,8 @@ std::string FormatFloat(double v) {
   } else if (n <= exp + 1) {
     out += digits + std::string(static_cast<size_t>(exp + 1 - n), '0');
   } else {
-    out += digits.substr(0, static_cast<size_t>(exp + 1)) + "." +
-           digits.substr(static_cast<size_t>(exp + 1));
+    const size_t integerDigits = static_cast<size_t>(exp) + 1;
+    out += digits.substr(0, integerDigits) + "." + digits.substr(integerDigits);
   }
   return out;
 }

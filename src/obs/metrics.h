@@ -78,7 +78,7 @@ class Registry {
  private:
   enum class Kind { kCounter, kGauge, kHistogram };
   struct Family {
-    Kind kind;
+    Kind kind = Kind::kCounter;
     std::string help;
     std::map<Labels, std::unique_ptr<Counter>> counters;
     std::map<Labels, std::unique_ptr<Gauge>> gauges;
