@@ -12,6 +12,17 @@ std::string Key(const std::string& ns, const std::string& name) {
   return ns.empty() ? name : ns + "/" + name;
 }
 
+obs::Counter& ReconcilePanics(obs::Registry& metrics) {
+  return metrics.GetCounter(
+      "ayatori_reconcile_panics_total",
+      "Reconcile rounds that ended with an exception; the Job is retried with backoff.");
+}
+
+obs::Counter& WaitingJobWakeups(obs::Registry& metrics) {
+  return metrics.GetCounter("ayatori_waiting_job_wakeups_total",
+                            "Waiting Jobs requeued because an object they wait on changed.");
+}
+
 // Called in a catch handler: logs and counts the exception a reconcile round threw. Never throws
 // itself (under bad_alloc the log line may be lost; the worker must live on all the same).
 void ReportReconcileException(obs::Registry& metrics, const std::string& ns,
@@ -28,11 +39,7 @@ void ReportReconcileException(obs::Registry& metrics, const std::string& ns,
     } catch (...) {
       what = "an exception that is not a std::exception";
     }
-    metrics
-        .GetCounter("ayatori_reconcile_panics_total",
-                    "Reconcile rounds that ended with an exception; the Job is retried with "
-                    "backoff.")
-        .Inc();
+    ReconcilePanics(metrics).Inc();
     obs::Error("reconcile threw; retrying with backoff",
                {{"namespace", ns}, {"name", name}, {"error", what}});
   } catch (...) {
@@ -310,6 +317,9 @@ JobController::JobController(KubeClient& client, adapters::AdapterRegistry& regi
         .onDelete = nullptr,
     });
   }
+  // Counters exist from the start, so that a scrape shows 0 rather than nothing.
+  ReconcilePanics(metrics_);
+  WaitingJobWakeups(metrics_);
   RegisterMetrics();
 }
 
@@ -319,10 +329,7 @@ void JobController::WakeJobsWaitingOn(const std::string& target) {
   if (!started_.load()) return;
   auto keys = cache_->jobs.IndexKeys(kWaitsOnIndex, target);
   if (keys.empty()) return;
-  metrics_
-      .GetCounter("ayatori_waiting_job_wakeups_total",
-                  "Waiting Jobs requeued because an object they wait on changed.")
-      .Inc(static_cast<double>(keys.size()));
+  WaitingJobWakeups(metrics_).Inc(static_cast<double>(keys.size()));
   for (const auto& key : keys) {
     if (options_.onWake) options_.onWake(key, target);
     queue_->Add(key);
