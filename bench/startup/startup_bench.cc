@@ -114,6 +114,7 @@ bool CreateAll(KubeClient& client, const ResourceRef& ref, const std::string& ns
   std::atomic<int> next{0}, failed{0};
   {
     std::vector<std::jthread> workers;
+    workers.reserve(static_cast<size_t>(threads));
     for (int w = 0; w < threads; ++w) {
       workers.emplace_back([&] {
         for (int i = next++; i < count; i = next++) {
@@ -214,6 +215,7 @@ class ControllerProcess {
                                      "--enable-test-adapter", "--log-format=json"};
     for (auto& f : extraFlags) args.push_back(std::move(f));
     std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     posix_spawn_file_actions_t actions;
@@ -357,7 +359,8 @@ Run Measure(const Options& o, const std::string& binary, const std::string& labe
     }
     run.writes = Sum(metrics, "ayatori_api_requests_total", [](const bench::Sample& s) {
       auto v = s.labels.find("verb");
-      return v != s.labels.end() && v->second != "GET";
+      return v != s.labels.end() && (v->second == "create" || v->second == "update" ||
+                                     v->second == "patch" || v->second == "delete");
     });
   } else {
     std::fprintf(stderr, "startup-bench: %s did not %s; see %s/controller-%s.log\n", label.c_str(),
