@@ -178,7 +178,7 @@ std::pair<int, int> CountSettled(KubeClient& client, const Options& o) {
   int finished = 0, waiting = 0;
   ListOptions lo;
   lo.limit = 500;
-  auto r = client.ListEach(kJobs, o.ns, lo, [&](json&& job) {
+  auto r = ListAll(client, kJobs, o.ns, lo, [&](json&& job) {
     const std::string name = job["metadata"].value("name", "");
     if (name.rfind("done-", 0) == 0 && Condition(job, "Succeeded") == "True") ++finished;
     if (name.rfind("waiting-", 0) == 0 && Condition(job, "Accepted") == "False") ++waiting;
