@@ -10,6 +10,7 @@ PACKAGES=(
   clang-14 libclang-rt-14-dev llvm-14
   # libraries (Debian -dev packages, no vendored copies)
   libcurl4-openssl-dev zlib1g-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev libfmt-dev libcli11-dev
+  libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   # test environment and demo
   openssl curl python3 procps iproute2 busybox-static docker.io docker-registry apache2-utils

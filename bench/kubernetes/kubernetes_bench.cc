@@ -40,6 +40,8 @@
 #include <vector>
 
 #include "ayatori/kube_client.h"
+#include "bench/common/process_stats.h"
+#include "bench/common/prometheus_text.h"
 #include "kube/config.h"
 #include "kube/http.h"
 #include "kube/rest_client.h"
@@ -50,6 +52,10 @@ namespace {
 using nlohmann::json;
 using namespace ayatori;               // NOLINT(google-build-using-namespace)
 using namespace std::chrono_literals;  // NOLINT(google-build-using-namespace)
+using bench::CpuSeconds;
+using bench::MachineCpu;
+using bench::ParseMetric;
+using bench::RssKiB;
 
 const ResourceRef kAyatoriJobs{"execution.ayatori.ddupan.top", "v1alpha1", "jobs", true};
 const ResourceRef kBatchJobs{"batch", "v1", "jobs", true};
@@ -105,92 +111,6 @@ std::string ConditionStatus(const json& object, const std::string& type) {
     if (c.is_object() && Str(c, "/type") == type) return Str(c, "/status");
   }
   return "";
-}
-
-int64_t RssKiB(int pid) {
-  if (pid <= 0) return -1;
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
-  }
-  return -1;
-}
-
-// User + system CPU seconds a process used so far, -1 if unknown.
-double CpuSeconds(int pid) {
-  if (pid <= 0) return -1;
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat;
-  std::getline(in, stat);
-  size_t paren = stat.rfind(')');
-  if (paren == std::string::npos) return -1;
-  std::istringstream fields(stat.substr(paren + 2));
-  std::string f;
-  double ticks = 0;
-  // Fields after the command: state(3) ... utime(14) stime(15).
-  for (int i = 3; i <= 15 && fields >> f; ++i) {
-    if (i == 14 || i == 15) ticks += std::stod(f);
-  }
-  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
-// Busy and total CPU seconds of the machine (all cores) from /proc/stat.
-std::pair<double, double> MachineCpu() {
-  std::ifstream in("/proc/stat");
-  std::string cpu;
-  in >> cpu;
-  double busy = 0, total = 0;
-  for (int i = 0; i < 8; ++i) {
-    double v = 0;
-    in >> v;
-    total += v;
-    if (i != 3 && i != 4) busy += v;  // idle, iowait
-  }
-  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
-  return {busy / tick, total / tick};
-}
-
-// ---------------------------------------------------------------------------------------------
-// Prometheus text.
-
-struct Sample {
-  std::map<std::string, std::string> labels;
-  double value = 0;
-};
-
-std::vector<Sample> ParseMetric(const std::string& text, const std::string& name) {
-  std::vector<Sample> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind(name, 0) != 0) continue;
-    size_t pos = name.size();
-    Sample s;
-    if (pos < line.size() && line[pos] == '{') {
-      size_t end = line.find('}', pos);
-      if (end == std::string::npos) continue;
-      std::string labels = line.substr(pos + 1, end - pos - 1);
-      size_t i = 0;
-      while (i < labels.size()) {
-        size_t eq = labels.find('=', i);
-        if (eq == std::string::npos || eq + 1 >= labels.size() || labels[eq + 1] != '"') break;
-        size_t close = labels.find('"', eq + 2);
-        if (close == std::string::npos) break;
-        s.labels[labels.substr(i, eq - i)] = labels.substr(eq + 2, close - eq - 2);
-        i = close + 1;
-        if (i < labels.size() && labels[i] == ',') ++i;
-      }
-      pos = end + 1;
-    } else if (pos < line.size() && line[pos] != ' ') {
-      continue;  // another metric whose name starts with `name`
-    }
-    try {
-      s.value = std::stod(line.substr(pos));
-    } catch (...) {
-      continue;
-    }
-    out.push_back(std::move(s));
-  }
-  return out;
 }
 
 // apiserver_request_total summed by "VERB resource[/subresource]".

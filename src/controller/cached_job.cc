@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "api/json.h"
+#include "controller/resolver.h"
 
 namespace ayatori::controller {
 namespace {
@@ -70,6 +71,7 @@ StatusOr<CachedJob> CachedJob::Encode(const api::Job& job) {
   entry.inflatedBytes_ = static_cast<uint32_t>(json.size());
   entry.state_ = statemachine::DeriveState(job);
   entry.needsResolution_ = statemachine::NeedsResolution(job);
+  entry.waitsOn_ = WaitTargets(job);
   return entry;
 }
 

@@ -1,6 +1,7 @@
 // What the Job cache keeps per Job: the compact projection (CompactJobForCache), deflated, plus
-// the two facts that scans of the whole cache need without inflating it (the derived state for
-// the jobs-by-state gauge, NeedsResolution for waking waiting Jobs).
+// the facts that the cache's readers need without inflating it: the derived state for the
+// jobs-by-state gauge, and for a Job that needs resolution what it waits on (WaitTargets in
+// controller/resolver.h), which the Job informer's index of waiting Jobs reads.
 //
 // Why not the api::Job itself: the struct alone is 1.4 KiB (dozens of std::string and
 // std::optional members, most of them empty) and a running Job's strings add about 1.2 KiB. Its
@@ -14,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "api/types.h"
 #include "ayatori/status.h"
@@ -29,10 +31,13 @@ class CachedJob {
 
   statemachine::State state() const { return state_; }
   bool needsResolution() const { return needsResolution_; }
+  // Empty unless needsResolution(): accepted and finished Jobs wait on nothing.
+  const std::vector<std::string>& waitsOn() const { return waitsOn_; }
   size_t encodedBytes() const { return deflated_.size(); }
 
  private:
   std::string deflated_;
+  std::vector<std::string> waitsOn_;
   uint32_t inflatedBytes_ = 0;
   statemachine::State state_ = statemachine::State::kResolving;
   bool needsResolution_ = false;

@@ -2,6 +2,7 @@
 
 #include "api/json.h"
 #include "controller/kinds.h"
+#include "controller/resolver.h"
 #include "obs/log.h"
 
 namespace ayatori::controller {
@@ -9,6 +10,40 @@ namespace {
 
 std::string Key(const std::string& ns, const std::string& name) {
   return ns.empty() ? name : ns + "/" + name;
+}
+
+obs::Counter& ReconcilePanics(obs::Registry& metrics) {
+  return metrics.GetCounter(
+      "ayatori_reconcile_panics_total",
+      "Reconcile rounds that ended with an exception; the Job is retried with backoff.");
+}
+
+obs::Counter& WaitingJobWakeups(obs::Registry& metrics) {
+  return metrics.GetCounter("ayatori_waiting_job_wakeups_total",
+                            "Waiting Jobs requeued because an object they wait on changed.");
+}
+
+// Called in a catch handler: logs and counts the exception a reconcile round threw. Never throws
+// itself (under bad_alloc the log line may be lost; the worker must live on all the same).
+void ReportReconcileException(obs::Registry& metrics, const std::string& ns,
+                              const std::string& name) noexcept {
+  try {
+    std::string what;
+    try {
+      throw;
+    } catch (const nlohmann::json::parse_error& e) {
+      // Its message quotes the text it failed on, which may be a Secret's: only the position.
+      what = "JSON parse error " + std::to_string(e.id) + " at byte " + std::to_string(e.byte);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+      what = "an exception that is not a std::exception";
+    }
+    ReconcilePanics(metrics).Inc();
+    obs::Error("reconcile threw; retrying with backoff",
+               {{"namespace", ns}, {"name", name}, {"error", what}});
+  } catch (...) {
+  }
 }
 
 kube::InformerOptions Named(const char* name) {
@@ -102,7 +137,9 @@ InformerClusterCache::InformerClusterCache(KubeClient& client, std::string docke
                        DecodeParameters(dockerEndpointOverride)),
       namespaces(client, kNamespaces, Named("namespaces"), DecodeNamespace),
       secrets(client, kSecrets, Named("secrets"), DecodeReferenced),
-      configMaps(client, kConfigMaps, Named("configmaps"), DecodeReferenced) {}
+      configMaps(client, kConfigMaps, Named("configmaps"), DecodeReferenced) {
+  jobs.AddIndex(kWaitsOnIndex, [](const CachedJob& job) { return job.waitsOn(); });
+}
 
 void InformerClusterCache::Start() {
   jobs.Start();
@@ -213,29 +250,113 @@ JobController::JobController(KubeClient& client, adapters::AdapterRegistry& regi
                          const JobPtr&) { queue_->Add(key); },
       .onDelete = [this](const std::string& key, const JobPtr&) { queue_->Add(key); },
   });
-  // Whatever a waiting Job may be waiting for: wake the Jobs that are not accepted yet.
-  auto wake = [this](const std::string&, const auto&) { EnqueueWaitingJobs(); };
-  auto wakeUpdate = [this](const std::string&, const auto&, const auto&) { EnqueueWaitingJobs(); };
-  cache_->jobClasses.AddHandlers({.onAdd = wake, .onUpdate = wakeUpdate, .onDelete = wake});
-  for (auto* params :
-       {&cache_->kubernetesParameters, &cache_->openSandboxParameters, &cache_->dockerParameters}) {
-    params->AddHandlers({.onAdd = wake, .onUpdate = wakeUpdate, .onDelete = wake});
+  // A waiting Job is requeued when something it waits on changes (WaitTargets in
+  // controller/resolver.h): the Job informer indexes waiting Jobs by those objects, so an event
+  // costs a lookup, not a scan of every Job. Events of an informer's first list are skipped:
+  // Start() queues every Job once all informers have synced.
+  using RefPtr = kube::Informer<ReferencedObjectInfo>::Ptr;
+  for (const auto& [informerRef, kindRef] :
+       {std::pair{&cache_->secrets, "Secret"}, std::pair{&cache_->configMaps, "ConfigMap"}}) {
+    auto* informer = informerRef;  // lambdas capture variables, not structured bindings
+    const char* kind = kindRef;
+    informer->AddHandlers({
+        .onAdd =
+            [this, informer, kind](const std::string& key, const RefPtr&) {
+              if (informer->HasSynced()) WakeJobsWaitingOn(WaitTarget(kind, key));
+            },
+        // Resolution reads only the type and the key names.
+        .onUpdate =
+            [this, kind](const std::string& key, const RefPtr& old, const RefPtr& now) {
+              if (old->type != now->type || old->keys != now->keys) {
+                WakeJobsWaitingOn(WaitTarget(kind, key));
+              }
+            },
+        .onDelete = nullptr,
+    });
   }
-  cache_->namespaces.AddHandlers({.onAdd = wake, .onUpdate = wakeUpdate, .onDelete = nullptr});
-  cache_->secrets.AddHandlers({.onAdd = wake, .onUpdate = wakeUpdate, .onDelete = nullptr});
-  cache_->configMaps.AddHandlers({.onAdd = wake, .onUpdate = wakeUpdate, .onDelete = nullptr});
+  using NamespacePtr = kube::Informer<NamespaceInfo>::Ptr;
+  cache_->namespaces.AddHandlers({
+      .onAdd =
+          [this](const std::string& key, const NamespacePtr&) {
+            if (cache_->namespaces.HasSynced()) WakeJobsWaitingOn(WaitTarget("Namespace", key));
+          },
+      .onUpdate =
+          [this](const std::string& key, const NamespacePtr& old, const NamespacePtr& now) {
+            if (old->defaultJobClass != now->defaultJobClass) {
+              WakeJobsWaitingOn(WaitTarget("Namespace", key));
+            }
+          },
+      .onDelete = nullptr,
+  });
+  using ClassPtr = kube::Informer<api::JobClass>::Ptr;
+  // A deleted class matters too: it may have been one of two cluster defaults.
+  cache_->jobClasses.AddHandlers({
+      .onAdd =
+          [this](const std::string&, const ClassPtr& c) {
+            if (cache_->jobClasses.HasSynced()) WakeJobsOfClass(*c, *c);
+          },
+      .onUpdate = [this](const std::string&, const ClassPtr& old,
+                         const ClassPtr& now) { WakeJobsOfClass(*old, *now); },
+      .onDelete = [this](const std::string&, const ClassPtr& c) { WakeJobsOfClass(*c, *c); },
+  });
+  using ParamsPtr = kube::Informer<nlohmann::json>::Ptr;
+  for (const auto& [informerRef, kindRef] :
+       {std::pair{&cache_->kubernetesParameters, "KubernetesExecutionParameters"},
+        std::pair{&cache_->openSandboxParameters, "OpenSandboxExecutionParameters"},
+        std::pair{&cache_->dockerParameters, "DockerExecutionParameters"}}) {
+    auto* informer = informerRef;
+    const char* kind = kindRef;
+    informer->AddHandlers({
+        .onAdd =
+            [this, informer, kind](const std::string& key, const ParamsPtr&) {
+              if (informer->HasSynced()) WakeJobsOfParameters(kind, key);
+            },
+        .onUpdate = [this, kind](const std::string& key, const ParamsPtr&,
+                                 const ParamsPtr&) { WakeJobsOfParameters(kind, key); },
+        .onDelete = nullptr,
+    });
+  }
+  // Counters exist from the start, so that a scrape shows 0 rather than nothing.
+  ReconcilePanics(metrics_);
+  WaitingJobWakeups(metrics_);
   RegisterMetrics();
 }
 
 JobController::~JobController() { Stop(); }
 
-void JobController::EnqueueWaitingJobs() {
+void JobController::WakeJobsWaitingOn(const std::string& target) {
   if (!started_.load()) return;
-  std::vector<std::string> waiting;
-  cache_->jobs.ForEach([&](const std::string& key, const CachedJob& job) {
-    if (job.needsResolution()) waiting.push_back(key);
+  auto keys = cache_->jobs.IndexKeys(kWaitsOnIndex, target);
+  if (keys.empty()) return;
+  WaitingJobWakeups(metrics_).Inc(static_cast<double>(keys.size()));
+  for (const auto& key : keys) {
+    if (options_.onWake) options_.onWake(key, target);
+    queue_->Add(key);
+  }
+}
+
+void JobController::WakeJobsOfClass(const api::JobClass& old, const api::JobClass& now) {
+  const std::string& name = now.metadata.name;
+  WakeJobsWaitingOn(WaitTarget("JobClass", name));
+  // Jobs without a class name resolve to a default: the cluster's when this class is (or was)
+  // one, or their namespace's when it names this class.
+  auto isDefault = [](const api::JobClass& c) {
+    auto it = c.metadata.annotations.find(api::kIsDefaultClassAnnotation);
+    return it != c.metadata.annotations.end() && it->second == "true";
+  };
+  if (isDefault(old) || isDefault(now)) WakeJobsWaitingOn(kWaitsOnDefaultJobClass);
+  std::vector<std::string> namespaces;
+  cache_->namespaces.ForEach([&](const std::string& ns, const NamespaceInfo& info) {
+    if (info.defaultJobClass == name) namespaces.push_back(ns);
   });
-  for (const auto& key : waiting) queue_->Add(key);
+  for (const auto& ns : namespaces) WakeJobsWaitingOn(WaitTarget("Namespace", ns));
+}
+
+void JobController::WakeJobsOfParameters(const std::string& kind, const std::string& name) {
+  for (const auto& c : cache_->jobClasses.List()) {
+    const auto& ref = c->spec.parametersRef;
+    if (ref && ref->kind == kind && ref->name == name) WakeJobsOfClass(*c, *c);
+  }
 }
 
 void JobController::Enqueue(const std::string& ns, const std::string& name) {
@@ -323,7 +444,16 @@ void JobController::Worker() {
     auto slash = item.key.find('/');
     std::string ns = slash == std::string::npos ? "" : item.key.substr(0, slash);
     std::string name = slash == std::string::npos ? item.key : item.key.substr(slash + 1);
-    ReconcileResult r = reconciler_->Reconcile(ns, name);
+    ReconcileResult r;
+    try {
+      r = reconciler_->Reconcile(ns, name);
+    } catch (...) {
+      // Whatever a round throws (a malformed object a decoder let through, bad_alloc, a bug)
+      // must not end this worker, which would leave the queue to the others and then to none
+      // (controller-runtime's RecoverPanic): the Job is retried with backoff like a failed round.
+      ReportReconcileException(metrics_, ns, name);
+      r.backoff = true;
+    }
     if (r.crashed) {
       crashed_ = true;
       queue_->Done(item.key);

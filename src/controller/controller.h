@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <stop_token>
 #include <string>
@@ -37,6 +38,9 @@ struct ControllerOptions {
   ReconcilerOptions reconciler;
   kube::WorkqueueOptions queue;
   std::chrono::milliseconds syncTimeout{60000};
+  // Test hook: called for each waiting Job requeued because `target` (a WaitTargets value of
+  // controller/resolver.h) changed.
+  std::function<void(const std::string& jobKey, const std::string& target)> onWake;
 };
 
 // What the Job cache keeps (≤ 3 KiB per Job is the budget): once a Job no longer needs
@@ -45,6 +49,10 @@ struct ControllerOptions {
 // (Ensure), and effectiveResources in status carries the resources. Labels, owner references and
 // annotations other than confirm-backend-lost are never needed.
 api::Job CompactJobForCache(api::Job job);
+
+// The Job informer's index of the Jobs that need resolution by what they wait on (WaitTargets in
+// controller/resolver.h). Only waiting Jobs have entries.
+inline constexpr const char* kWaitsOnIndex = "waits-on";
 
 // A projection of a Namespace: only the default-job-class annotation.
 struct NamespaceInfo {
@@ -113,7 +121,13 @@ class JobController {
 
  private:
   void Worker();
-  void EnqueueWaitingJobs();
+  // Requeues the Jobs indexed under a WaitTargets value (controller/resolver.h).
+  void WakeJobsWaitingOn(const std::string& target);
+  // A JobClass changed from `old` to `now` (the same object for an add or a delete): wakes the
+  // Jobs that name it and those that may resolve to it as a default.
+  void WakeJobsOfClass(const api::JobClass& old, const api::JobClass& now);
+  // A parameters object changed: wakes the Jobs of every class that refers to it.
+  void WakeJobsOfParameters(const std::string& kind, const std::string& name);
   void RegisterMetrics();
 
   adapters::AdapterRegistry& registry_;

@@ -1,5 +1,7 @@
 #include "controller/resolver.h"
 
+#include <algorithm>
+
 #include "api/resources.h"
 
 namespace ayatori::controller {
@@ -65,6 +67,36 @@ std::optional<Resolution> CheckReference(const ClusterCache& cache, const std::s
 }
 
 }  // namespace
+
+std::string WaitTarget(std::string_view kind, std::string_view objectKey) {
+  std::string out;
+  out.reserve(kind.size() + 1 + objectKey.size());
+  out.append(kind).append("/").append(objectKey);
+  return out;
+}
+
+std::vector<std::string> WaitTargets(const api::Job& job) {
+  std::vector<std::string> out;
+  if (!statemachine::NeedsResolution(job)) return out;
+  const std::string& ns = job.metadata.namespace_;
+  auto add = [&](std::string_view kind, const std::string& name) {
+    std::string target = WaitTarget(kind, ns + "/" + name);
+    if (std::find(out.begin(), out.end(), target) == out.end()) out.push_back(std::move(target));
+  };
+  if (job.spec.jobClassName.empty()) {
+    out.push_back(WaitTarget("Namespace", ns));
+    out.emplace_back(kWaitsOnDefaultJobClass);
+  } else {
+    out.push_back(WaitTarget("JobClass", job.spec.jobClassName));
+  }
+  for (const auto& env : job.spec.task.env) {
+    if (!env.valueFrom) continue;
+    if (env.valueFrom->secretKeyRef) add("Secret", env.valueFrom->secretKeyRef->name);
+    if (env.valueFrom->configMapKeyRef) add("ConfigMap", env.valueFrom->configMapKeyRef->name);
+  }
+  for (const auto& pull : job.spec.task.imagePullSecrets) add("Secret", pull.name);
+  return out;
+}
 
 Resolution ResolveJob(const api::Job& job, const ClusterCache& cache,
                       const adapters::AdapterRegistry& registry) {

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "adapters/registry.h"
 #include "controller/cluster_cache.h"
@@ -20,6 +22,21 @@ bool AdapterPassesReferences(const std::string& controllerName);
 // cluster default. On failure returns a kPending resolution in `failure`.
 std::string ChooseJobClassName(const api::Job& job, const ClusterCache& cache,
                                statemachine::Resolution* failure);
+
+// What a Job that is not accepted yet waits on: the objects whose change may change the outcome
+// of ResolveJob for it. The Job informer indexes waiting Jobs by these values, so that a change to
+// one object requeues only the Jobs that wait on it. Values:
+//   Secret/<ns>/<name>     env secretKeyRef, imagePullSecrets
+//   ConfigMap/<ns>/<name>  env configMapKeyRef
+//   JobClass/<name>        spec.jobClassName (and, through the class, its parameters)
+//   Namespace/<ns>         empty spec.jobClassName: the namespace's default-class annotation
+//   DefaultJobClass        empty spec.jobClassName: the JobClasses annotated as cluster default
+// Empty for a Job that does not need resolution (statemachine::NeedsResolution).
+std::vector<std::string> WaitTargets(const api::Job& job);
+// A WaitTargets value: kind "Secret", "ConfigMap", "JobClass" or "Namespace" and the object's
+// informer key ("<ns>/<name>", or the name of a cluster-scoped object).
+std::string WaitTarget(std::string_view kind, std::string_view objectKey);
+inline constexpr const char* kWaitsOnDefaultJobClass = "DefaultJobClass";
 
 statemachine::Resolution ResolveJob(const api::Job& job, const ClusterCache& cache,
                                     const adapters::AdapterRegistry& registry);

@@ -164,6 +164,16 @@ std::vector<InformerCore::Object> InformerCore::ByIndex(const std::string& index
   return out;
 }
 
+std::vector<std::string> InformerCore::IndexKeys(const std::string& index,
+                                                 const std::string& value) const {
+  std::shared_lock lock(cacheMu_);
+  auto idx = indexes_.find(index);
+  if (idx == indexes_.end()) return {};
+  auto keys = idx->second.keys.find(value);
+  if (keys == idx->second.keys.end()) return {};
+  return keys->second;
+}
+
 size_t InformerCore::Size() const {
   std::shared_lock lock(cacheMu_);
   return cache_.size();

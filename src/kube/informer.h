@@ -106,6 +106,8 @@ class InformerCore {
   // back into this informer.
   void ForEach(const std::function<void(const std::string&, const Object&)>& fn) const;
   std::vector<Object> ByIndex(const std::string& index, const std::string& value) const;
+  // The keys of the objects ByIndex would return.
+  std::vector<std::string> IndexKeys(const std::string& index, const std::string& value) const;
   size_t Size() const;
   InformerStats Stats() const;
   const ResourceRef& resource() const { return ref_; }
@@ -220,6 +222,9 @@ class Informer {
   }
   std::vector<Ptr> ByIndex(const std::string& index, const std::string& value) const {
     return CastAll(core_.ByIndex(index, value));
+  }
+  std::vector<std::string> IndexKeys(const std::string& index, const std::string& value) const {
+    return core_.IndexKeys(index, value);
   }
   size_t Size() const { return core_.Size(); }
   InformerStats Stats() const { return core_.Stats(); }

@@ -1,19 +1,57 @@
 #include "obs/http_server.h"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
+#include <httplib.h>
 #include <netdb.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <array>
 #include <cerrno>
 #include <cstring>
-#include <string_view>
 
 namespace ayatori::obs {
+namespace {
+
+// Connections served at once. Probes and scrapes take milliseconds, so a pool this size answers
+// them even while several stalled clients each hold a thread until their timeout.
+constexpr size_t kPoolThreads = 8;
+// A request must arrive, and a response make progress, within these; a kept-alive connection
+// idle longer is closed. They also bound how long Stop() waits for a stalled client: a response
+// nobody reads ends after one blocked send and one wait for writability, two write timeouts.
+constexpr time_t kReadTimeoutSeconds = 2;
+constexpr time_t kWriteTimeoutSeconds = 2;
+constexpr time_t kKeepAliveSeconds = 1;
+constexpr size_t kKeepAliveRequests = 20;
+constexpr size_t kMaxRequestBody = size_t{16} * 1024;  // the endpoints take no body
+
+// Replaces httplib's default socket options, which add SO_REUSEPORT: a second controller on the
+// same port would then share it silently instead of failing to bind. (httplib sets the read and
+// write timeouts on each accepted connection itself, as SO_RCVTIMEO and SO_SNDTIMEO, so even one
+// send of a large response to a client that does not read ends.)
+void SetSocketOptions(int fd) {
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+}
+
+void Reply(httplib::Response& res, const HttpResponse& r) {
+  res.status = r.code;
+  res.set_content(r.body, r.contentType.c_str());
+}
+
+}  // namespace
+
+// httplib's stop() does nothing until the listening thread has marked itself running, so a Stop()
+// right after Start() could leave that thread accepting forever. Closing the listening socket
+// here works in every state: the accept loop ends as soon as it finds the socket closed.
+class HttpServer::Listener final : public httplib::Server {
+ public:
+  void Close() {
+    socket_t fd = svr_sock_.exchange(INVALID_SOCKET);
+    if (fd != INVALID_SOCKET) {
+      shutdown(fd, SHUT_RDWR);  // wakes a thread blocked in accept()
+      close(fd);
+    }
+  }
+};
 
 bool SplitHostPort(const std::string& address, std::string* host, int* port) {
   auto colon = address.rfind(':');
@@ -31,6 +69,8 @@ bool SplitHostPort(const std::string& address, std::string* host, int* port) {
   return true;
 }
 
+HttpServer::HttpServer() = default;
+
 HttpServer::~HttpServer() { Stop(); }
 
 void HttpServer::Handle(const std::string& path, Handler handler) {
@@ -38,117 +78,67 @@ void HttpServer::Handle(const std::string& path, Handler handler) {
 }
 
 Status HttpServer::Start(const std::string& address) {
+  if (thread_.joinable()) return {StatusCode::kFailedPrecondition, "already serving"};
   std::string host;
   int port = 0;
   if (!SplitHostPort(address, &host, &port)) {
     return {StatusCode::kInvalidArgument,
             "listen address \"" + address + "\" is not host:port (e.g. 127.0.0.1:8080 or :8080)"};
   }
+  if (host.empty()) host = "0.0.0.0";
+  // Checked here for a clear message: httplib only says that binding failed.
   addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST;
-  addrinfo* res = nullptr;
-  std::string portStr = std::to_string(port);
-  int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), portStr.c_str(), &hints, &res);
-  if (rc != 0) {
+  addrinfo* resolved = nullptr;
+  if (int rc = getaddrinfo(host.c_str(), nullptr, &hints, &resolved); rc != 0) {
     return {StatusCode::kInvalidArgument,
             "listen address \"" + address + "\": " + gai_strerror(rc)};
   }
-  int fd = socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC, 0);
-  int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 64) != 0) {
-    std::string err = std::strerror(errno);
-    freeaddrinfo(res);
-    if (fd >= 0) close(fd);
-    return {StatusCode::kUnavailable, "cannot listen on " + address + ": " + err};
+  freeaddrinfo(resolved);
+
+  auto listener = std::make_unique<Listener>();
+  listener->new_task_queue = [] { return new httplib::ThreadPool(kPoolThreads); };
+  listener->set_socket_options(SetSocketOptions);
+  listener->set_read_timeout(kReadTimeoutSeconds, 0);
+  listener->set_write_timeout(kWriteTimeoutSeconds, 0);
+  listener->set_keep_alive_timeout(kKeepAliveSeconds);
+  listener->set_keep_alive_max_count(kKeepAliveRequests);
+  listener->set_payload_max_length(kMaxRequestBody);
+  listener->set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+    using Result = httplib::Server::HandlerResponse;
+    if (req.method == "GET" || req.method == "HEAD") return Result::Unhandled;
+    Reply(res, {405, "text/plain", "method not allowed\n"});
+    return Result::Handled;
+  });
+  listener->Get(".*", [this](const httplib::Request& req, httplib::Response& res) {
+    auto it = handlers_.find(req.path);
+    Reply(res,
+          it == handlers_.end() ? HttpResponse{404, "text/plain", "not found\n"} : it->second());
+  });
+  listener->set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, const std::exception_ptr&) {
+        Reply(res, {500, "text/plain", "internal error\n"});
+      });
+
+  errno = 0;
+  const int flags = AI_PASSIVE | AI_NUMERICHOST;
+  int bound = port == 0 ? listener->bind_to_any_port(host, flags)
+                        : (listener->bind_to_port(host, port, flags) ? port : -1);
+  if (bound <= 0) {
+    return {StatusCode::kUnavailable, "cannot listen on " + address + ": " +
+                                          (errno != 0 ? std::strerror(errno) : "bind failed")};
   }
-  freeaddrinfo(res);
-  sockaddr_storage bound{};
-  socklen_t len = sizeof(bound);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
-  port_ = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
-                                      : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  listenFd_ = fd;
-  if (pipe2(wakePipe_, O_CLOEXEC) != 0) {
-    return {StatusCode::kInternal, std::string("pipe: ") + std::strerror(errno)};
-  }
-  thread_ = std::thread([this] { Serve(); });
+  port_ = bound;
+  listener_ = std::move(listener);
+  thread_ = std::thread([l = listener_.get()] { l->listen_after_bind(); });
   return Status::Ok();
 }
 
 void HttpServer::Stop() {
   if (!thread_.joinable()) return;
-  [[maybe_unused]] auto n = write(wakePipe_[1], "x", 1);
-  thread_.join();
-  close(listenFd_);
-  close(wakePipe_[0]);
-  close(wakePipe_[1]);
-  listenFd_ = -1;
-}
-
-void HttpServer::Serve() {
-  while (true) {
-    std::array<pollfd, 2> fds{pollfd{listenFd_, POLLIN, 0}, pollfd{wakePipe_[0], POLLIN, 0}};
-    if (poll(fds.data(), fds.size(), -1) < 0) {
-      if (errno == EINTR) continue;
-      return;
-    }
-    if (fds[1].revents != 0) return;
-    if (fds[0].revents != 0) {
-      int conn = accept4(listenFd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (conn >= 0) {
-        HandleConnection(conn);
-        close(conn);
-      }
-    }
-  }
-}
-
-void HttpServer::HandleConnection(int fd) {
-  // Read the request head with a short timeout so a silent client cannot block probes.
-  std::string request;
-  std::array<char, 4096> buf{};
-  while (request.find("\r\n\r\n") == std::string::npos && request.size() < 16384) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 2000) <= 0) return;
-    ssize_t n = read(fd, buf.data(), buf.size());
-    if (n <= 0) return;
-    request.append(buf.data(), static_cast<size_t>(n));
-  }
-  HttpResponse resp;
-  std::string_view line(request);
-  line = line.substr(0, line.find("\r\n"));
-  auto sp1 = line.find(' ');
-  auto sp2 = line.find(' ', sp1 == std::string_view::npos ? 0 : sp1 + 1);
-  if (sp1 == std::string_view::npos || sp2 == std::string_view::npos) {
-    resp = {400, "text/plain", "bad request\n"};
-  } else {
-    std::string method(line.substr(0, sp1));
-    std::string path(line.substr(sp1 + 1, sp2 - sp1 - 1));
-    path = path.substr(0, path.find('?'));
-    auto it = handlers_.find(path);
-    if (method != "GET" && method != "HEAD") {
-      resp = {405, "text/plain", "method not allowed\n"};
-    } else if (it == handlers_.end()) {
-      resp = {404, "text/plain", "not found\n"};
-    } else {
-      resp = it->second();
-      if (method == "HEAD") resp.body.clear();
-    }
-  }
-  const char* reason = resp.code == 200 ? "OK" : resp.code == 404 ? "Not Found" : "Error";
-  std::string out = "HTTP/1.1 " + std::to_string(resp.code) + " " + reason +
-                    "\r\nContent-Type: " + resp.contentType +
-                    "\r\nContent-Length: " + std::to_string(resp.body.size()) +
-                    "\r\nConnection: close\r\n\r\n" + resp.body;
-  size_t off = 0;
-  while (off < out.size()) {
-    ssize_t n = write(fd, out.data() + off, out.size() - off);
-    if (n <= 0) return;
-    off += static_cast<size_t>(n);
-  }
+  listener_->Close();
+  thread_.join();  // httplib joins its pool: every connection has ended
+  listener_.reset();
 }
 
 }  // namespace ayatori::obs

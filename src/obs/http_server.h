@@ -1,10 +1,13 @@
-// A minimal HTTP/1.1 server for /healthz, /readyz and /metrics: one thread, GET only, one
-// request per connection. Enough for kubelet probes and Prometheus scrapes; not a web framework.
+// The /healthz, /readyz and /metrics endpoints over HTTP/1.1, GET and HEAD only, on Debian's
+// cpp-httplib. Connections are served concurrently by a small pool of threads, with read, write
+// and keep-alive timeouts: a client that stalls (sends half a request, or never reads a large
+// /metrics response) holds one pool thread for a few seconds at most and never delays a probe
+// served by another. Enough for kubelet probes and Prometheus scrapes; not a web framework.
 #pragma once
 
-#include <atomic>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -21,26 +24,28 @@ struct HttpResponse {
 class HttpServer {
  public:
   using Handler = std::function<HttpResponse()>;
-  HttpServer() = default;
+  HttpServer();
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
+  // Before Start(). Handlers run on the pool's threads, possibly several at once.
   void Handle(const std::string& path, Handler handler);
-  // Binds "host:port" (port 0 picks a free one) and serves on a background thread.
+  // Binds "host:port" (port 0 picks a free one; numeric hosts only) and serves on background
+  // threads.
   Status Start(const std::string& address);
+  // Stops accepting and returns once every connection is closed, which a stalled client delays by
+  // two write timeouts (4 s) at most.
   void Stop();
   int port() const { return port_; }
 
  private:
-  void Serve();
-  void HandleConnection(int fd);
+  class Listener;  // the cpp-httplib server, kept out of this header
 
   std::map<std::string, Handler> handlers_;
-  int listenFd_ = -1;
-  int port_ = 0;
-  int wakePipe_[2] = {-1, -1};
+  std::unique_ptr<Listener> listener_;
   std::thread thread_;
+  int port_ = 0;
 };
 
 // Splits "host:port" (host may be empty = 0.0.0.0, or "[::1]"); false if malformed.

@@ -1,9 +1,13 @@
 #include "obs/metrics.h"
 
 #include <algorithm>
+#include <array>
+#include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 
 namespace ayatori::obs {
 
@@ -99,12 +103,56 @@ void Registry::AddCollector(std::function<void(Registry&)> collector) {
   collectors_.push_back(std::move(collector));
 }
 
+std::string FormatFloat(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  if (v == 0) return "0";  // -0 too, as the Go client prints it
+  // The shortest digits that read back as v, in the form "-d.ddde-XX".
+  std::array<char, 64> buf{};
+  auto [end, ec] =
+      std::to_chars(buf.data(), buf.data() + buf.size(), v, std::chars_format::scientific);
+  if (ec != std::errc()) return "NaN";  // cannot happen: 64 bytes hold any double
+  std::string_view sci(buf.data(), static_cast<size_t>(end - buf.data()));
+  const bool negative = sci.front() == '-';
+  if (negative) sci.remove_prefix(1);
+  const size_t e = sci.find('e');
+  std::string digits;
+  for (char c : sci.substr(0, e)) {
+    if (c != '.') digits += c;
+  }
+  int exp = 0;
+  std::from_chars(sci.data() + e + (sci[e + 1] == '+' ? 2 : 1), sci.data() + sci.size(), exp);
+
+  std::string out = negative ? "-" : "";
+  const int n = static_cast<int>(digits.size());
+  if (exp < -4 || exp >= 6) {
+    // Go's %e: d[.ddd]e±XX with at least two exponent digits.
+    out += digits[0];
+    if (n > 1) out += "." + digits.substr(1);
+    out += exp < 0 ? "e-" : "e+";
+    const int absExp = std::abs(exp);
+    if (absExp < 10) out += '0';
+    out += std::to_string(absExp);
+  } else if (exp < 0) {
+    out += "0." + std::string(static_cast<size_t>(-exp - 1), '0') + digits;
+  } else if (n <= exp + 1) {
+    out += digits + std::string(static_cast<size_t>(exp + 1 - n), '0');
+  } else {
+    const size_t integerDigits = static_cast<size_t>(exp) + 1;
+    out += digits.substr(0, integerDigits) + "." + digits.substr(integerDigits);
+  }
+  return out;
+}
+
 namespace {
 
-std::string EscapeLabelValue(const std::string& v) {
+// The exposition format escapes backslash and newline in HELP text, and also the double quote in
+// label values.
+std::string Escape(const std::string& v, bool quote) {
   std::string out;
+  out.reserve(v.size());
   for (char c : v) {
-    if (c == '\\' || c == '"') {
+    if (c == '\\' || (quote && c == '"')) {
       out += '\\';
       out += c;
     } else if (c == '\n') {
@@ -124,21 +172,13 @@ std::string FormatLabels(const Labels& labels, const std::string& extraName = ""
   for (const auto& [k, v] : labels) {
     if (!first) out += ",";
     first = false;
-    out += k + "=\"" + EscapeLabelValue(v) + "\"";
+    out += k + "=\"" + Escape(v, /*quote=*/true) + "\"";
   }
   if (!extraName.empty()) {
     if (!first) out += ",";
     out += extraName + "=\"" + extraValue + "\"";
   }
   return out + "}";
-}
-
-std::string FormatNumber(double v) {
-  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-  std::ostringstream os;
-  os.precision(17);
-  os << v;
-  return os.str();
 }
 
 }  // namespace
@@ -154,31 +194,32 @@ std::string Registry::Render() {
   std::lock_guard lock(mu_);
   std::ostringstream out;
   for (const auto& [name, family] : families_) {
-    out << "# HELP " << name << " " << family.help << "\n";
+    out << "# HELP " << name << " " << Escape(family.help, /*quote=*/false) << "\n";
     switch (family.kind) {
       case Kind::kCounter:
         out << "# TYPE " << name << " counter\n";
         for (const auto& [labels, c] : family.counters) {
-          out << name << FormatLabels(labels) << " " << FormatNumber(c->Value()) << "\n";
+          out << name << FormatLabels(labels) << " " << FormatFloat(c->Value()) << "\n";
         }
         break;
       case Kind::kGauge:
         out << "# TYPE " << name << " gauge\n";
         for (const auto& [labels, g] : family.gauges) {
-          out << name << FormatLabels(labels) << " " << FormatNumber(g->Value()) << "\n";
+          out << name << FormatLabels(labels) << " " << FormatFloat(g->Value()) << "\n";
         }
         break;
       case Kind::kHistogram:
         out << "# TYPE " << name << " histogram\n";
         for (const auto& [labels, h] : family.histograms) {
           auto s = h->Read();
+          const std::string count = FormatFloat(static_cast<double>(s.count));
           for (size_t i = 0; i < s.bounds.size(); ++i) {
-            out << name << "_bucket" << FormatLabels(labels, "le", FormatNumber(s.bounds[i])) << " "
-                << s.cumulative[i] << "\n";
+            out << name << "_bucket" << FormatLabels(labels, "le", FormatFloat(s.bounds[i])) << " "
+                << FormatFloat(static_cast<double>(s.cumulative[i])) << "\n";
           }
-          out << name << "_bucket" << FormatLabels(labels, "le", "+Inf") << " " << s.count << "\n";
-          out << name << "_sum" << FormatLabels(labels) << " " << FormatNumber(s.sum) << "\n";
-          out << name << "_count" << FormatLabels(labels) << " " << s.count << "\n";
+          out << name << "_bucket" << FormatLabels(labels, "le", "+Inf") << " " << count << "\n";
+          out << name << "_sum" << FormatLabels(labels) << " " << FormatFloat(s.sum) << "\n";
+          out << name << "_count" << FormatLabels(labels) << " " << count << "\n";
         }
         break;
     }

@@ -55,6 +55,11 @@ class Histogram {
   uint64_t count_ = 0;
 };
 
+// A sample value or bucket bound as Prometheus' Go client prints it (strconv.FormatFloat(v, 'g',
+// -1, 64)): the shortest digits that read back as v, exponent form below 1e-4 and from 1e6 up
+// ("0.0025", "1.5e+06"), and NaN, +Inf, -Inf.
+std::string FormatFloat(double v);
+
 // Seconds-valued buckets from 1 ms to ~60 s.
 std::vector<double> DefaultLatencyBuckets();
 
@@ -73,7 +78,7 @@ class Registry {
  private:
   enum class Kind { kCounter, kGauge, kHistogram };
   struct Family {
-    Kind kind;
+    Kind kind = Kind::kCounter;
     std::string help;
     std::map<Labels, std::unique_ptr<Counter>> counters;
     std::map<Labels, std::unique_ptr<Gauge>> gauges;

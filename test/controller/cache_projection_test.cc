@@ -4,11 +4,13 @@
 #include <malloc.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "api/conditions.h"
 #include "controller/cached_job.h"
 #include "controller/controller.h"
+#include "controller/resolver.h"
 #include "statemachine/statemachine.h"
 
 namespace ayatori::controller {
@@ -121,9 +123,17 @@ api::Job FinishedJobBeingDeleted(int i) {
   return job;
 }
 
+api::Job WaitingJobWithSecret(int i) {
+  api::Job job = TypicalAcceptedJob(i);
+  job.status = {};
+  job.spec.task.env.push_back(
+      {"TOKEN", std::nullopt, api::EnvVarSource{api::KeySelector{"creds", "token", false}, {}}});
+  return job;
+}
+
 TEST(CachedJobTest, DecodesToTheProjectionItWasMadeFrom) {
   for (const api::Job& job : {CompactJobForCache(TypicalAcceptedJob(3)), TypicalAcceptedJob(4),
-                              FinishedJobBeingDeleted(5), api::Job{}}) {
+                              FinishedJobBeingDeleted(5), api::Job{}, WaitingJobWithSecret(7)}) {
     auto entry = CachedJob::Encode(job);
     ASSERT_TRUE(entry.ok()) << entry.status().ToString();
     auto decoded = entry->Decode();
@@ -131,10 +141,16 @@ TEST(CachedJobTest, DecodesToTheProjectionItWasMadeFrom) {
     EXPECT_EQ(*decoded, job) << job.metadata.name;
     EXPECT_EQ(entry->state(), statemachine::DeriveState(job));
     EXPECT_EQ(entry->needsResolution(), statemachine::NeedsResolution(job));
+    EXPECT_EQ(entry->waitsOn(), WaitTargets(job));
   }
   auto deleting = CachedJob::Encode(FinishedJobBeingDeleted(6));
   ASSERT_TRUE(deleting.ok());
   EXPECT_EQ(deleting->state(), statemachine::State::kDeleting);
+  EXPECT_TRUE(deleting->waitsOn().empty());
+  auto waiting = CachedJob::Encode(WaitingJobWithSecret(8));
+  ASSERT_TRUE(waiting.ok());
+  EXPECT_EQ(waiting->waitsOn(),
+            (std::vector<std::string>{"JobClass/default", "Secret/team-a/creds"}));
 }
 
 // The design budget is 3 KiB per cached Job (DESIGN.md § Targets) for everything the controller

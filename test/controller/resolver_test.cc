@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "adapters/testing/in_process_adapter.h"
 #include "test/controller/fake_cluster_cache.h"
@@ -308,6 +310,40 @@ TEST_F(ResolverTest, WaitingReasonsComeBeforeValidation) {
   job.spec.task.env.push_back(reject);
   job.spec.task.env.push_back(SecretEnv("TOKEN", "later", "token"));
   EXPECT_PENDING(Resolve(job), "SecretNotFound");
+}
+
+// WaitTargets names every object whose change can change what ResolveJob answers for a Job: its
+// Secrets and ConfigMaps, its class (or, without a class name, the namespace and cluster
+// defaults). Each line below is a reference the resolver reads.
+TEST(WaitTargetsTest, NamesWhatAWaitingJobWaitsOn) {
+  api::Job job = Job("gold");
+  job.spec.task.env.push_back(SecretEnv("A", "creds", "a"));
+  job.spec.task.env.push_back(SecretEnv("B", "creds", "b"));  // the same Secret once
+  job.spec.task.env.push_back(ConfigMapEnv("C", "settings", "c", /*optional=*/true));
+  api::EnvVar literal;
+  literal.name = "D";
+  literal.value = "d";
+  job.spec.task.env.push_back(literal);
+  job.spec.task.imagePullSecrets.push_back({"pull"});
+  EXPECT_EQ(WaitTargets(job),
+            (std::vector<std::string>{"JobClass/gold", "Secret/team-a/creds",
+                                      "ConfigMap/team-a/settings", "Secret/team-a/pull"}));
+
+  api::Job defaulted = Job("");
+  EXPECT_EQ(WaitTargets(defaulted),
+            (std::vector<std::string>{"Namespace/team-a", kWaitsOnDefaultJobClass}));
+}
+
+TEST(WaitTargetsTest, JobsThatNeedNoResolutionWaitOnNothing) {
+  api::Job accepted = Job("gold");
+  accepted.spec.task.env.push_back(SecretEnv("A", "creds", "a"));
+  accepted.status.conditions.push_back(
+      {api::kConditionAccepted, api::ConditionStatus::kTrue, "Valid", "", 1, {}});
+  EXPECT_TRUE(WaitTargets(accepted).empty());
+
+  api::Job cancelled = Job("gold");
+  cancelled.spec.desiredState = api::DesiredState::kCancelled;
+  EXPECT_TRUE(WaitTargets(cancelled).empty());
 }
 
 }  // namespace

@@ -344,6 +344,12 @@ TEST_F(InformerTest, IndexesFollowTheCache) {
   ASSERT_TRUE(Eventually([&] { return inf.ByIndex("value", "red").size() == 2; }, 10s));
   EXPECT_TRUE(inf.ByIndex("value", "blue").empty());
   EXPECT_TRUE(inf.ByIndex("nope", "red").empty());
+  EXPECT_THAT(inf.IndexKeys("value", "red"), UnorderedElementsAre("ns/a", "ns/b"));
+  EXPECT_TRUE(inf.IndexKeys("value", "blue").empty());
+  EXPECT_TRUE(inf.IndexKeys("nope", "red").empty());
+  ASSERT_TRUE(fake_.Delete(cm_, "ns", "a", {}).ok());
+  ASSERT_TRUE(Eventually([&] { return inf.IndexKeys("value", "red").size() == 1; }, 10s));
+  EXPECT_THAT(inf.IndexKeys("value", "red"), ElementsAre("ns/b"));
 }
 
 TEST_F(InformerTest, StopEndsTheWatchPromptly) {
