@@ -12,7 +12,7 @@ PACKAGES=(
   libcurl4-openssl-dev zlib1g-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev libfmt-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   # test environment and demo
-  openssl curl python3 procps iproute2 busybox-static docker.io docker-registry apache2-utils
+  openssl curl python3 python3-venv procps iproute2 busybox-static docker.io docker-registry apache2-utils
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
