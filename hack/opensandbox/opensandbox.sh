@@ -95,7 +95,7 @@ build_images() {
     log "$standin is dynamically linked; the sandbox images need a static binary"
     exit 1
   fi
-  import_image "$EXECD_IMAGE" "$standin:/execd" "$H/bootstrap.sh:/bootstrap.sh"
+  import_image "$EXECD_IMAGE" "$standin:/execd" "$H/../../test/opensandbox/execd_standin/bootstrap.sh:/bootstrap.sh"
   import_image "$WORKLOAD_IMAGE"
 }
 
