@@ -12,8 +12,10 @@
 #                           containers it left on the dockerd, delete DIR
 #   opensandbox.sh env      print DIR/env.sh
 #   opensandbox.sh venv     print the virtualenv's path (after build)
-#   opensandbox.sh restart  stop the server (TERM) and start it again on the same port and config;
-#                           sandboxes live on (the server re-arms their timers from labels)
+#   opensandbox.sh stop     stop the server (TERM) but keep DIR, its config and its sandboxes
+#   opensandbox.sh start    start the stopped server again on the same port and config (sandboxes
+#                           live on: the server re-arms their timers from their labels)
+#   opensandbox.sh restart  stop, then start
 #
 # The virtualenv lives outside the repository, keyed by the lock file and the Python version:
 # ${XDG_CACHE_HOME:-~/.cache}/ayatori/opensandbox/<key>/venv (built in place: venvs do not move;
@@ -213,10 +215,9 @@ stop_server() {
   rm -f "$D/server.pid"
 }
 
-restart() {
+start_again() {
   [ -f "$D/port" ] || { log "no stack in $D"; exit 1; }
   DOCKER_HOST=$(cat "$D/docker_host")
-  stop_server
   start_server
   wait_healthy "$(cat "$D/port")"
 }
@@ -240,8 +241,10 @@ case ${1:-} in
   build) build ;;
   up) up ;;
   down) down ;;
-  restart) restart ;;
+  stop) stop_server ;;
+  start) start_again ;;
+  restart) stop_server; start_again ;;
   env) cat "$D/env.sh" ;;
   venv) venv_dir ;;
-  *) echo "usage: opensandbox.sh build|up|down|restart|env|venv" >&2; exit 2 ;;
+  *) echo "usage: opensandbox.sh build|up|down|stop|start|restart|env|venv" >&2; exit 2 ;;
 esac

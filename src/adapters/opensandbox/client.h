@@ -54,6 +54,7 @@ class ServerClient {
   StatusOr<std::string> RunBackground(const ExecdTarget& target, const std::string& command) const;
 
   const std::string& endpoint() const { return endpoint_; }
+  const SensitiveString& apiKey() const { return apiKey_; }
 
  private:
   kube::HttpTransport& transport_;

@@ -348,8 +348,8 @@ Observation OpenSandboxAdapter::RunOrFind(const Target& target, const ExecutionR
   }
   o.references = References(sandboxId, commandId);
   if (o.phase == ExecutionPhase::kRunning) {
-    WatchCommand(uid, request.job.metadata.namespace_, request.job.metadata.name, commandId, *execd,
-                 target.params);
+    WatchCommand(uid, request.job.metadata.namespace_, request.job.metadata.name, sandboxId,
+                 commandId, *execd, target);
   }
   return o;
 }
@@ -462,8 +462,8 @@ Observation OpenSandboxAdapter::EnsureExecution(const ExecutionRequest& request)
       Observation o = ObserveSandboxAndCommand(*target, uid, sandbox, commandId);
       if (o.phase == ExecutionPhase::kRunning) {
         if (auto execd = ExecdFor(*target, sandboxId); execd.ok()) {
-          WatchCommand(uid, request.job.metadata.namespace_, request.job.metadata.name, commandId,
-                       *execd, target->params);
+          WatchCommand(uid, request.job.metadata.namespace_, request.job.metadata.name, sandboxId,
+                       commandId, *execd, *target);
         }
       }
       return o;
@@ -555,7 +555,8 @@ Observation OpenSandboxAdapter::Observe(const ExecutionKey& key) {
   Observation o = ObserveSandboxAndCommand(*target, key.uid, **found, commandId);
   if (o.phase == ExecutionPhase::kRunning) {
     if (auto execd = ExecdFor(*target, GetString(**found, "id")); execd.ok()) {
-      WatchCommand(key.uid, key.namespace_, key.name, commandId, *execd, target->params);
+      WatchCommand(key.uid, key.namespace_, key.name, GetString(**found, "id"), commandId, *execd,
+                   *target);
     }
   } else if (IsStopped(o.phase)) {
     std::lock_guard lock(mu_);
@@ -677,22 +678,26 @@ StatusOr<std::string> OpenSandboxAdapter::Logs(const ExecutionKey& key, size_t t
 }
 
 void OpenSandboxAdapter::WatchCommand(const std::string& uid, const std::string& ns,
-                                      const std::string& name, const std::string& commandId,
-                                      const ExecdTarget& execd,
-                                      const api::OpenSandboxExecutionParameters& params) {
+                                      const std::string& name, const std::string& sandboxId,
+                                      const std::string& commandId, const ExecdTarget& execd,
+                                      const Target& target) {
   const milliseconds max = options_.maxPoll.value_or(
-      milliseconds(std::max<int64_t>(1, params.pollIntervalSeconds) * 1000));
+      milliseconds(std::max<int64_t>(1, target.params.pollIntervalSeconds) * 1000));
   {
     std::lock_guard lock(mu_);
     auto it = watches_.find(uid);
     if (it != watches_.end() && it->second.commandId == commandId) return;  // already polled
-    Watch w{ns,
-            name,
-            commandId,
-            execd,
-            options_.firstPoll,
-            max,
-            std::chrono::steady_clock::now() + options_.firstPoll};
+    Watch w;
+    w.ns = ns;
+    w.name = name;
+    w.commandId = commandId;
+    w.execd = execd;
+    w.sandboxId = sandboxId;
+    w.endpoint = target.client->endpoint();
+    w.apiKey = target.client->apiKey();
+    w.interval = options_.firstPoll;
+    w.maxInterval = max;
+    w.next = std::chrono::steady_clock::now() + options_.firstPoll;
     watches_[uid] = std::move(w);
   }
   wake_.notify_all();
@@ -731,13 +736,17 @@ void OpenSandboxAdapter::PollLoop() {
     lock.unlock();
     std::vector<std::pair<std::string, bool>> results;  // uid, changed
     for (const auto& [uid, w] : due) {
-      ServerClient execdClient(transport, "", SensitiveString(), options_.timeouts);
-      auto r = execdClient.Execd(w.execd, "GET", "/command/status/" + Escape(w.commandId), "",
-                                 milliseconds(5000));
+      ServerClient client(transport, w.endpoint, w.apiKey, options_.timeouts);
+      auto r = client.Execd(w.execd, "GET", "/command/status/" + Escape(w.commandId), "",
+                            milliseconds(5000));
       bool changed = true;
       if (r.ok() && r->status == 200) {
         auto doc = json::parse(r->body, nullptr, false);
         changed = !(doc.is_object() && doc.value("running", false));
+      }
+      if (!changed && w.interval >= w.maxInterval) {
+        auto s = client.Call("GET", "/sandboxes/" + Escape(w.sandboxId), "", milliseconds(5000));
+        changed = !s.ok() || s->status != 200;
       }
       results.emplace_back(uid, changed);
     }

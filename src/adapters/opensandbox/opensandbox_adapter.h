@@ -84,6 +84,11 @@ class OpenSandboxAdapter final : public Adapter, public docker::LogSource {
     std::string ns, name;
     std::string commandId;
     ExecdTarget execd;
+    // The sandbox and the server that reports on it, checked at the longest interval: a server
+    // outage is then seen (Unknown) while the command runs, not only after it ended.
+    std::string sandboxId;
+    std::string endpoint;
+    SensitiveString apiKey;
     std::chrono::milliseconds interval{0};
     std::chrono::milliseconds maxInterval{0};
     std::chrono::steady_clock::time_point next;
@@ -113,8 +118,8 @@ class OpenSandboxAdapter final : public Adapter, public docker::LogSource {
   Observation SandboxGone(const std::string& sandboxId, const std::string& body);
   void RememberSandbox(const nlohmann::json& sandbox);
   void WatchCommand(const std::string& uid, const std::string& ns, const std::string& name,
-                    const std::string& commandId, const ExecdTarget& execd,
-                    const api::OpenSandboxExecutionParameters& params);
+                    const std::string& sandboxId, const std::string& commandId,
+                    const ExecdTarget& execd, const Target& target);
   void Forget(const std::string& uid, const std::string& sandboxId);
   void PollLoop();
 

@@ -323,6 +323,33 @@ TEST_F(OpenSandboxE2ETest, ALostCreateAnswerLeavesOneSandboxAndOneRun) {
   EXPECT_EQ(CountSandboxes(r.job.metadata.uid), 1);
 }
 
+// The guard: the task's command POSTed a second time (as a lost answer could make a naive retry
+// do) refuses to start the task again, and Observe of that second command does not report it
+// as the task's result.
+TEST_F(OpenSandboxE2ETest, ASecondStartOfTheTaskIsRefusedInTheSandbox) {
+  auto r = Request({"/bin/sh", "-c", "echo first; sleep 1"});
+  Observation o = adapter_->Ensure(r);
+  ASSERT_EQ(o.references.size(), 2u) << PhaseName(o);
+  ServerClient c(*real_, "http://" + domain_ + "/v1", SensitiveString(apiKey_), {});
+  auto ep = c.Call("GET", "/sandboxes/" + o.references[0].id + "/endpoints/44772");
+  ASSERT_TRUE(ep.ok() && ep->status == 200);
+  ExecdTarget execd{ExecdBaseUrl(json::parse(ep->body)).value(), {}};
+  auto second = c.RunBackground(execd, TaskCommand(r));
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  auto key = KeyOf(r);
+  key.references = {o.references[0], {kCommandReferenceType, *second}};
+  Observation dup = docker::e2e::WaitFor(
+      *adapter_, key, [](const Observation& x) { return x.phase != ExecutionPhase::kRunning; }, 30s,
+      "the second start to end");
+  EXPECT_EQ(dup.phase, ExecutionPhase::kUnknown) << PhaseName(dup);
+  EXPECT_EQ(dup.reason, kReasonCommandNotIdentified);
+  auto logs = c.Execd(execd, "GET", "/command/" + *second + "/logs?cursor=0");
+  ASSERT_TRUE(logs.ok());
+  EXPECT_EQ(logs->body, GuardLine(r.job.metadata.uid) + "\n");
+  ASSERT_EQ(WaitStopped(KeyOf(r, o)).phase, ExecutionPhase::kSucceeded);
+  EXPECT_EQ(Output(KeyOf(r, o)), "first\n");
+}
+
 TEST_F(OpenSandboxE2ETest, TheSandboxTimeoutFollowsTheDeadlineWithTheMargin) {
   auto r = Request({"/bin/true"});
   r.job.spec.activeDeadlineSeconds = 30;
