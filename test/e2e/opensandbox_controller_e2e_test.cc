@@ -212,6 +212,50 @@ TEST_F(OpenSandboxControllerE2ETest, AnImageThatCannotBePulledIsImagePullFailed)
   EXPECT_TRUE(Sandboxes(uid).empty());
 }
 
+// A private image of the project's registry (fixture "docker_registry"), which the server pulls
+// with the image.auth the adapter takes from the Job's pull Secret. A wrong Secret fails the pull;
+// neither password appears in the Job, its Events or the controller's log.
+TEST_F(OpenSandboxControllerE2ETest, APrivateImageRunsWithTheRightPullSecretOnly) {
+  auto vars = ReadEnvFile(testing::RequiredEnv("AYATORI_REGISTRY_DIR") + "/env.sh");
+  const std::string addr = vars["REGISTRY_ADDR"], user = vars["REGISTRY_USER"],
+                    password = vars["REGISTRY_PASSWORD"], image = vars["REGISTRY_IMAGE"];
+  ASSERT_FALSE(addr.empty() || user.empty() || password.empty() || image.empty());
+  const std::string wrong = "wrong-" + RandomToken();
+  for (const auto& [name, pw] :
+       {std::pair{std::string("pull-ok"), password}, std::pair{std::string("pull-wrong"), wrong}}) {
+    json config = {{"auths",
+                    {{addr,
+                      {{"username", user},
+                       {"password", pw},
+                       {"auth", kube::Base64Encode(user + ":" + pw)}}}}}};
+    ASSERT_TRUE(Apply({{"apiVersion", "v1"},
+                       {"kind", "Secret"},
+                       {"metadata", {{"name", name}, {"namespace", ns_}}},
+                       {"type", "kubernetes.io/dockerconfigjson"},
+                       {"data", {{".dockerconfigjson", kube::Base64Encode(config.dump())}}}}));
+  }
+  auto run = [&](const std::string& job, const std::string& secret) {
+    Docker(host_, {"rmi", "-f", image});  // only the registry has it: the server must pull
+    json task = Task({"/bin/cat", "/private-marker"}, image);
+    task["imagePullSecrets"] = {{{"name", secret}}};
+    EXPECT_FALSE(CreateJob(job, kClass, task).empty());
+    return WaitForFinished(ns_, job, 120s);
+  };
+  json wrongJob = run("wrong", "pull-wrong");
+  EXPECT_EQ(ConditionSummary(wrongJob, "Succeeded"), "False/ImagePullFailed") << Describe(wrongJob);
+  json okJob = run("right", "pull-ok");
+  EXPECT_EQ(ConditionSummary(okJob, "Succeeded"), "True/Completed") << Describe(okJob);
+  for (const char* job : {"wrong", "right"}) {
+    std::string text = Get(kJobResource, ns_, job).value_or(json()).dump();
+    for (const std::string& secret : {password, wrong}) {
+      EXPECT_EQ(text.find(secret), std::string::npos) << "a registry password is in Job " << job;
+      EXPECT_EQ(EventsJson(ns_).find(secret), std::string::npos) << "a password is in an Event";
+      EXPECT_EQ(controller_.Log().find(secret), std::string::npos) << "a password is in the log";
+    }
+  }
+  Docker(host_, {"rmi", "-f", image});
+}
+
 // SIGKILL as soon as the sandbox exists, usually before the command was started or its
 // reference written: the next controller finds the sandbox by the Job UID, finds out whether the
 // task was started (the sandbox's marker), and the task runs exactly once.
