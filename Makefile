@@ -4,7 +4,8 @@ CTEST_FLAGS ?= --output-on-failure --no-tests=error
 TESTENV := hack/testenv/testenv.sh
 
 .PHONY: all deps configure build testenv test test-unit test-integration test-e2e demo demo-down \
-        demo-kubernetes demo-kubernetes-down format format-check tidy bench bench-kubernetes clean
+        demo-kubernetes demo-kubernetes-down demo-opensandbox demo-opensandbox-down \
+        bench-opensandbox format format-check tidy bench bench-kubernetes clean
 
 all: build
 
@@ -48,6 +49,14 @@ demo-kubernetes: build testenv
 
 demo-kubernetes-down:
 	@hack/demo.sh down-kubernetes
+
+# The OpenSandbox backend on the real opensandbox-server (hack/opensandbox/opensandbox.sh): a Job
+# that succeeds with its output, one that fails and one cancelled.
+demo-opensandbox: build testenv
+	@hack/demo.sh up-opensandbox
+
+demo-opensandbox-down:
+	@hack/demo.sh down-opensandbox
 
 bench: build testenv
 	@hack/bench.sh
