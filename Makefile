@@ -65,6 +65,10 @@ bench: build testenv
 bench-kubernetes: build testenv
 	@AYATORI_BUILD_DIR=$(BUILD_DIR) hack/bench-kubernetes.sh --n=$(or $(N),1000)
 
+# A trivial task through Ayatori on OpenSandbox vs the official Python SDK on the same server.
+bench-opensandbox: build testenv
+	@AYATORI_BUILD_DIR=$(BUILD_DIR) BUILD_DIR=$(BUILD_DIR) hack/bench-opensandbox.sh
+
 format:
 	@git ls-files '*.h' '*.cc' | xargs clang-format -i
 
