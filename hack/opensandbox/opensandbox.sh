@@ -5,7 +5,8 @@
 # docs/opensandbox.md.
 #
 #   opensandbox.sh build    create the virtualenv (server + Python SDK) if the cache lacks it, and,
-#                           when AYATORI_EXECD_STANDIN names the stand-in binary, import the images
+#                           when the stand-in binary is built, import the images
+#                           (AYATORI_EXECD_STANDIN, default build/test/opensandbox/execd_standin)
 #   opensandbox.sh up       build, write the server config, start the server on 127.0.0.1:<free
 #                           port>, wait for /health, write DIR/env.sh
 #   opensandbox.sh down     stop the server this script started (by pid), remove the sandbox
@@ -31,8 +32,12 @@ H=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 D=${AYATORI_OPENSANDBOX_DIR:-/tmp/ayatori-opensandbox-$(id -u)}
 PY=${AYATORI_PYTHON:-$(command -v /usr/bin/python3 || command -v python3)}
 LOCK=$H/requirements.lock
-# Bump when the images' recipe changes (the import is skipped while the tag exists).
-EXECD_IMAGE=ayatori-test/execd-standin:1
+# The stand-in image is tagged with the hash of what goes into it, so a rebuilt stand-in is a new
+# image; the workload image's tag is bumped when its recipe changes (the import is skipped while
+# the tag exists).
+BOOTSTRAP=$H/../../test/opensandbox/execd_standin/bootstrap.sh
+STANDIN=${AYATORI_EXECD_STANDIN:-$H/../../build/test/opensandbox/execd_standin}
+EXECD_IMAGE=
 WORKLOAD_IMAGE=ayatori-test/workload:1
 STOP_SECONDS=${AYATORI_OPENSANDBOX_STOP_SECONDS:-20}
 
@@ -85,25 +90,23 @@ import_image() {
 }
 
 build_images() {
-  local standin=${AYATORI_EXECD_STANDIN:-}
-  if [ -z "$standin" ]; then
-    docker image inspect "$EXECD_IMAGE" >/dev/null 2>&1 && return 0
-    log "AYATORI_EXECD_STANDIN is not set and $EXECD_IMAGE is missing: build the stand-in"
-    log "(cmake --build build --target execd_standin) and pass its path"
+  [ -x "$STANDIN" ] || {
+    log "the execd stand-in $STANDIN is missing: build it (cmake --build build --target"
+    log "execd_standin) or set AYATORI_EXECD_STANDIN to its path"
+    exit 1
+  }
+  if ldd "$STANDIN" >/dev/null 2>&1; then
+    log "$STANDIN is dynamically linked; the sandbox images need a static binary"
     exit 1
   fi
-  [ -x "$standin" ] || { log "AYATORI_EXECD_STANDIN=$standin is not an executable"; exit 1; }
-  if ldd "$standin" >/dev/null 2>&1; then
-    log "$standin is dynamically linked; the sandbox images need a static binary"
-    exit 1
-  fi
-  import_image "$EXECD_IMAGE" "$standin:/execd" "$H/../../test/opensandbox/execd_standin/bootstrap.sh:/bootstrap.sh"
+  EXECD_IMAGE=ayatori-test/execd-standin:$(cat "$STANDIN" "$BOOTSTRAP" | sha256sum | cut -c1-12)
+  import_image "$EXECD_IMAGE" "$STANDIN:/execd" "$BOOTSTRAP:/bootstrap.sh"
   import_image "$WORKLOAD_IMAGE"
 }
 
 build() {
   build_venv
-  if [ -n "${AYATORI_EXECD_STANDIN:-}" ]; then
+  if [ -x "$STANDIN" ]; then
     docker_host
     build_images
   fi

@@ -118,7 +118,7 @@ std::vector<nlohmann::json> EventStreamParser::Feed(std::string_view bytes) {
       size_t nl = frame.find('\n', pos);
       std::string line = frame.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
       if (line.rfind("data:", 0) == 0) line = line.substr(5);
-      if (line.rfind("event:", 0) != 0 && line.rfind("id:", 0) != 0 && line.rfind(":", 0) != 0) {
+      if (line.rfind("event:", 0) != 0 && line.rfind("id:", 0) != 0 && line.rfind(':', 0) != 0) {
         payload += line;
       }
       if (nl == std::string::npos) break;

@@ -299,8 +299,9 @@ Observation OpenSandboxAdapter::RunOrFind(const Target& target, const ExecutionR
   std::string commandId;
   for (int attempt = 0; !created; ++attempt) {
     auto out = RunToCompletion(client, *execd, ProbeCommand(uid));
-    if (!out.ok())
+    if (!out.ok()) {
       return Unreachable("probing sandbox " + sandboxId + ": " + out.status().message());
+    }
     ProbeResult probe = ParseProbeOutput(*out);
     if (probe.kind == ProbeResult::Kind::kAbsent) break;
     if (probe.kind == ProbeResult::Kind::kStarted) {
@@ -363,8 +364,9 @@ Observation OpenSandboxAdapter::ObserveCommand(const ServerClient& client, const
     return Unknown(kReasonCommandLost, "execd no longer knows command " + commandId +
                                            " (its daemon or sandbox restarted)");
   }
-  if (r->status != 200)
+  if (r->status != 200) {
     return Unreachable("execd command status: " + ErrorMessage(r->status, r->body));
+  }
   auto doc = json::parse(r->body, nullptr, false);
   Observation o = ObservationFromCommandStatus(doc);
   if (o.phase == ExecutionPhase::kFailed && o.exitCode == kGuardExitCode) {
@@ -471,8 +473,9 @@ Observation OpenSandboxAdapter::EnsureExecution(const ExecutionRequest& request)
     if (auto o = ObservationFromSandbox(sandbox)) {
       // Not running: no command can be started or found in it. Pending has nothing to refer to
       // yet (the next Ensure looks again).
-      if (o->phase == ExecutionPhase::kPending)
+      if (o->phase == ExecutionPhase::kPending) {
         return Unreachable("sandbox " + sandboxId + " is pending");
+      }
       o->references = References(sandboxId, "");
       return *o;
     }
@@ -495,9 +498,7 @@ Observation OpenSandboxAdapter::EnsureExecution(const ExecutionRequest& request)
   if (!auth.ok()) return Failed(kReasonImagePullFailed, auth.status().message());
   auto body = BuildCreateBody(request, target->params, *auth);
   if (!body.ok()) {
-    return Failed(body.status().code() == StatusCode::kFailedPrecondition ? kReasonBackendRejected
-                                                                          : kReasonBackendRejected,
-                  body.status().message());
+    return Failed(kReasonBackendRejected, body.status().message());
   }
   auto r = client.Call("POST", "/sandboxes", body->dump(), options_.timeouts.create);
   if (!r.ok()) {
@@ -630,8 +631,9 @@ Status OpenSandboxAdapter::Delete(const ExecutionKey& key) {
   if (!target.ok()) return target.status();
   const ServerClient& client = *target->client;
   std::vector<std::string> ids;
-  if (auto ref = ReferenceId(key.references, kSandboxReferenceType); !ref.empty())
+  if (auto ref = ReferenceId(key.references, kSandboxReferenceType); !ref.empty()) {
     ids.push_back(ref);
+  }
   auto r = client.Call("GET", "/sandboxes?metadata=" + UidMetadataQuery(key.uid) + "&pageSize=200");
   if (!r.ok()) return r.status();
   if (r->status != 200) return Status(StatusCode::kServerError, ServerError("list sandboxes", *r));

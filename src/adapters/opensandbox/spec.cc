@@ -18,7 +18,7 @@ using docker::GetString;
 using nlohmann::json;
 
 // Docker's lower bounds (the server's Docker runtime passes these to the engine as they are).
-constexpr int64_t kMinMemoryBytes = 6 * 1024 * 1024;
+constexpr int64_t kMinMemoryBytes = int64_t{6} * 1024 * 1024;
 constexpr int64_t kMinCpuMilli = 10;
 // The server refuses timeouts below 60 s (pydantic: 422).
 constexpr int64_t kMinSandboxTimeout = 60;
@@ -33,8 +33,9 @@ bool IsAlnum(char c) {
 // Kubernetes label name/value syntax, which the server applies to metadata keys and values:
 // [A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?, at most 63 characters.
 bool IsLabelName(std::string_view s) {
-  if (s.empty() || s.size() > kMaxLabelValue || !IsAlnum(s.front()) || !IsAlnum(s.back()))
+  if (s.empty() || s.size() > kMaxLabelValue || !IsAlnum(s.front()) || !IsAlnum(s.back())) {
     return false;
+  }
   return std::all_of(s.begin(), s.end(),
                      [](char c) { return IsAlnum(c) || c == '-' || c == '_' || c == '.'; });
 }
@@ -45,8 +46,9 @@ bool IsDnsSubdomain(std::string_view s) {
   while (start <= s.size()) {
     size_t dot = s.find('.', start);
     std::string_view part = s.substr(start, dot == std::string_view::npos ? s.npos : dot - start);
-    if (part.empty() || part.size() > 63 || !IsAlnum(part.front()) || !IsAlnum(part.back()))
+    if (part.empty() || part.size() > 63 || !IsAlnum(part.front()) || !IsAlnum(part.back())) {
       return false;
+    }
     for (char c : part) {
       if (!(c >= 'a' && c <= 'z') && !(c >= '0' && c <= '9') && c != '-') return false;
     }
@@ -183,9 +185,11 @@ Status ValidateRequest(const ExecutionRequest& request,
                      "\" is not a label key, which the server requires");
     }
     if (!IsMetadataValue(v)) {
-      return Invalid("OpenSandboxExecutionParameters extraMetadata[" + k + "] \"" + v +
-                     "\" is not a label value (at most 63 of [A-Za-z0-9-_.]), which the server "
-                     "requires");
+      std::string message = "OpenSandboxExecutionParameters extraMetadata[" + k + "] \"";
+      message += v;
+      message +=
+          "\" is not a label value (at most 63 of [A-Za-z0-9-_.]), which the server requires";
+      return Invalid(message);
     }
   }
   if (!IsMetadataValue(request.job.metadata.uid) || request.job.metadata.uid.empty()) {

@@ -39,7 +39,7 @@ std::optional<FakeOpenSandbox::Fault> FakeOpenSandbox::TakeFault(const kube::Htt
   return std::nullopt;
 }
 
-StatusOr<kube::HttpResponse> FakeOpenSandbox::Do(const kube::HttpRequest& r) {
+StatusOr<kube::HttpResponse> FakeOpenSandbox::Respond(const kube::HttpRequest& r) {
   auto fault = TakeFault(r);
   if (fault && fault->kind == Fault::Kind::kFailBefore) {
     return Status(StatusCode::kUnavailable, "injected: connection refused");
@@ -53,20 +53,14 @@ StatusOr<kube::HttpResponse> FakeOpenSandbox::Do(const kube::HttpRequest& r) {
   return resp;
 }
 
+StatusOr<kube::HttpResponse> FakeOpenSandbox::Do(const kube::HttpRequest& r) { return Respond(r); }
+
 StatusOr<kube::HttpResponse> FakeOpenSandbox::Stream(
     const kube::HttpRequest& r, std::stop_token,
     const std::function<bool(std::string_view)>& onData) {
-  auto fault = TakeFault(r);
-  if (fault && fault->kind == Fault::Kind::kFailBefore) {
-    return Status(StatusCode::kUnavailable, "injected: connection refused");
-  }
-  if (fault && fault->kind == Fault::Kind::kHttp) {
-    return kube::HttpResponse{fault->httpStatus, fault->httpBody, ""};
-  }
-  kube::HttpResponse resp = Handle(r);
-  if (resp.status == 0) return Status(StatusCode::kUnavailable, "injected: server down");
-  if (fault) return Status(StatusCode::kUnavailable, "injected: the answer was lost");
-  if (resp.status != 200) return resp;
+  auto answer = Respond(r);
+  if (!answer.ok() || answer->status != 200) return answer;
+  const kube::HttpResponse& resp = *answer;
   bool cut;
   {
     std::lock_guard lock(mu_);

@@ -139,6 +139,8 @@ class FakeOpenSandbox final : public kube::HttpTransport {
                                       const std::function<bool(std::string_view)>& onData) override;
 
  private:
+  // The answer to `r` after any injected fault.
+  StatusOr<kube::HttpResponse> Respond(const kube::HttpRequest& r);
   kube::HttpResponse Handle(const kube::HttpRequest& r);
   kube::HttpResponse Server(const std::string& method, const std::string& path,
                             const std::string& body);

@@ -179,7 +179,9 @@ TEST_F(OpenSandboxE2ETest, SuccessHasSandboxAndCommandReferencesOutputAndEnv) {
   auto r = Request({"/bin/sh", "-c", "echo \"done $AYATORI_JOB_NAME $GREETING\""});
   r.job.spec.task.env.push_back({"GREETING", std::string("hi there"), std::nullopt});
   Observation o = adapter_->Ensure(r);
-  ASSERT_EQ(o.phase, ExecutionPhase::kRunning) << PhaseName(o);
+  // Ensure reports what it sees right after the start: a task this short may have ended already.
+  ASSERT_TRUE(o.phase == ExecutionPhase::kRunning || o.phase == ExecutionPhase::kSucceeded)
+      << PhaseName(o);
   ASSERT_EQ(o.references.size(), 2u);
   EXPECT_EQ(o.references[0].type, "Sandbox");
   EXPECT_EQ(o.references[0].id.size(), 36u);

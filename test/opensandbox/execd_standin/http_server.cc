@@ -16,8 +16,8 @@
 namespace execd_standin {
 namespace {
 
-constexpr size_t kMaxHeaderBytes = 64 * 1024;
-constexpr size_t kMaxBodyBytes = 4 * 1024 * 1024;
+constexpr size_t kMaxHeaderBytes = size_t{64} * 1024;
+constexpr size_t kMaxBodyBytes = size_t{4} * 1024 * 1024;
 constexpr int kIdleTimeoutMs = 120 * 1000;
 
 const char* StatusText(int status) {
@@ -99,7 +99,10 @@ std::string Head(const Response& r, bool chunked, bool close) {
   std::string h = "HTTP/1.1 " + std::to_string(r.status) + " " + StatusText(r.status) + "\r\n";
   bool hasType = false;
   for (const auto& [k, v] : r.headers) {
-    h += k + ": " + v + "\r\n";
+    h += k;
+    h += ": ";
+    h += v;
+    h += "\r\n";
     if (Lower(k) == "content-type") hasType = true;
   }
   if (!hasType && !r.body.empty()) h += "Content-Type: text/plain; charset=utf-8\r\n";

@@ -99,7 +99,7 @@ std::string NewId() {
   std::ifstream urandom("/dev/urandom", std::ios::binary);
   urandom.read(reinterpret_cast<char*>(bytes), sizeof(bytes));
   char hex[33];
-  for (int i = 0; i < 16; ++i) snprintf(hex + 2 * i, 3, "%02x", bytes[i]);
+  for (size_t i = 0; i < 16; ++i) snprintf(hex + (2 * i), 3, "%02x", bytes[i]);
   return std::string(hex, 32);
 }
 
@@ -204,7 +204,7 @@ void Finish(const std::shared_ptr<Command>& c, int exitCode, const std::string& 
   finished.notify_all();
 }
 
-void Reap(std::shared_ptr<Command> c, pid_t pid) {
+void Reap(const std::shared_ptr<Command>& c, pid_t pid) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
@@ -234,6 +234,7 @@ void Spawn(const std::shared_ptr<Command>& c, const json& req) {
   std::string shell = FindShell();
   std::vector<std::string> env = CommandEnv(req.value("envs", json::object()));
   std::vector<char*> envp;
+  envp.reserve(env.size() + 1);
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
   std::string dashC = "-c";
@@ -369,8 +370,9 @@ Reply RunCommand(const Request& r, const std::string& tmpDir, std::chrono::milli
   reply.response.headers = {{"Content-Type", "text/event-stream"}, {"Cache-Control", "no-cache"}};
   const std::string id = c->id;
   reply.stream = [id, spawnMs, grace](const ChunkWriter& write) {
-    if (!write(Frame({{"type", "init"}, {"text", id}, {"timestamp", Millis(Clock::now())}})))
+    if (!write(Frame({{"type", "init"}, {"text", id}, {"timestamp", Millis(Clock::now())}}))) {
       return;
+    }
     if (!write(Frame({{"type", "execution_complete"},
                       {"execution_time", spawnMs.count()},
                       {"timestamp", Millis(Clock::now())}}))) {
