@@ -14,7 +14,8 @@ fi
 : "${OPEN_SANDBOX_API_KEY:?OPENSANDBOX_TEST_DOMAIN is set but OPEN_SANDBOX_API_KEY is not}"
 H=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 venv=$("$H/../../hack/opensandbox/opensandbox.sh" venv)
-"$H/../../hack/opensandbox/opensandbox.sh" build
+# The venv only: the stand-in images are not needed here.
+AYATORI_EXECD_STANDIN=/nonexistent "$H/../../hack/opensandbox/opensandbox.sh" build
 export AYATORI_OSB_DOMAIN=$OPENSANDBOX_TEST_DOMAIN
 export AYATORI_OSB_API_KEY=$OPEN_SANDBOX_API_KEY
 export AYATORI_OSB_WORKLOAD_IMAGE=${OPENSANDBOX_TEST_IMAGE:-python:3.11-slim}
