@@ -36,6 +36,15 @@ Observation Failed(const char* reason, const std::string& message) {
   return o;
 }
 
+// The execd the server pointed at serves another Job's sandbox: the task did not start and, while
+// that sandbox lives, cannot start in its own.
+Observation ForeignExecd(const std::string& sandboxId) {
+  return Failed(kReasonBackendRejected,
+                "the execd endpoint of sandbox " + (sandboxId.empty() ? "" : sandboxId + " ") +
+                    "answers for another Job's sandbox (host network mode runs one sandbox at a "
+                    "time); the task was not started");
+}
+
 Observation Absent() {
   Observation o;
   o.phase = ExecutionPhase::kAbsent;
@@ -304,6 +313,7 @@ Observation OpenSandboxAdapter::RunOrFind(const Target& target, const ExecutionR
     }
     ProbeResult probe = ParseProbeOutput(*out);
     if (probe.kind == ProbeResult::Kind::kAbsent) break;
+    if (probe.kind == ProbeResult::Kind::kForeign) return ForeignExecd(sandboxId);
     if (probe.kind == ProbeResult::Kind::kStarted) {
       auto r = client.Execd(*execd, "GET", "/command/status/" + Escape(probe.commandId));
       if (!r.ok()) return Unreachable(r.status().message());
@@ -369,6 +379,13 @@ Observation OpenSandboxAdapter::ObserveCommand(const ServerClient& client, const
   }
   auto doc = json::parse(r->body, nullptr, false);
   Observation o = ObservationFromCommandStatus(doc);
+  if (o.phase == ExecutionPhase::kFailed && o.exitCode == kForeignSandboxExitCode) {
+    auto logs = client.Execd(execd, "GET", "/command/" + Escape(commandId) + "/logs?cursor=0");
+    if (!logs.ok()) return Unreachable("execd: " + logs.status().message());
+    if (logs->status == 200 && logs->body.find(ForeignSandboxLine(uid)) != std::string::npos) {
+      return ForeignExecd("");
+    }
+  }
   if (o.phase == ExecutionPhase::kFailed && o.exitCode == kGuardExitCode) {
     // A second start refused by the guard: the task runs (or ran) under another command.
     auto logs = client.Execd(execd, "GET", "/command/" + Escape(commandId) + "/logs?cursor=0");

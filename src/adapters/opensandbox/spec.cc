@@ -299,14 +299,31 @@ std::string GuardLine(std::string_view uid) {
          " was already started in this sandbox; not starting it again";
 }
 
+std::string ForeignSandboxLine(std::string_view uid) {
+  return "ayatori: this execd belongs to another Job's sandbox, not to Job UID " +
+         std::string(uid) + "; not starting the task here";
+}
+
+namespace {
+
+// "the sandbox's AYATORI_JOB_UID (BuildCreateBody sets it) is not `uid`" as a shell condition.
+std::string ForeignCondition(std::string_view uid) {
+  return "[ \"$AYATORI_JOB_UID\" != " + ShellQuote(uid) + " ]";
+}
+
+}  // namespace
+
 std::string TaskCommand(const ExecutionRequest& request) {
   const auto& task = request.job.spec.task;
-  const std::string m = ShellQuote(MarkerPath(request.job.metadata.uid));
+  const std::string& uid = request.job.metadata.uid;
+  const std::string m = ShellQuote(MarkerPath(uid));
   std::string argv;
   for (const auto& part : {std::cref(task.command), std::cref(task.args)}) {
     for (const auto& a : part.get()) argv += " " + ShellQuote(a);
   }
   std::string s;
+  s += "if " + ForeignCondition(uid) + "; then echo " + ShellQuote(ForeignSandboxLine(uid)) +
+       " >&2; exit " + std::to_string(kForeignSandboxExitCode) + "; fi; ";
   // set -C makes ">" fail on an existing file (O_EXCL): only one command gets past this line.
   s += "if (set -C; : >" + m + ") 2>/dev/null; then ";
   // execd sends the command's output to <tmp>/<command id>.output: recording that path lets a
@@ -326,7 +343,8 @@ std::string TaskCommand(const ExecutionRequest& request) {
 
 std::string ProbeCommand(std::string_view uid) {
   const std::string m = ShellQuote(MarkerPath(uid));
-  return "if [ -e " + m + " ]; then printf started:; cat " + m + "; else printf absent; fi";
+  return "if " + ForeignCondition(uid) + "; then printf foreign; elif [ -e " + m +
+         " ]; then printf started:; cat " + m + "; else printf absent; fi";
 }
 
 ProbeResult ParseProbeOutput(std::string_view output) {
@@ -336,6 +354,10 @@ ProbeResult ParseProbeOutput(std::string_view output) {
   }
   if (output == "absent") {
     r.kind = ProbeResult::Kind::kAbsent;
+    return r;
+  }
+  if (output == "foreign") {
+    r.kind = ProbeResult::Kind::kForeign;
     return r;
   }
   constexpr std::string_view kStarted = "started:";

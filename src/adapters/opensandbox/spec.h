@@ -25,6 +25,10 @@ inline constexpr int kExecdPort = 44772;
 // The guarded command exits with this code, without running the task, when the task was already
 // started in the sandbox (TaskCommand).
 inline constexpr int kGuardExitCode = 125;
+// The task's command exits with this code, without running the task, when the execd that received
+// it belongs to another Job's sandbox (its AYATORI_JOB_UID differs): in host network mode every
+// sandbox's execd claims the same port, so a second live sandbox's endpoint reaches the first.
+inline constexpr int kForeignSandboxExitCode = 124;
 
 // Observation reasons (Observation::reason).
 inline constexpr const char* kReasonProcessFailed = "ProcessFailed";
@@ -98,17 +102,26 @@ std::string MarkerPath(std::string_view uid);
 std::string TaskCommand(const ExecutionRequest& request);
 
 // A command that prints what the marker says, for a retry that does not know whether the task was
-// started: "absent", or "started:" followed by the recorded output path.
+// started: "absent", or "started:" followed by the recorded output path; "foreign" when it runs in
+// another Job's sandbox.
 std::string ProbeCommand(std::string_view uid);
 
 struct ProbeResult {
-  enum class Kind { kAbsent, kStarted, kStartedUnidentified, kMalformed } kind = Kind::kMalformed;
+  enum class Kind {
+    kAbsent,
+    kStarted,
+    kStartedUnidentified,
+    kForeign,
+    kMalformed
+  } kind = Kind::kMalformed;
   std::string commandId;  // kStarted: the id of the command that started the task
 };
 ProbeResult ParseProbeOutput(std::string_view output);
 
 // The line the guarded command prints when it refuses to start the task a second time.
 std::string GuardLine(std::string_view uid);
+// The line it prints when it finds itself in another Job's sandbox.
+std::string ForeignSandboxLine(std::string_view uid);
 
 // A sandbox (GET /v1/sandboxes/{id} or a list item) that is not running the command: Failed for
 // Terminated/Failed, Pending for Pending, Unknown for states the adapter does not know; nullopt

@@ -147,7 +147,17 @@ kube::HttpResponse FakeOpenSandbox::Execd(const std::string& method, const std::
     Command c;
     c.content = content;
     const std::string uid = UidInMarker(content);
-    if (content.rfind("if (set -C", 0) == 0) {
+    if (foreign_ && content.find("AYATORI_JOB_UID") != std::string::npos) {
+      // The sandbox's AYATORI_JOB_UID is another Job's: the identity check refuses.
+      c.running = false;
+      if (content.find("printf absent") != std::string::npos) {
+        c.output = "foreign";
+      } else {
+        c.exitCode = kForeignSandboxExitCode;
+        c.error = "exit status 124";
+        c.output = ForeignSandboxLine(uid) + "\n";
+      }
+    } else if (content.find("set -C") != std::string::npos) {
       if (markers_.count(uid) == 0) {
         markers_[uid] = id;
         ++taskStarts_;
@@ -157,7 +167,7 @@ kube::HttpResponse FakeOpenSandbox::Execd(const std::string& method, const std::
         c.error = "exit status 125";
         c.output = GuardLine(uid) + "\n";
       }
-    } else if (content.rfind("if [ -e", 0) == 0) {
+    } else if (content.find("printf absent") != std::string::npos) {
       c.running = false;
       auto m = markers_.find(uid);
       c.output = m == markers_.end() ? "absent" : "started:/tmp/" + m->second + ".output\n";

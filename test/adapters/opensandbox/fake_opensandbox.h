@@ -105,6 +105,11 @@ class FakeOpenSandbox final : public kube::HttpTransport {
     std::lock_guard lock(mu_);
     sandboxes_.erase(id);
   }
+  // Commands run in an execd whose sandbox belongs to another Job.
+  void SetForeign(bool foreign) {
+    std::lock_guard lock(mu_);
+    foreign_ = foreign;
+  }
   void ForgetCommands() {
     std::lock_guard lock(mu_);
     commands_.clear();
@@ -157,6 +162,7 @@ class FakeOpenSandbox final : public kube::HttpTransport {
   std::string endpoint_ = kExecdHost;
   nlohmann::json lastCreate_;
   bool serverDown_ = false;
+  bool foreign_ = false;
   bool dataPrefix_ = false;
   bool cutStream_ = false;
   int taskStarts_ = 0;

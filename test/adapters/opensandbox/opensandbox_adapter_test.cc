@@ -137,7 +137,7 @@ TEST_F(OpenSandboxAdapterTest, ALostRunAnswerIsFoundAgainThroughTheMarker) {
   ASSERT_EQ(retry.references.size(), 2u);
   auto cmd = fake_->GetCommand(retry.references[1].id);
   ASSERT_TRUE(cmd.has_value());
-  EXPECT_EQ(cmd->content.rfind("if (set -C", 0), 0u) << "adopted the task's command";
+  EXPECT_NE(cmd->content.find("set -C"), std::string::npos) << "adopted the task's command";
   EXPECT_EQ(fake_->TaskStarts(), 1);
 }
 
@@ -190,6 +190,23 @@ TEST_F(OpenSandboxAdapterTest, ASecondStartRefusedByTheGuardIsNotTheTasksResult)
   EXPECT_EQ(dup.phase, ExecutionPhase::kUnknown) << Describe(dup);
   EXPECT_EQ(dup.reason, kReasonCommandNotIdentified);
   EXPECT_EQ(fake_->TaskStarts(), 1);
+}
+
+// Host networking with two live sandboxes: the endpoint reaches the other Job's execd. The task
+// refuses to start there, and so does the probe of a retry.
+TEST_F(OpenSandboxAdapterTest, ACommandThatReachesAnotherJobsSandboxDoesNotStartTheTask) {
+  auto r = Request();
+  fake_->SetForeign(true);
+  Observation o = adapter_->Ensure(r);
+  ASSERT_EQ(o.references.size(), 2u) << Describe(o);
+  Observation seen = adapter_->Observe(KeyOf(r, o));
+  EXPECT_EQ(seen.phase, ExecutionPhase::kFailed) << Describe(seen);
+  EXPECT_EQ(seen.reason, kReasonBackendRejected);
+  EXPECT_NE(seen.message.find("another Job's sandbox"), std::string::npos) << seen.message;
+  EXPECT_EQ(fake_->TaskStarts(), 0);
+  Observation retry = NewAdapter()->Ensure(r);  // no references: probes first
+  EXPECT_EQ(retry.phase, ExecutionPhase::kFailed) << Describe(retry);
+  EXPECT_EQ(fake_->TaskStarts(), 0);
 }
 
 TEST_F(OpenSandboxAdapterTest, CreateErrorsMapToReasonsAndNeverHideAnOutageAsAFailure) {

@@ -352,6 +352,25 @@ TEST_F(OpenSandboxE2ETest, ASecondStartOfTheTaskIsRefusedInTheSandbox) {
   EXPECT_EQ(Output(KeyOf(r, o)), "first\n");
 }
 
+// Host networking allows one live sandbox: a second one's endpoint reaches the first sandbox's
+// execd. The second Job's task refuses to start in the other Job's sandbox (its AYATORI_JOB_UID
+// differs) and fails with a message that says why; the first Job is not disturbed.
+TEST_F(OpenSandboxE2ETest, ATaskNeverStartsInAnotherJobsSandbox) {
+  auto first = Request({"/bin/sh", "-c", "sleep 5; echo first-done"});
+  Observation a = adapter_->Ensure(first);
+  ASSERT_EQ(a.phase, ExecutionPhase::kRunning) << PhaseName(a);
+  auto second = Request({"/bin/sh", "-c", "echo second-ran"});
+  Observation b = adapter_->Ensure(second);
+  Observation seen = docker::e2e::WaitFor(
+      *adapter_, KeyOf(second, b), [](const Observation& x) { return IsStopped(x.phase); }, 30s,
+      "the second Job's command to end");
+  EXPECT_EQ(seen.phase, ExecutionPhase::kFailed) << PhaseName(seen);
+  EXPECT_EQ(seen.reason, kReasonBackendRejected);
+  EXPECT_NE(seen.message.find("another Job's sandbox"), std::string::npos) << seen.message;
+  ASSERT_EQ(WaitStopped(KeyOf(first, a)).phase, ExecutionPhase::kSucceeded);
+  EXPECT_EQ(Output(KeyOf(first, a)), "first-done\n") << "the first Job is undisturbed";
+}
+
 TEST_F(OpenSandboxE2ETest, TheSandboxTimeoutFollowsTheDeadlineWithTheMargin) {
   auto r = Request({"/bin/true"});
   r.job.spec.activeDeadlineSeconds = 30;

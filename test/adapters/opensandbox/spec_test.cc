@@ -185,7 +185,11 @@ TEST(OpenSandboxSpecTest, TaskCommandQuotesEveryWordAndGuardsWithTheMarker) {
   r.job.spec.task.workingDir = "/w d";
   const std::string cmd = TaskCommand(r);
   const std::string marker = ShellQuote(MarkerPath(r.job.metadata.uid));
-  EXPECT_EQ(cmd.find("if (set -C; : >" + marker + ") 2>/dev/null; then "), 0u) << cmd;
+  EXPECT_EQ(cmd.find("if [ \"$AYATORI_JOB_UID\" != '" + r.job.metadata.uid + "' ]; then echo"), 0u)
+      << cmd;
+  EXPECT_NE(cmd.find("exit " + std::to_string(kForeignSandboxExitCode)), std::string::npos);
+  EXPECT_NE(cmd.find("if (set -C; : >" + marker + ") 2>/dev/null; then "), std::string::npos)
+      << cmd;
   EXPECT_NE(cmd.find("cd -- '/w d' || exit 126; exec '/bin/echo' 'it'\\''s' '$HOME'; fi;"),
             std::string::npos)
       << cmd;
@@ -195,6 +199,7 @@ TEST(OpenSandboxSpecTest, TaskCommandQuotesEveryWordAndGuardsWithTheMarker) {
 
 TEST(OpenSandboxSpecTest, ProbeOutputNamesTheCommandFromItsOutputFile) {
   EXPECT_EQ(ParseProbeOutput("absent").kind, ProbeResult::Kind::kAbsent);
+  EXPECT_EQ(ParseProbeOutput("foreign").kind, ProbeResult::Kind::kForeign);
   auto started = ParseProbeOutput("started:/tmp/0123456789abcdef0123456789abcdef.output\n");
   EXPECT_EQ(started.kind, ProbeResult::Kind::kStarted);
   EXPECT_EQ(started.commandId, "0123456789abcdef0123456789abcdef");
