@@ -297,6 +297,22 @@ TEST_F(OpenSandboxAdapterTest, CancelInterruptsDeletesAndConfirmsThenDeleteIsIde
   EXPECT_TRUE(adapter_->Delete(KeyOf(r, o)).ok());
 }
 
+// Cancel between the sandbox create and the run (no command known): the sandbox found by the UID
+// is deleted, and the task never starts.
+TEST_F(OpenSandboxAdapterTest, CancelBeforeTheTaskStartedDeletesTheSandbox) {
+  auto r = Request();
+  fake_->Inject(Fault::Refuse("POST", "/command", "set -C"));
+  ASSERT_EQ(adapter_->Ensure(r).phase, ExecutionPhase::kUnknown);
+  ASSERT_EQ(fake_->SandboxCount(), 1);
+  Observation c = NewAdapter()->Cancel(KeyOf(r));
+  EXPECT_EQ(c.phase, ExecutionPhase::kCancelled) << Describe(c);
+  EXPECT_EQ(fake_->SandboxCount(), 0);
+  auto cancelled = r;
+  cancelled.job.spec.desiredState = api::DesiredState::kCancelled;
+  EXPECT_EQ(adapter_->Ensure(cancelled).phase, ExecutionPhase::kAbsent);
+  EXPECT_EQ(fake_->TaskStarts(), 0);
+}
+
 TEST_F(OpenSandboxAdapterTest, CancelOfAFinishedCommandReportsItsResult) {
   auto r = Request();
   Observation o = adapter_->Ensure(r);
