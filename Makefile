@@ -4,8 +4,8 @@ CTEST_FLAGS ?= --output-on-failure --no-tests=error
 TESTENV := hack/testenv/testenv.sh
 
 .PHONY: all deps configure build testenv test test-unit test-integration test-e2e demo demo-down \
-        demo-kubernetes demo-kubernetes-down format format-check tidy bench bench-kubernetes \
-        bench-startup clean
+        demo-kubernetes demo-kubernetes-down demo-opensandbox demo-opensandbox-down \
+        bench-opensandbox format format-check tidy bench bench-kubernetes bench-startup clean
 
 all: build
 
@@ -50,6 +50,14 @@ demo-kubernetes: build testenv
 demo-kubernetes-down:
 	@hack/demo.sh down-kubernetes
 
+# The OpenSandbox backend on the real opensandbox-server (hack/opensandbox/opensandbox.sh): a Job
+# that succeeds with its output, one that fails and one cancelled.
+demo-opensandbox: build testenv
+	@hack/demo.sh up-opensandbox
+
+demo-opensandbox-down:
+	@hack/demo.sh down-opensandbox
+
 bench: build testenv
 	@hack/bench.sh
 
@@ -61,6 +69,10 @@ bench-kubernetes: build testenv
 # reconciled; BASELINE_CONTROLLER=<binary> measures another build the same way.
 bench-startup: build testenv
 	@AYATORI_BUILD_DIR=$(BUILD_DIR) hack/bench-startup.sh
+
+# A trivial task through Ayatori on OpenSandbox vs the official Python SDK on the same server.
+bench-opensandbox: build testenv
+	@AYATORI_BUILD_DIR=$(BUILD_DIR) BUILD_DIR=$(BUILD_DIR) hack/bench-opensandbox.sh
 
 format:
 	@git ls-files '*.h' '*.cc' | xargs clang-format -i

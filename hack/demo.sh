@@ -8,17 +8,25 @@
 #   demo.sh up-kubernetes     a Job that succeeds, one that fails with exit code 3 and one cancelled
 #                             while it runs; prints their status and the batch Jobs behind them
 #   demo.sh down-kubernetes
+# make demo-opensandbox / make demo-opensandbox-down: the OpenSandbox backend: the real
+# opensandbox-server (hack/opensandbox/opensandbox.sh) on the project's dockerd, one sandbox at a
+# time (host networking, docs/opensandbox.md):
+#   demo.sh up-opensandbox    a Job that succeeds (with its output), one that fails with exit code
+#                             3 and one cancelled while it runs
+#   demo.sh down-opensandbox
 # With KUBECONFIG pointing at a reachable cluster, that cluster is used instead of a local one.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 case ${1:-} in
   *kubernetes) DEMO=${AYATORI_DEMO_DIR:-/tmp/ayatori-demo-kubernetes} ;;
+  *opensandbox) DEMO=${AYATORI_DEMO_DIR:-/tmp/ayatori-demo-opensandbox} ;;
   *) DEMO=${AYATORI_DEMO_DIR:-/tmp/ayatori-demo} ;;
 esac
 BUILD=${BUILD_DIR:-$ROOT/build}
 CONTROLLER=$BUILD/cmd/ayatori-controller/ayatori-controller
 export TESTENV_DIR=$DEMO/testenv AYATORI_DOCKERD_DIR=$DEMO/dockerd
+export AYATORI_OPENSANDBOX_DIR=$DEMO/opensandbox
 STEP=0
 TOTAL=9
 
@@ -215,6 +223,127 @@ EOF
   echo "demo is up. Try:  source $DEMO/env.sh && kubectl get ajob -n ci"
 }
 
+# osb_job NAME COMMAND: an OpenSandbox Job in namespace ci running `sh -c COMMAND` (COMMAND goes
+# into a single-quoted YAML string: no single quotes in it).
+osb_job() {
+  kube apply -f - >/dev/null <<EOF
+apiVersion: execution.ayatori.ddupan.top/v1alpha1
+kind: Job
+metadata: {name: $1, namespace: ci}
+spec:
+  jobClassName: opensandbox
+  task:
+    image: ayatori-test/workload:1
+    command: ["/bin/sh", "-c", '$2']
+EOF
+  echo "created ajob/$1"
+}
+
+# osb_show NAME: the Job's Succeeded condition, result and references.
+osb_show() {
+  kube get -n ci "ajob/$1" -o jsonpath='{.metadata.name}: {range .status.conditions[?(@.type=="Succeeded")]}Succeeded={.status} reason={.reason} message="{.message}"{end} exitCode={.status.result.exitCode}{"\n"}  references: {.status.execution.references}{"\n"}'
+}
+
+# osb_output NAME: what the Job's command printed, read from its sandbox's execd.
+osb_output() {
+  local sandbox command endpoint
+  sandbox=$(kube get -n ci "ajob/$1" -o jsonpath='{.status.execution.references[?(@.type=="Sandbox")].id}')
+  command=$(kube get -n ci "ajob/$1" -o jsonpath='{.status.execution.references[?(@.type=="Command")].id}')
+  endpoint=$(curl -sf -H "OPEN-SANDBOX-API-KEY: $AYATORI_OSB_API_KEY" \
+    "http://$AYATORI_OSB_DOMAIN/v1/sandboxes/$sandbox/endpoints/44772" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["endpoint"])')
+  curl -sf "http://$endpoint/command/$command/logs?cursor=0"
+}
+
+# osb_finish NAME: deletes the Job and waits until its sandbox is gone (host networking: the next
+# Job's sandbox may only start then).
+osb_finish() {
+  kube delete -n ci "ajob/$1" --wait=true >/dev/null
+  for _ in $(seq 300); do
+    [ -z "$(docker ps -q --filter label=opensandbox.io/id)" ] && return 0
+    sleep 0.1
+  done
+  die "the sandbox of $1 was not removed"
+}
+
+up_opensandbox() {
+  TOTAL=8
+  step "checking the build (make demo-opensandbox built it)"
+  [ -x "$CONTROLLER" ] || die "run 'make demo-opensandbox' (it builds first)"
+  [ -x "$BUILD/test/opensandbox/execd_standin" ] || die "the execd stand-in is not built"
+  echo "ok: $CONTROLLER"
+
+  step "Kubernetes control plane"
+  use_cluster api
+
+  step "dockerd and opensandbox-server 1.1.1 (its venv is built once per machine)"
+  "$ROOT/hack/dockerd.sh" up
+  # shellcheck disable=SC1091
+  source "$AYATORI_DOCKERD_DIR/env.sh"
+  AYATORI_EXECD_STANDIN=$BUILD/test/opensandbox/execd_standin "$ROOT/hack/opensandbox/opensandbox.sh" up
+  # shellcheck disable=SC1091
+  source "$AYATORI_OPENSANDBOX_DIR/env.sh"
+
+  step "installing the CRDs, the API key Secret and the opensandbox JobClass"
+  kube apply -f "$ROOT/config/crd/" >/dev/null
+  kube wait --for condition=established --timeout=60s -f "$ROOT/config/crd/" >/dev/null
+  kube create namespace ayatori-system --dry-run=client -o yaml | kube apply -f - >/dev/null
+  kube create namespace ci --dry-run=client -o yaml | kube apply -f - >/dev/null
+  kube -n ayatori-system create secret generic opensandbox-api-key \
+    --from-literal=api-key="$AYATORI_OSB_API_KEY" --dry-run=client -o yaml | kube apply -f - >/dev/null
+  kube apply -f - <<EOF
+apiVersion: execution.ayatori.ddupan.top/v1alpha1
+kind: OpenSandboxExecutionParameters
+metadata: {name: demo}
+spec:
+  endpoint: http://$AYATORI_OSB_DOMAIN/v1
+  apiKeySecretRef: {namespace: ayatori-system, name: opensandbox-api-key, key: api-key}
+  pollIntervalSeconds: 1
+  extraMetadata: {example.com/demo: opensandbox}
+---
+apiVersion: execution.ayatori.ddupan.top/v1alpha1
+kind: JobClass
+metadata: {name: opensandbox}
+spec:
+  controllerName: execution.ayatori.ddupan.top/opensandbox
+  parametersRef: {group: execution.ayatori.ddupan.top, kind: OpenSandboxExecutionParameters, name: demo}
+  resources:
+    defaults:
+      requests: {cpu: 500m, memory: 256Mi}
+      limits: {cpu: 500m, memory: 256Mi}
+EOF
+
+  step "starting ayatori-controller"
+  start_controller
+
+  step "a Job that succeeds, with its output"
+  kube delete -n ci ajob/osb-succeeds ajob/osb-fails ajob/osb-cancelled --ignore-not-found \
+    --wait=true >/dev/null
+  osb_job osb-succeeds 'echo hello from $AYATORI_JOB_NAME in an OpenSandbox sandbox; uname -s'
+  kube wait -n ci --for=condition=Succeeded --timeout=120s ajob/osb-succeeds >/dev/null
+  osb_show osb-succeeds
+  echo "  output:"
+  osb_output osb-succeeds | sed 's/^/    /'
+  osb_finish osb-succeeds
+
+  step "a Job that exits 3"
+  osb_job osb-fails 'echo about to fail >&2; exit 3'
+  kube wait -n ci --for=condition=Succeeded=False --timeout=120s ajob/osb-fails >/dev/null
+  osb_show osb-fails
+  osb_finish osb-fails
+
+  step "a Job cancelled while it runs"
+  osb_job osb-cancelled 'sleep 3600'
+  kube wait -n ci --for=jsonpath='{.status.startTime}' --timeout=120s ajob/osb-cancelled >/dev/null
+  kube patch -n ci ajob/osb-cancelled --type=merge -p '{"spec":{"desiredState":"Cancelled"}}' >/dev/null
+  kube wait -n ci --for=condition=Succeeded=False --timeout=120s ajob/osb-cancelled >/dev/null
+  osb_show osb-cancelled
+  echo "  sandboxes left: $(docker ps -q --filter label=opensandbox.io/id | wc -l)"
+  cat "$DEMO/kube.env" >"$DEMO/env.sh"
+  echo
+  echo "demo is up. Try:  source $DEMO/env.sh && kubectl get ajob -n ci"
+}
+
 down() {
   if [ -f "$DEMO/controller.pid" ]; then
     p=$(cat "$DEMO/controller.pid")
@@ -224,6 +353,7 @@ down() {
     rm -f "$DEMO/controller.pid"
     echo "controller stopped"
   fi
+  [ "${1:-}" != opensandbox ] || "$ROOT/hack/opensandbox/opensandbox.sh" down || true
   [ "${1:-}" = kubernetes ] || "$ROOT/hack/dockerd.sh" down || true
   if [ -f "$DEMO/own-cluster" ]; then
     "$ROOT/hack/testenv/testenv.sh" down
@@ -237,5 +367,7 @@ case ${1:-} in
   down) down ;;
   up-kubernetes) up_kubernetes ;;
   down-kubernetes) down kubernetes ;;
-  *) echo "usage: demo.sh up|down|up-kubernetes|down-kubernetes" >&2; exit 2 ;;
+  up-opensandbox) up_opensandbox ;;
+  down-opensandbox) down opensandbox ;;
+  *) echo "usage: demo.sh up|down|up-kubernetes|down-kubernetes|up-opensandbox|down-opensandbox" >&2; exit 2 ;;
 esac

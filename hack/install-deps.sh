@@ -13,7 +13,7 @@ PACKAGES=(
   libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   # test environment and demo
-  openssl curl python3 procps iproute2 busybox-static docker.io docker-registry apache2-utils
+  openssl curl python3 python3-venv procps iproute2 busybox-static docker.io docker-registry apache2-utils
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -19,6 +19,7 @@
 
 #include "adapters/docker/docker_adapter.h"
 #include "adapters/kubernetes/kubernetes_adapter.h"
+#include "adapters/opensandbox/opensandbox_adapter.h"
 #include "adapters/registry.h"
 #include "adapters/testing/in_process_adapter.h"
 #include "controller/controller.h"
@@ -282,6 +283,8 @@ int main(int argc, char** argv) {
   k8sOptions.log = [](const std::string& line) { obs::Warn(line, {{"adapter", "kubernetes"}}); };
   registry.Register(api::kControllerKubernetes,
                     std::make_shared<adapters::kubernetes::KubernetesAdapter>(*client, k8sOptions));
+  registry.Register(api::kControllerOpenSandbox,
+                    adapters::opensandbox::NewOpenSandboxAdapter(*client));
   if (f.enableTestAdapter) {
     registry.Register(adapters::kControllerTest,
                       std::make_shared<adapters::InProcessTestAdapter>());

@@ -449,8 +449,10 @@ Decoded Decode(const json& j, SecretKeyReference& out) {
 Decoded Decode(const json& j, OpenSandboxExecutionParameters& out) {
   return DecodeParameters(j, "OpenSandboxExecutionParameters", out, [&out](const json& spec) {
     return ObjectDecoder(spec)("endpoint", out.endpoint)("apiKeySecretRef", out.apiKeySecretRef)(
-               "sandboxTimeoutSeconds", out.sandboxTimeoutSeconds)(
-               "pollIntervalSeconds", out.pollIntervalSeconds)("extraMetadata", out.extraMetadata)
+               "sandboxTimeoutSeconds", out.sandboxTimeoutSeconds)("sandboxTimeoutMarginSeconds",
+                                                                   out.sandboxTimeoutMarginSeconds)(
+               "pollIntervalSeconds", out.pollIntervalSeconds)(
+               "useServerProxy", out.useServerProxy)("extraMetadata", out.extraMetadata)
         .Done();
   });
 }
@@ -821,7 +823,9 @@ void to_json(json& j, const OpenSandboxExecutionParameters& v) {
   spec["endpoint"] = v.endpoint;
   PutOptional(spec, "apiKeySecretRef", v.apiKeySecretRef);
   spec["sandboxTimeoutSeconds"] = v.sandboxTimeoutSeconds;
+  spec["sandboxTimeoutMarginSeconds"] = v.sandboxTimeoutMarginSeconds;
   spec["pollIntervalSeconds"] = v.pollIntervalSeconds;
+  spec["useServerProxy"] = v.useServerProxy;
   PutNonEmpty(spec, "extraMetadata", v.extraMetadata);
   j = KindHeader("OpenSandboxExecutionParameters");
   j["metadata"] = v.metadata;

@@ -49,7 +49,9 @@
 //     spec.endpoint                    T
 //     spec.apiKeySecretRef             {namespace, name, key}
 //     spec.sandboxTimeoutSeconds       int64 (absent = 0: manual cleanup)
+//     spec.sandboxTimeoutMarginSeconds int64 (absent = 300)
 //     spec.pollIntervalSeconds         int64 (absent = 2)
+//     spec.useServerProxy              bool (absent = false)
 //     spec.extraMetadata               {T: T}
 //   DockerExecutionParameters (cluster-scoped)
 //     spec.endpoint                    T (absent = unix:///var/run/docker.sock)

@@ -253,8 +253,13 @@ struct OpenSandboxExecutionParameters {
   ObjectMeta metadata;
   std::string endpoint;  // lifecycle API base URL, e.g. http://127.0.0.1:8080/v1
   std::optional<SecretKeyReference> apiKeySecretRef;
-  int64_t sandboxTimeoutSeconds = 0;  // 0 = manual cleanup
+  // Server-side timeout of a sandbox whose Job has no activeDeadlineSeconds; 0 = manual cleanup.
+  int64_t sandboxTimeoutSeconds = 0;
+  // With activeDeadlineSeconds, the sandbox timeout is the deadline plus this margin, so the
+  // controller's deadline (and its cancel) comes first and the server's timeout is the safety net.
+  int64_t sandboxTimeoutMarginSeconds = 300;
   int64_t pollIntervalSeconds = 2;
+  bool useServerProxy = false;  // reach execd through the server's proxy route
   std::map<std::string, std::string> extraMetadata;
   bool operator==(const OpenSandboxExecutionParameters&) const = default;
 };

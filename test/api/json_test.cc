@@ -417,14 +417,17 @@ TEST(JsonTest, OpenSandboxExecutionParametersRoundTrip) {
   p.endpoint = "http://127.0.0.1:8080/v1";
   p.apiKeySecretRef = SecretKeyReference{"ayatori-system", "opensandbox", "api-key"};
   p.sandboxTimeoutSeconds = 3600;
+  p.sandboxTimeoutMarginSeconds = 120;
   p.pollIntervalSeconds = 5;
+  p.useServerProxy = true;
   p.extraMetadata = {{"owner", "ci"}};
   const json j = ToJson(p);
   EXPECT_EQ(j["kind"], "OpenSandboxExecutionParameters");
   EXPECT_EQ(j["spec"], json::parse(R"({
     "endpoint": "http://127.0.0.1:8080/v1",
     "apiKeySecretRef": {"namespace": "ayatori-system", "name": "opensandbox", "key": "api-key"},
-    "sandboxTimeoutSeconds": 3600, "pollIntervalSeconds": 5, "extraMetadata": {"owner": "ci"}})"));
+    "sandboxTimeoutSeconds": 3600, "sandboxTimeoutMarginSeconds": 120, "pollIntervalSeconds": 5,
+    "useServerProxy": true, "extraMetadata": {"owner": "ci"}})"));
   StatusOr<OpenSandboxExecutionParameters> back = OpenSandboxExecutionParametersFromJson(j);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(*back, p);
@@ -433,7 +436,9 @@ TEST(JsonTest, OpenSandboxExecutionParametersRoundTrip) {
       json::parse(R"({"metadata": {"name": "d"}, "spec": {"endpoint": "http://127.0.0.1:1"}})"));
   ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
   EXPECT_EQ(defaults->sandboxTimeoutSeconds, 0);
+  EXPECT_EQ(defaults->sandboxTimeoutMarginSeconds, 300);
   EXPECT_EQ(defaults->pollIntervalSeconds, 2);
+  EXPECT_FALSE(defaults->useServerProxy);
   EXPECT_FALSE(defaults->apiKeySecretRef.has_value());
 }
 

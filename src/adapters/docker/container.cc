@@ -112,32 +112,10 @@ StatusOr<nlohmann::json> BuildCreateBody(const ExecutionRequest& request,
   if (!task.args.empty()) body["Cmd"] = task.args;
   if (!task.workingDir.empty()) body["WorkingDir"] = task.workingDir;
 
-  // Env: the spec's order, each value resolved by the controller (or the spec's literal), then
-  // anything else the controller resolved, then the Job identity (which a user cannot override).
-  const std::set<std::string> reserved = {kEnvJobNamespace, kEnvJobName, kEnvJobUid};
-  std::map<std::string, const SensitiveString*> resolved;
-  for (const auto& e : request.resolvedEnv) resolved[e.name] = &e.value;
+  auto vars = JobEnvironment(request);
+  if (!vars.ok()) return vars.status();
   json env = json::array();
-  std::set<std::string> seen;
-  for (const auto& e : task.env) {
-    if (reserved.count(e.name) > 0 || !seen.insert(e.name).second) continue;
-    if (auto it = resolved.find(e.name); it != resolved.end()) {
-      env.push_back(e.name + "=" + it->second->reveal());
-    } else if (e.value) {
-      env.push_back(e.name + "=" + *e.value);
-    } else {
-      return Status(
-          StatusCode::kFailedPrecondition,
-          "env " + e.name + " references a Secret or ConfigMap whose value was not resolved");
-    }
-  }
-  for (const auto& e : request.resolvedEnv) {
-    if (reserved.count(e.name) > 0 || !seen.insert(e.name).second) continue;
-    env.push_back(e.name + "=" + e.value.reveal());
-  }
-  env.push_back(std::string(kEnvJobNamespace) + "=" + meta.namespace_);
-  env.push_back(std::string(kEnvJobName) + "=" + meta.name);
-  env.push_back(std::string(kEnvJobUid) + "=" + meta.uid);
+  for (const auto& v : *vars) env.push_back(v.name + "=" + v.value.reveal());
   body["Env"] = std::move(env);
 
   json labels = json::object();
@@ -169,6 +147,37 @@ StatusOr<nlohmann::json> BuildCreateBody(const ExecutionRequest& request,
   if (r.requests.memory) host["MemoryReservation"] = r.requests.memory->Value();
   body["HostConfig"] = std::move(host);
   return body;
+}
+
+StatusOr<std::vector<ResolvedEnvVar>> JobEnvironment(const ExecutionRequest& request) {
+  // The spec's order, each value resolved by the controller (or the spec's literal), then
+  // anything else the controller resolved, then the Job identity (which a user cannot override).
+  const auto& meta = request.job.metadata;
+  const std::set<std::string> reserved = {kEnvJobNamespace, kEnvJobName, kEnvJobUid};
+  std::map<std::string, const SensitiveString*> resolved;
+  for (const auto& e : request.resolvedEnv) resolved[e.name] = &e.value;
+  std::vector<ResolvedEnvVar> env;
+  std::set<std::string> seen;
+  for (const auto& e : request.job.spec.task.env) {
+    if (reserved.count(e.name) > 0 || !seen.insert(e.name).second) continue;
+    if (auto it = resolved.find(e.name); it != resolved.end()) {
+      env.push_back({e.name, *it->second});
+    } else if (e.value) {
+      env.push_back({e.name, SensitiveString(*e.value)});
+    } else {
+      return Status(
+          StatusCode::kFailedPrecondition,
+          "env " + e.name + " references a Secret or ConfigMap whose value was not resolved");
+    }
+  }
+  for (const auto& e : request.resolvedEnv) {
+    if (reserved.count(e.name) > 0 || !seen.insert(e.name).second) continue;
+    env.push_back(e);
+  }
+  env.push_back({kEnvJobNamespace, SensitiveString(meta.namespace_)});
+  env.push_back({kEnvJobName, SensitiveString(meta.name)});
+  env.push_back({kEnvJobUid, SensitiveString(meta.uid)});
+  return env;
 }
 
 std::string RedactEnvValues(std::string message, const ExecutionRequest& request) {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "api/types.h"
 #include "ayatori/adapter.h"
@@ -54,6 +55,12 @@ std::string CancelledContainerName(std::string_view uid);
 //   requests.memory -> MemoryReservation, networkMode/runtime from the parameters.
 StatusOr<nlohmann::json> BuildCreateBody(const ExecutionRequest& request,
                                          const api::DockerExecutionParameters& p);
+
+// The execution's environment: the spec's env in order (each value resolved by the controller, or
+// the spec's literal), then anything else the controller resolved, then AYATORI_JOB_NAMESPACE,
+// AYATORI_JOB_NAME and AYATORI_JOB_UID (which a user cannot override). kFailedPrecondition when a
+// reference was not resolved. Shared with the OpenSandbox adapter.
+StatusOr<std::vector<ResolvedEnvVar>> JobEnvironment(const ExecutionRequest& request);
 
 // `message` with every resolved env value of 4 or more bytes replaced by "[redacted]": engine
 // error messages may quote the create request. (Shorter values would garble the text.)

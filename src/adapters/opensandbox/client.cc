@@ -1,0 +1,135 @@
+#include "adapters/opensandbox/client.h"
+
+#include <stop_token>
+
+#include "adapters/opensandbox/spec.h"
+
+namespace ayatori::adapters::opensandbox {
+
+namespace {
+
+std::string Trim(std::string_view s) {
+  while (!s.empty() &&
+         (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
+    s.remove_suffix(1);
+  }
+  return std::string(s);
+}
+
+}  // namespace
+
+ServerClient::ServerClient(kube::HttpTransport& transport, std::string endpoint,
+                           SensitiveString apiKey, ClientTimeouts timeouts)
+    : transport_(transport),
+      endpoint_(std::move(endpoint)),
+      apiKey_(std::move(apiKey)),
+      timeouts_(timeouts) {}
+
+StatusOr<kube::HttpResponse> ServerClient::Call(const std::string& method,
+                                                const std::string& pathAndQuery,
+                                                const std::string& body,
+                                                std::chrono::milliseconds timeout) const {
+  kube::HttpRequest r;
+  r.method = method;
+  r.url = endpoint_ + pathAndQuery;
+  r.body = body;
+  r.timeout = timeout.count() > 0 ? timeout : timeouts_.request;
+  r.headers.emplace_back("Accept", "application/json");
+  if (!body.empty()) r.headers.emplace_back("Content-Type", "application/json");
+  if (!apiKey_.reveal().empty()) r.headers.emplace_back("OPEN-SANDBOX-API-KEY", apiKey_.reveal());
+  return transport_.Do(r);
+}
+
+StatusOr<kube::HttpResponse> ServerClient::Execd(const ExecdTarget& target,
+                                                 const std::string& method,
+                                                 const std::string& pathAndQuery,
+                                                 const std::string& body,
+                                                 std::chrono::milliseconds timeout) const {
+  kube::HttpRequest r;
+  r.method = method;
+  r.url = target.baseUrl + pathAndQuery;
+  r.body = body;
+  r.timeout = timeout.count() > 0 ? timeout : timeouts_.request;
+  r.headers = target.headers;
+  if (!body.empty()) r.headers.emplace_back("Content-Type", "application/json");
+  return transport_.Do(r);
+}
+
+StatusOr<std::string> ServerClient::RunBackground(const ExecdTarget& target,
+                                                  const std::string& command) const {
+  kube::HttpRequest r;
+  r.method = "POST";
+  r.url = target.baseUrl + "/command";
+  r.body = nlohmann::json{{"command", command}, {"background", true}}.dump();
+  r.timeout = timeouts_.request;
+  r.headers = target.headers;
+  r.headers.emplace_back("Content-Type", "application/json");
+  r.headers.emplace_back("Accept", "text/event-stream");
+  EventStreamParser parser;
+  std::string id;
+  std::string error;
+  bool complete = false;
+  auto resp = transport_.Stream(r, std::stop_token(), [&](std::string_view data) {
+    for (const auto& event : parser.Feed(data)) {
+      const std::string type = event.value("type", "");
+      if (type == "init" && event.contains("text") && event["text"].is_string()) {
+        id = event["text"].get<std::string>();
+      } else if (type == "error") {
+        error = event.dump();
+      } else if (type == "execution_complete") {
+        complete = true;
+      }
+    }
+    return !complete;
+  });
+  if (!resp.ok()) {
+    // The stream may end without its final chunk after the events that matter (upstream issue
+    // #1277): with the id in hand the command is running.
+    if (!id.empty()) return id;
+    return resp.status();
+  }
+  if (resp->status != 200) {
+    return Status(StatusCode::kFailedPrecondition,
+                  "execd refused the command: " + ErrorMessage(resp->status, resp->body));
+  }
+  if (id.empty()) {
+    return Status(StatusCode::kInternal,
+                  "execd's answer to POST /command had no init event" +
+                      (error.empty() ? std::string() : " (error event " + error + ")"));
+  }
+  return id;
+}
+
+std::vector<nlohmann::json> EventStreamParser::Feed(std::string_view bytes) {
+  buffer_.append(bytes);
+  std::vector<nlohmann::json> events;
+  size_t end;
+  while ((end = buffer_.find("\n\n")) != std::string::npos) {
+    std::string frame = buffer_.substr(0, end);
+    buffer_.erase(0, end + 2);
+    // A frame may be "data: {...}" lines (standard SSE) or the bare object.
+    std::string payload;
+    size_t pos = 0;
+    while (pos <= frame.size()) {
+      size_t nl = frame.find('\n', pos);
+      std::string line = frame.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+      if (line.rfind("data:", 0) == 0) line = line.substr(5);
+      if (line.rfind("event:", 0) != 0 && line.rfind("id:", 0) != 0 && line.rfind(':', 0) != 0) {
+        payload += line;
+      }
+      if (nl == std::string::npos) break;
+      pos = nl + 1;
+    }
+    payload = Trim(payload);
+    if (payload.empty()) continue;
+    auto doc = nlohmann::json::parse(payload, nullptr, false);
+    if (doc.is_object()) events.push_back(std::move(doc));
+  }
+  return events;
+}
+
+}  // namespace ayatori::adapters::opensandbox

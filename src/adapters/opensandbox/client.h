@@ -1,0 +1,77 @@
+// HTTP calls to an OpenSandbox server's lifecycle API and to the execd of its sandboxes, over the
+// project's HTTP seam (kube::HttpTransport: libcurl in production, a fake in unit tests). It
+// knows paths, headers and the event-stream framing; what the answers mean lives in the adapter.
+// The API key travels only to the lifecycle API, never to an execd endpoint.
+#pragma once
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ayatori/adapter.h"
+#include "ayatori/status.h"
+#include "kube/http.h"
+
+namespace ayatori::adapters::opensandbox {
+
+struct ClientTimeouts {
+  std::chrono::milliseconds request{30000};
+  // POST /v1/sandboxes is synchronous on the Docker runtime: it pulls the image first.
+  std::chrono::milliseconds create{std::chrono::minutes(10)};
+};
+
+// Where a sandbox's execd answers, from GET /v1/sandboxes/{id}/endpoints/44772.
+struct ExecdTarget {
+  std::string baseUrl;  // http://host:port[/path]
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+class ServerClient {
+ public:
+  // `endpoint` is the lifecycle base URL (http://127.0.0.1:8080/v1); `apiKey` may be empty.
+  ServerClient(kube::HttpTransport& transport, std::string endpoint, SensitiveString apiKey,
+               ClientTimeouts timeouts);
+
+  // One lifecycle request (path relative to the endpoint, e.g. "/sandboxes"). Transport failures
+  // are kUnavailable; any HTTP answer is returned.
+  StatusOr<kube::HttpResponse> Call(const std::string& method, const std::string& pathAndQuery,
+                                    const std::string& body = "",
+                                    std::chrono::milliseconds timeout = {}) const;
+
+  // One execd request.
+  StatusOr<kube::HttpResponse> Execd(const ExecdTarget& target, const std::string& method,
+                                     const std::string& pathAndQuery, const std::string& body = "",
+                                     std::chrono::milliseconds timeout = {}) const;
+
+  // POST /command {"command", "background": true} and reads the event stream up to the
+  // execution_complete event (not to the end: execd holds a background stream open for a grace
+  // period, and older ones may drop the final chunk). Returns the command id of the init event.
+  // A non-200 answer is kFailedPrecondition with the server's message; a stream without init is
+  // kInternal; transport failures are kUnavailable (the command may or may not run).
+  StatusOr<std::string> RunBackground(const ExecdTarget& target, const std::string& command) const;
+
+  const std::string& endpoint() const { return endpoint_; }
+  const SensitiveString& apiKey() const { return apiKey_; }
+
+ private:
+  kube::HttpTransport& transport_;
+  std::string endpoint_;
+  SensitiveString apiKey_;
+  ClientTimeouts timeouts_;
+};
+
+// The events of an execd event stream: JSON objects separated by blank lines, with or without a
+// "data:" prefix (execd sends them bare; both SDKs accept both).
+class EventStreamParser {
+ public:
+  // Feeds bytes; returns the complete events found so far (malformed ones are skipped).
+  std::vector<nlohmann::json> Feed(std::string_view bytes);
+
+ private:
+  std::string buffer_;
+};
+
+}  // namespace ayatori::adapters::opensandbox

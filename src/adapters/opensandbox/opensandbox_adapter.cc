@@ -1,0 +1,801 @@
+#include "adapters/opensandbox/opensandbox_adapter.h"
+
+#include <algorithm>
+
+#include "adapters/docker/container.h"
+#include "adapters/docker/json_get.h"
+#include "adapters/docker/registry_auth.h"
+#include "api/json.h"
+
+namespace ayatori::adapters::opensandbox {
+
+namespace {
+
+using docker::GetObject;
+using docker::GetString;
+using nlohmann::json;
+using std::chrono::milliseconds;
+
+Observation Unknown(const char* reason, const std::string& message) {
+  Observation o;
+  o.phase = ExecutionPhase::kUnknown;
+  o.reason = reason;
+  o.message = message;
+  return o;
+}
+
+Observation Unreachable(const std::string& message) {
+  return Unknown(kReasonBackendUnreachable, message);
+}
+
+Observation Failed(const char* reason, const std::string& message) {
+  Observation o;
+  o.phase = ExecutionPhase::kFailed;
+  o.reason = reason;
+  o.message = message;
+  return o;
+}
+
+// The execd the server pointed at serves another Job's sandbox: the task did not start and, while
+// that sandbox lives, cannot start in its own.
+Observation ForeignExecd(const std::string& sandboxId) {
+  return Failed(kReasonBackendRejected,
+                "the execd endpoint of sandbox " + (sandboxId.empty() ? "" : sandboxId + " ") +
+                    "answers for another Job's sandbox (host network mode runs one sandbox at a "
+                    "time); the task was not started");
+}
+
+Observation Absent() {
+  Observation o;
+  o.phase = ExecutionPhase::kAbsent;
+  return o;
+}
+
+std::vector<api::ExecutionReference> References(const std::string& sandboxId,
+                                                const std::string& commandId) {
+  std::vector<api::ExecutionReference> refs;
+  if (!sandboxId.empty()) refs.push_back({kSandboxReferenceType, sandboxId});
+  if (!commandId.empty()) refs.push_back({kCommandReferenceType, commandId});
+  return refs;
+}
+
+std::string ReferenceId(const std::vector<api::ExecutionReference>& refs, const char* type) {
+  for (const auto& r : refs) {
+    if (r.type == type) return r.id;
+  }
+  return "";
+}
+
+std::string Escape(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      char buf[4];
+      snprintf(buf, sizeof(buf), "%%%02X", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+// A 404 from the server that really says "no such sandbox" (a wrong endpoint also gives 404s).
+bool IsSandboxNotFound(const kube::HttpResponse& r) {
+  return r.status == 404 && ErrorCode(r.body).find("SANDBOX_NOT_FOUND") != std::string::npos;
+}
+
+std::string ServerError(const std::string& what, const kube::HttpResponse& r) {
+  return "opensandbox server: " + what + ": " + ErrorMessage(r.status, r.body);
+}
+
+}  // namespace
+
+ApiKeySource SecretApiKeySource(KubeClient& client, std::chrono::seconds ttl) {
+  struct Cached {
+    SensitiveString value;
+    std::chrono::steady_clock::time_point until;
+  };
+  auto mu = std::make_shared<std::mutex>();
+  auto cache = std::make_shared<std::map<std::string, Cached>>();
+  return
+      [&client, ttl, mu, cache](const api::SecretKeyReference& ref) -> StatusOr<SensitiveString> {
+        const std::string key = ref.namespace_ + "/" + ref.name + "/" + ref.key;
+        const auto now = std::chrono::steady_clock::now();
+        {
+          std::lock_guard lock(*mu);
+          if (auto it = cache->find(key); it != cache->end() && it->second.until > now) {
+            return it->second.value;
+          }
+        }
+        static const ResourceRef kSecrets{"", "v1", "secrets", true};
+        auto secret = client.Get(kSecrets, ref.namespace_, ref.name);
+        if (!secret.ok()) {
+          return Status(secret.status().code(), "reading the OpenSandbox API key from Secret " +
+                                                    ref.namespace_ + "/" + ref.name + ": " +
+                                                    secret.status().message());
+        }
+        const json* data = GetObject(*secret, "data");
+        std::string encoded = data != nullptr ? GetString(*data, ref.key.c_str()) : "";
+        auto decoded = docker::Base64Decode(encoded);
+        if (encoded.empty() || !decoded) {
+          return Status(StatusCode::kFailedPrecondition, "Secret " + ref.namespace_ + "/" +
+                                                             ref.name + " has no key \"" + ref.key +
+                                                             "\" holding the OpenSandbox API key");
+        }
+        SensitiveString value(std::move(*decoded));
+        std::lock_guard lock(*mu);
+        (*cache)[key] = Cached{value, now + ttl};
+        return value;
+      };
+}
+
+OpenSandboxAdapter::OpenSandboxAdapter(OpenSandboxAdapterOptions options)
+    : options_(std::move(options)), transport_(options_.transport) {
+  if (!transport_) {
+    kube::CurlTransportOptions curl;
+    curl.connectTimeout = milliseconds(5000);
+    transport_ = kube::NewCurlTransport(kube::RestConfig{}, curl);
+  }
+}
+
+OpenSandboxAdapter::~OpenSandboxAdapter() { Stop(); }
+
+Status OpenSandboxAdapter::Start(
+    std::function<void(const std::string&, const std::string&)> notify) {
+  if (!notify) {
+    return Status(StatusCode::kInvalidArgument,
+                  "opensandbox adapter: Start needs a notify function");
+  }
+  std::lock_guard lock(mu_);
+  if (poller_.joinable()) return Status::Ok();
+  notify_ = std::move(notify);
+  stopping_ = false;
+  poller_ = std::thread([this] { PollLoop(); });
+  return Status::Ok();
+}
+
+void OpenSandboxAdapter::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (poller_.joinable()) poller_.join();
+  std::lock_guard lock(mu_);
+  notify_ = nullptr;
+}
+
+StatusOr<OpenSandboxAdapter::Target> OpenSandboxAdapter::TargetFor(
+    const nlohmann::json& parameters) {
+  auto params = ParseParameters(parameters);
+  if (!params.ok()) return params.status();
+  SensitiveString key;
+  if (params->apiKeySecretRef) {
+    if (!options_.apiKey) {
+      return Status(StatusCode::kFailedPrecondition,
+                    "the parameters name an API key Secret but the adapter cannot read Secrets");
+    }
+    auto k = options_.apiKey(*params->apiKeySecretRef);
+    if (!k.ok()) return k.status();
+    key = std::move(*k);
+  }
+  auto client = std::make_unique<ServerClient>(*transport_, params->endpoint, std::move(key),
+                                               options_.timeouts);
+  return Target{std::move(*params), std::move(client)};
+}
+
+Status OpenSandboxAdapter::Validate(const ExecutionRequest& request) {
+  auto params = ParseParameters(request.parameters);
+  if (!params.ok()) return params.status();
+  if (auto st = ValidateRequest(request, *params); !st.ok()) return st;
+  // A pull Secret without a matching entry would make the pull anonymous: refuse up front.
+  if (auto auth = SelectImageAuth(request); !auth.ok()) return auth.status();
+  return Status::Ok();
+}
+
+StatusOr<std::optional<nlohmann::json>> OpenSandboxAdapter::FindSandbox(
+    const ServerClient& client, const std::string& uid,
+    const std::vector<api::ExecutionReference>& references) {
+  const std::string ref = ReferenceId(references, kSandboxReferenceType);
+  if (!ref.empty()) {
+    auto r = client.Call("GET", "/sandboxes/" + Escape(ref));
+    if (!r.ok()) return r.status();
+    if (IsSandboxNotFound(*r)) return std::optional<json>();
+    if (r->status != 200) return Status(StatusCode::kServerError, ServerError("get sandbox", *r));
+    auto doc = json::parse(r->body, nullptr, false);
+    if (!doc.is_object()) return Status(StatusCode::kInternal, "sandbox answer is not JSON");
+    const json* meta = GetObject(doc, "metadata");
+    // The reference is a shortcut; the UID in the metadata is the authority.
+    if (meta != nullptr && GetString(*meta, api::kJobUidLabel) == uid) {
+      return std::optional<json>(std::move(doc));
+    }
+  }
+  auto r = client.Call("GET", "/sandboxes?metadata=" + UidMetadataQuery(uid) + "&pageSize=200");
+  if (!r.ok()) return r.status();
+  if (r->status != 200) return Status(StatusCode::kServerError, ServerError("list sandboxes", *r));
+  auto doc = json::parse(r->body, nullptr, false);
+  const json* items = doc.is_object() && doc.contains("items") ? &doc["items"] : nullptr;
+  if (items == nullptr || !items->is_array()) {
+    return Status(StatusCode::kInternal, "sandbox list answer has no items");
+  }
+  // One sandbox per Job; were there more (a lost create answer raced a retry), the oldest is it.
+  const json* oldest = nullptr;
+  for (const auto& item : *items) {
+    const json* meta = GetObject(item, "metadata");
+    if (meta == nullptr || GetString(*meta, api::kJobUidLabel) != uid) continue;
+    if (oldest == nullptr || GetString(item, "createdAt") < GetString(*oldest, "createdAt")) {
+      oldest = &item;
+    }
+  }
+  if (oldest == nullptr) return std::optional<json>();
+  return std::optional<json>(*oldest);
+}
+
+StatusOr<ExecdTarget> OpenSandboxAdapter::ExecdFor(const Target& target,
+                                                   const std::string& sandboxId) {
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = execdTargets_.find(sandboxId); it != execdTargets_.end()) return it->second;
+  }
+  auto r = target.client->Call(
+      "GET", "/sandboxes/" + Escape(sandboxId) + "/endpoints/" + std::to_string(kExecdPort) +
+                 (target.params.useServerProxy ? "?use_server_proxy=true" : ""));
+  if (!r.ok()) return r.status();
+  if (r->status != 200) {
+    return Status(StatusCode::kServerError, ServerError("execd endpoint", *r));
+  }
+  auto doc = json::parse(r->body, nullptr, false);
+  auto base = ExecdBaseUrl(doc);
+  if (!base.ok()) return base.status();
+  ExecdTarget t{*base, EndpointHeaders(doc)};
+  std::lock_guard lock(mu_);
+  execdTargets_[sandboxId] = t;
+  return t;
+}
+
+Status OpenSandboxAdapter::WaitForExecd(const ServerClient& client, const ExecdTarget& execd) {
+  const auto deadline = std::chrono::steady_clock::now() + options_.execdReadyTimeout;
+  Status last(StatusCode::kUnavailable, "no answer");
+  while (true) {
+    auto r = client.Execd(execd, "GET", "/ping", "", milliseconds(2000));
+    if (r.ok() && r->status == 200) return Status::Ok();
+    last = r.ok()
+               ? Status(StatusCode::kUnavailable, "execd /ping: HTTP " + std::to_string(r->status))
+               : r.status();
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  return Status(StatusCode::kUnavailable,
+                "the sandbox's execd did not answer /ping in time: " + last.message());
+}
+
+StatusOr<std::string> OpenSandboxAdapter::RunToCompletion(const ServerClient& client,
+                                                          const ExecdTarget& execd,
+                                                          const std::string& command) {
+  auto id = client.RunBackground(execd, command);
+  if (!id.ok()) return id.status();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (true) {
+    auto r = client.Execd(execd, "GET", "/command/status/" + Escape(*id));
+    if (!r.ok()) return r.status();
+    auto doc = json::parse(r->body, nullptr, false);
+    if (r->status == 200 && doc.is_object() && doc.value("running", true) == false) break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Status(StatusCode::kDeadlineExceeded, "the probe command did not finish in 10 s");
+    }
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  auto logs = client.Execd(execd, "GET", "/command/" + Escape(*id) + "/logs?cursor=0");
+  if (!logs.ok()) return logs.status();
+  if (logs->status != 200) {
+    return Status(StatusCode::kServerError,
+                  "execd logs: " + ErrorMessage(logs->status, logs->body));
+  }
+  return logs->body;
+}
+
+Observation OpenSandboxAdapter::RunOrFind(const Target& target, const ExecutionRequest& request,
+                                          const std::string& sandboxId, bool created) {
+  const ServerClient& client = *target.client;
+  const std::string& uid = request.job.metadata.uid;
+  auto execd = ExecdFor(target, sandboxId);
+  if (!execd.ok()) return Unreachable(execd.status().message());
+  if (Status st = WaitForExecd(client, *execd); !st.ok()) return Unreachable(st.message());
+
+  // Whether an earlier Ensure (whose answer, or whose status write, was lost) started the task:
+  // the marker says, and names the command that did.
+  std::string commandId;
+  for (int attempt = 0; !created; ++attempt) {
+    auto out = RunToCompletion(client, *execd, ProbeCommand(uid));
+    if (!out.ok()) {
+      return Unreachable("probing sandbox " + sandboxId + ": " + out.status().message());
+    }
+    ProbeResult probe = ParseProbeOutput(*out);
+    if (probe.kind == ProbeResult::Kind::kAbsent) break;
+    if (probe.kind == ProbeResult::Kind::kForeign) return ForeignExecd(sandboxId);
+    if (probe.kind == ProbeResult::Kind::kStarted) {
+      auto r = client.Execd(*execd, "GET", "/command/status/" + Escape(probe.commandId));
+      if (!r.ok()) return Unreachable(r.status().message());
+      auto status = json::parse(r->body, nullptr, false);
+      // The command the marker names must be this Job's task, as execd recorded it.
+      if (r->status == 200 && GetString(status, "content") == TaskCommand(request)) {
+        commandId = probe.commandId;
+        break;
+      }
+      return Unknown(kReasonCommandNotIdentified,
+                     "the task was started in sandbox " + sandboxId +
+                         " by an earlier request whose answer was lost, and execd does not know "
+                         "the command the sandbox recorded (" +
+                         probe.commandId + ")");
+    }
+    // The marker exists but names no command yet (the started command records it a moment
+    // after creating the marker), or names it in a form we cannot read.
+    if (attempt >= 3) {
+      return Unknown(kReasonCommandNotIdentified,
+                     "the task was started in sandbox " + sandboxId +
+                         " by an earlier request whose answer was lost; its command cannot be "
+                         "identified");
+    }
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  if (commandId.empty()) {
+    auto id = client.RunBackground(*execd, TaskCommand(request));
+    if (!id.ok()) {
+      if (id.status().code() == StatusCode::kFailedPrecondition) {
+        return Failed(kReasonBackendRejected, id.status().message());
+      }
+      // The command may have started: the next Ensure's probe finds out.
+      return Unreachable("starting the task in sandbox " + sandboxId + ": " +
+                         id.status().message());
+    }
+    commandId = *id;
+  }
+  Observation o = ObserveCommand(client, *execd, uid, commandId);
+  if (o.phase == ExecutionPhase::kUnknown && o.reason == kReasonCommandLost) {
+    // Just started: execd registers a command asynchronously; it is running.
+    o = Observation{};
+    o.phase = ExecutionPhase::kRunning;
+  }
+  o.references = References(sandboxId, commandId);
+  if (o.phase == ExecutionPhase::kRunning) {
+    WatchCommand(uid, request.job.metadata.namespace_, request.job.metadata.name, sandboxId,
+                 commandId, *execd, target);
+  }
+  return o;
+}
+
+Observation OpenSandboxAdapter::ObserveCommand(const ServerClient& client, const ExecdTarget& execd,
+                                               const std::string& uid,
+                                               const std::string& commandId) {
+  auto r = client.Execd(execd, "GET", "/command/status/" + Escape(commandId));
+  if (!r.ok()) return Unreachable("execd: " + r.status().message());
+  if (r->status == 404) {
+    return Unknown(kReasonCommandLost, "execd no longer knows command " + commandId +
+                                           " (its daemon or sandbox restarted)");
+  }
+  if (r->status != 200) {
+    return Unreachable("execd command status: " + ErrorMessage(r->status, r->body));
+  }
+  auto doc = json::parse(r->body, nullptr, false);
+  Observation o = ObservationFromCommandStatus(doc);
+  if (o.phase == ExecutionPhase::kFailed && o.exitCode == kForeignSandboxExitCode) {
+    auto logs = client.Execd(execd, "GET", "/command/" + Escape(commandId) + "/logs?cursor=0");
+    if (!logs.ok()) return Unreachable("execd: " + logs.status().message());
+    if (logs->status == 200 && logs->body.find(ForeignSandboxLine(uid)) != std::string::npos) {
+      return ForeignExecd("");
+    }
+  }
+  if (o.phase == ExecutionPhase::kFailed && o.exitCode == kGuardExitCode) {
+    // A second start refused by the guard: the task runs (or ran) under another command.
+    auto logs = client.Execd(execd, "GET", "/command/" + Escape(commandId) + "/logs?cursor=0");
+    if (!logs.ok()) return Unreachable("execd: " + logs.status().message());
+    if (logs->status == 200 && logs->body.find(GuardLine(uid)) != std::string::npos) {
+      return Unknown(kReasonCommandNotIdentified,
+                     "command " + commandId +
+                         " was a second start of the task, refused; the first one is not known");
+    }
+  }
+  return o;
+}
+
+void OpenSandboxAdapter::RememberSandbox(const nlohmann::json& sandbox) {
+  const std::string id = GetString(sandbox, "id");
+  const std::string expires = GetString(sandbox, "expiresAt");
+  if (id.empty() || expires.empty()) return;
+  auto t = api::ParseTime(expires);
+  if (!t.ok()) return;
+  std::lock_guard lock(mu_);
+  expiresAt_[id] = *t;
+}
+
+Observation OpenSandboxAdapter::SandboxGone(const std::string& sandboxId, const std::string& body) {
+  (void)body;
+  std::optional<std::chrono::system_clock::time_point> expires;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = expiresAt_.find(sandboxId); it != expiresAt_.end()) expires = it->second;
+  }
+  Observation o;
+  o.phase = ExecutionPhase::kFailed;
+  if (expires && *expires <= std::chrono::system_clock::now()) {
+    o.reason = kReasonSandboxExpired;
+    o.message = "sandbox " + sandboxId + " expired (the server's timeout) before the task finished";
+  } else {
+    o.reason = kReasonSandboxGone;
+    o.message = "sandbox " + sandboxId +
+                " no longer exists (deleted, or expired after its timeout) and the task's result "
+                "was not seen";
+  }
+  return o;
+}
+
+Observation OpenSandboxAdapter::ObserveSandboxAndCommand(const Target& target,
+                                                         const std::string& uid,
+                                                         const nlohmann::json& sandbox,
+                                                         const std::string& commandId) {
+  const std::string sandboxId = GetString(sandbox, "id");
+  RememberSandbox(sandbox);
+  if (auto o = ObservationFromSandbox(sandbox)) {
+    o->references = References(sandboxId, commandId);
+    return *o;
+  }
+  auto execd = ExecdFor(target, sandboxId);
+  if (!execd.ok()) return Unreachable(execd.status().message());
+  Observation o = ObserveCommand(*target.client, *execd, uid, commandId);
+  o.references = References(sandboxId, commandId);
+  return o;
+}
+
+Observation OpenSandboxAdapter::Ensure(const ExecutionRequest& request) {
+  // Server messages may quote the create request; none of a Secret goes back up.
+  Observation o = EnsureExecution(request);
+  o.message = docker::RedactEnvValues(o.message, request);
+  return o;
+}
+
+Observation OpenSandboxAdapter::EnsureExecution(const ExecutionRequest& request) {
+  auto target = TargetFor(request.parameters);
+  if (!target.ok()) {
+    if (target.status().code() == StatusCode::kInvalidArgument) {
+      return Failed(kReasonBackendRejected, target.status().message());
+    }
+    return Unreachable(target.status().message());
+  }
+  if (Status st = ValidateRequest(request, target->params); !st.ok()) {
+    return Failed(kReasonBackendRejected, st.message());
+  }
+  const ServerClient& client = *target->client;
+  const std::string& uid = request.job.metadata.uid;
+  std::vector<api::ExecutionReference> refs;
+  if (request.job.status.execution) refs = request.job.status.execution->references;
+
+  auto found = FindSandbox(client, uid, refs);
+  if (!found.ok()) return Unreachable(found.status().message());
+  if (*found) {
+    const json& sandbox = **found;
+    const std::string sandboxId = GetString(sandbox, "id");
+    RememberSandbox(sandbox);
+    const std::string commandId = ReferenceId(refs, kCommandReferenceType);
+    if (!commandId.empty()) {
+      Observation o = ObserveSandboxAndCommand(*target, uid, sandbox, commandId);
+      if (o.phase == ExecutionPhase::kRunning) {
+        if (auto execd = ExecdFor(*target, sandboxId); execd.ok()) {
+          WatchCommand(uid, request.job.metadata.namespace_, request.job.metadata.name, sandboxId,
+                       commandId, *execd, *target);
+        }
+      }
+      return o;
+    }
+    if (auto o = ObservationFromSandbox(sandbox)) {
+      // Not running: no command can be started or found in it. Pending has nothing to refer to
+      // yet (the next Ensure looks again).
+      if (o->phase == ExecutionPhase::kPending) {
+        return Unreachable("sandbox " + sandboxId + " is pending");
+      }
+      o->references = References(sandboxId, "");
+      return *o;
+    }
+    if (request.job.spec.desiredState == api::DesiredState::kCancelled) {
+      // Cancelled before its task was known to run: Cancel removes the sandbox.
+      Observation o;
+      o.phase = ExecutionPhase::kPending;
+      return o;
+    }
+    return RunOrFind(*target, request, sandboxId, false);
+  }
+  if (!ReferenceId(refs, kSandboxReferenceType).empty()) {
+    // It existed (we persisted it) and is gone: never a second one.
+    return SandboxGone(ReferenceId(refs, kSandboxReferenceType), "");
+  }
+  // A Job whose cancellation was requested never gets a new execution.
+  if (request.job.spec.desiredState == api::DesiredState::kCancelled) return Absent();
+
+  auto auth = SelectImageAuth(request);
+  if (!auth.ok()) return Failed(kReasonImagePullFailed, auth.status().message());
+  auto body = BuildCreateBody(request, target->params, *auth);
+  if (!body.ok()) {
+    return Failed(kReasonBackendRejected, body.status().message());
+  }
+  auto r = client.Call("POST", "/sandboxes", body->dump(), options_.timeouts.create);
+  if (!r.ok()) {
+    // The server may have created it: the next Ensure lists by UID before creating.
+    return Unreachable("creating the sandbox: " + r.status().message());
+  }
+  if (r->status == 202 || r->status == 200 || r->status == 201) {
+    auto created = json::parse(r->body, nullptr, false);
+    const std::string sandboxId = GetString(created, "id");
+    if (sandboxId.empty()) return Unreachable("the create answer names no sandbox id");
+    RememberSandbox(created);
+    if (auto o = ObservationFromSandbox(created)) {
+      if (o->phase != ExecutionPhase::kPending) {
+        o->references = References(sandboxId, "");
+        return *o;
+      }
+      // Asynchronous runtimes (Kubernetes) create in Pending: the next Ensure finds it running.
+      return Unreachable("sandbox " + sandboxId + " is pending");
+    }
+    return RunOrFind(*target, request, sandboxId, true);
+  }
+  const std::string code = ErrorCode(r->body);
+  if (code.find("IMAGE_PULL") != std::string::npos) {
+    return Failed(kReasonImagePullFailed, ServerError("creating the sandbox", *r));
+  }
+  if (r->status == 400 || r->status == 409 || r->status == 422) {
+    return Failed(kReasonBackendRejected, ServerError("creating the sandbox", *r));
+  }
+  if (r->status == 500 && !code.empty() && code.find("UNKNOWN") == std::string::npos) {
+    // A definite provisioning failure (start, execd distribution, bootstrap): nothing runs.
+    return Failed(kReasonBackendRejected, ServerError("creating the sandbox", *r));
+  }
+  return Unreachable(ServerError("creating the sandbox", *r));
+}
+
+Observation OpenSandboxAdapter::Observe(const ExecutionKey& key) {
+  auto target = TargetFor(key.parameters);
+  if (!target.ok()) return Unreachable("opensandbox adapter: " + target.status().message());
+  const std::string sandboxRef = ReferenceId(key.references, kSandboxReferenceType);
+  const std::string commandId = ReferenceId(key.references, kCommandReferenceType);
+  auto found = FindSandbox(*target->client, key.uid, key.references);
+  if (!found.ok()) return Unreachable(found.status().message());
+  if (!*found) {
+    if (sandboxRef.empty()) return Absent();
+    Observation o = SandboxGone(sandboxRef, "");
+    o.references = key.references;
+    return o;
+  }
+  if (commandId.empty()) {
+    Observation o = ObservationFromSandbox(**found).value_or(
+        Unknown(kReasonCommandNotIdentified, "no command is recorded for this Job's sandbox"));
+    o.references = key.references;
+    return o;
+  }
+  Observation o = ObserveSandboxAndCommand(*target, key.uid, **found, commandId);
+  if (o.phase == ExecutionPhase::kRunning) {
+    if (auto execd = ExecdFor(*target, GetString(**found, "id")); execd.ok()) {
+      WatchCommand(key.uid, key.namespace_, key.name, GetString(**found, "id"), commandId, *execd,
+                   *target);
+    }
+  } else if (IsStopped(o.phase)) {
+    std::lock_guard lock(mu_);
+    watches_.erase(key.uid);
+  }
+  return o;
+}
+
+Observation OpenSandboxAdapter::Cancel(const ExecutionKey& key) {
+  auto target = TargetFor(key.parameters);
+  if (!target.ok()) return Unreachable("opensandbox adapter: " + target.status().message());
+  const ServerClient& client = *target->client;
+  auto found = FindSandbox(client, key.uid, key.references);
+  if (!found.ok()) return Unreachable(found.status().message());
+  if (!*found) {
+    Forget(key.uid, ReferenceId(key.references, kSandboxReferenceType));
+    return Absent();
+  }
+  const std::string sandboxId = GetString(**found, "id");
+  const std::string commandId = ReferenceId(key.references, kCommandReferenceType);
+  std::optional<int32_t> exitCode;
+  std::optional<api::Time> startedAt;
+  if (!commandId.empty() && !ObservationFromSandbox(**found)) {
+    auto execd = ExecdFor(*target, sandboxId);
+    if (!execd.ok()) return Unreachable(execd.status().message());
+    Observation before = ObserveCommand(client, *execd, key.uid, commandId);
+    if (before.phase == ExecutionPhase::kUnknown && before.reason == kReasonBackendUnreachable) {
+      return before;
+    }
+    // It ended by itself first: its true result (the sandbox is removed by Delete).
+    if (IsStopped(before.phase)) {
+      before.references = key.references;
+      return before;
+    }
+    startedAt = before.startedAt;
+    // SIGTERM to the command's process group, SIGKILL after execd's grace period. A 500 says it
+    // is no longer running: the sandbox delete below settles it either way.
+    auto r =
+        client.Execd(*execd, "DELETE", "/command?id=" + Escape(commandId), "", milliseconds(15000));
+    if (!r.ok()) return Unreachable("interrupting the command: " + r.status().message());
+    auto after = ObserveCommand(client, *execd, key.uid, commandId);
+    if (after.phase == ExecutionPhase::kSucceeded) {
+      after.references = key.references;
+      return after;  // it finished between our two reads
+    }
+    exitCode = after.exitCode;
+  }
+  auto d = client.Call("DELETE", "/sandboxes/" + Escape(sandboxId));
+  if (!d.ok()) return Unreachable("deleting the sandbox: " + d.status().message());
+  if (d->status != 204 && d->status != 200 && !IsSandboxNotFound(*d)) {
+    return Unreachable(ServerError("delete sandbox", *d));
+  }
+  auto g = client.Call("GET", "/sandboxes/" + Escape(sandboxId));
+  if (!g.ok()) return Unreachable("confirming the delete: " + g.status().message());
+  Observation o;
+  o.references = key.references;
+  o.startedAt = startedAt;
+  if (IsSandboxNotFound(*g)) {
+    Forget(key.uid, sandboxId);
+    o.phase = ExecutionPhase::kCancelled;
+    o.exitCode = exitCode;
+    o.message = "the command was interrupted and the sandbox deleted";
+    return o;
+  }
+  o.phase = ExecutionPhase::kRunning;  // still stopping
+  return o;
+}
+
+Status OpenSandboxAdapter::Delete(const ExecutionKey& key) {
+  auto target = TargetFor(key.parameters);
+  if (!target.ok()) return target.status();
+  const ServerClient& client = *target->client;
+  std::vector<std::string> ids;
+  if (auto ref = ReferenceId(key.references, kSandboxReferenceType); !ref.empty()) {
+    ids.push_back(ref);
+  }
+  auto r = client.Call("GET", "/sandboxes?metadata=" + UidMetadataQuery(key.uid) + "&pageSize=200");
+  if (!r.ok()) return r.status();
+  if (r->status != 200) return Status(StatusCode::kServerError, ServerError("list sandboxes", *r));
+  auto doc = json::parse(r->body, nullptr, false);
+  if (doc.is_object() && doc.contains("items") && doc["items"].is_array()) {
+    for (const auto& item : doc["items"]) ids.push_back(GetString(item, "id"));
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  for (const auto& id : ids) {
+    if (id.empty()) continue;
+    auto d = client.Call("DELETE", "/sandboxes/" + Escape(id));
+    if (!d.ok()) return d.status();
+    if (d->status == 204 || d->status == 200 || IsSandboxNotFound(*d)) {
+      Forget(key.uid, id);
+      continue;
+    }
+    return Status(StatusCode::kServerError, ServerError("delete sandbox", *d));
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::string> OpenSandboxAdapter::Logs(const ExecutionKey& key, size_t tailBytes) {
+  auto target = TargetFor(key.parameters);
+  if (!target.ok()) return target.status();
+  const std::string commandId = ReferenceId(key.references, kCommandReferenceType);
+  auto found = FindSandbox(*target->client, key.uid, key.references);
+  if (!found.ok()) return found.status();
+  if (!*found || commandId.empty()) {
+    return Status(StatusCode::kNotFound, "no sandbox command for Job UID " + key.uid);
+  }
+  auto execd = ExecdFor(*target, GetString(**found, "id"));
+  if (!execd.ok()) return execd.status();
+  auto r = target->client->Execd(*execd, "GET", "/command/" + Escape(commandId) + "/logs?cursor=0");
+  if (!r.ok()) return r.status();
+  if (r->status == 400 || r->status == 404) {
+    return Status(StatusCode::kNotFound, "execd: " + ErrorMessage(r->status, r->body));
+  }
+  if (r->status != 200) {
+    return Status(StatusCode::kServerError, "execd logs: " + ErrorMessage(r->status, r->body));
+  }
+  std::string& body = r->body;
+  return body.size() > tailBytes ? body.substr(body.size() - tailBytes) : body;
+}
+
+void OpenSandboxAdapter::WatchCommand(const std::string& uid, const std::string& ns,
+                                      const std::string& name, const std::string& sandboxId,
+                                      const std::string& commandId, const ExecdTarget& execd,
+                                      const Target& target) {
+  const milliseconds max = options_.maxPoll.value_or(
+      milliseconds(std::max<int64_t>(1, target.params.pollIntervalSeconds) * 1000));
+  {
+    std::lock_guard lock(mu_);
+    auto it = watches_.find(uid);
+    if (it != watches_.end() && it->second.commandId == commandId) return;  // already polled
+    Watch w;
+    w.ns = ns;
+    w.name = name;
+    w.commandId = commandId;
+    w.execd = execd;
+    w.sandboxId = sandboxId;
+    w.endpoint = target.client->endpoint();
+    w.apiKey = target.client->apiKey();
+    w.interval = options_.firstPoll;
+    w.maxInterval = max;
+    w.next = std::chrono::steady_clock::now() + options_.firstPoll;
+    watches_[uid] = std::move(w);
+  }
+  wake_.notify_all();
+}
+
+void OpenSandboxAdapter::Forget(const std::string& uid, const std::string& sandboxId) {
+  std::lock_guard lock(mu_);
+  watches_.erase(uid);
+  if (!sandboxId.empty()) {
+    execdTargets_.erase(sandboxId);
+    expiresAt_.erase(sandboxId);
+  }
+}
+
+void OpenSandboxAdapter::PollLoop() {
+  // One thread for every running command: each is checked after 50 ms, then at doubling
+  // intervals up to the class's pollIntervalSeconds. A command that stopped, or that cannot be
+  // read, is handed to the controller (notify), whose Observe then says what happened.
+  kube::HttpTransport& transport = *transport_;
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    auto now = std::chrono::steady_clock::now();
+    std::vector<std::pair<std::string, Watch>> due;
+    auto next = now + std::chrono::seconds(60);
+    for (auto& [uid, w] : watches_) {
+      if (w.next <= now) {
+        due.emplace_back(uid, w);
+      } else {
+        next = std::min(next, w.next);
+      }
+    }
+    if (due.empty()) {
+      wake_.wait_until(lock, next);
+      continue;
+    }
+    lock.unlock();
+    std::vector<std::pair<std::string, bool>> results;  // uid, changed
+    for (const auto& [uid, w] : due) {
+      ServerClient client(transport, w.endpoint, w.apiKey, options_.timeouts);
+      auto r = client.Execd(w.execd, "GET", "/command/status/" + Escape(w.commandId), "",
+                            milliseconds(5000));
+      bool changed = true;
+      if (r.ok() && r->status == 200) {
+        auto doc = json::parse(r->body, nullptr, false);
+        changed = !(doc.is_object() && doc.value("running", false));
+      }
+      if (!changed && w.interval >= w.maxInterval) {
+        auto s = client.Call("GET", "/sandboxes/" + Escape(w.sandboxId), "", milliseconds(5000));
+        changed = !s.ok() || s->status != 200;
+      }
+      results.emplace_back(uid, changed);
+    }
+    std::vector<std::pair<std::string, std::string>> toNotify;
+    lock.lock();
+    now = std::chrono::steady_clock::now();
+    for (const auto& [uid, changed] : results) {
+      auto it = watches_.find(uid);
+      if (it == watches_.end()) continue;
+      if (changed) {
+        toNotify.emplace_back(it->second.ns, it->second.name);
+        watches_.erase(it);
+      } else {
+        it->second.interval = std::min(it->second.interval * 2, it->second.maxInterval);
+        it->second.next = now + it->second.interval;
+      }
+    }
+    auto notify = notify_;
+    lock.unlock();
+    if (notify) {
+      for (const auto& [ns, name] : toNotify) notify(ns, name);
+    }
+    lock.lock();
+  }
+}
+
+std::shared_ptr<OpenSandboxAdapter> NewOpenSandboxAdapter(KubeClient& client) {
+  OpenSandboxAdapterOptions options;
+  options.apiKey = SecretApiKeySource(client);
+  return std::make_shared<OpenSandboxAdapter>(std::move(options));
+}
+
+}  // namespace ayatori::adapters::opensandbox

@@ -1,0 +1,391 @@
+// The OpenSandbox adapter against the real opensandbox-server (fixture "opensandbox":
+// hack/opensandbox/opensandbox.sh) on the project's dockerd, with the execd stand-in in every
+// sandbox. Host network mode: one sandbox at a time (RESOURCE_LOCK opensandbox), and each test
+// checks that none is left before it starts.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+
+#include "adapters/opensandbox/opensandbox_adapter.h"
+#include "adapters/opensandbox/spec.h"
+#include "api/json.h"
+#include "api/quantity.h"
+#include "test/adapters/docker/e2e_support.h"
+#include "test/support/wait.h"
+
+namespace ayatori::adapters::opensandbox {
+namespace {
+
+using namespace std::chrono_literals;
+using docker::e2e::PhaseName;
+using nlohmann::json;
+
+// A transport around the real one that loses the answer of chosen requests after the server has
+// acted on them (the request goes through; the caller sees a transport error): the "response
+// lost" fault. Not a fake: every request reaches the real server.
+class AnswerLosingTransport final : public kube::HttpTransport {
+ public:
+  explicit AnswerLosingTransport(std::shared_ptr<kube::HttpTransport> real)
+      : real_(std::move(real)) {}
+  // Loses the answer of the next request whose method matches and whose URL and body contain
+  // the given texts.
+  void LoseNext(std::string method, std::string urlContains, std::string bodyContains = "") {
+    std::lock_guard lock(mu_);
+    method_ = std::move(method);
+    path_ = std::move(urlContains);
+    body_ = std::move(bodyContains);
+  }
+  std::string lostBody() {
+    std::lock_guard lock(mu_);
+    return lost_;
+  }
+  int lostCount() const { return lostCount_; }
+
+  StatusOr<kube::HttpResponse> Do(const kube::HttpRequest& r) override {
+    auto resp = real_->Do(r);
+    if (Matches(r) && resp.ok()) return Lose(resp->body);
+    return resp;
+  }
+  StatusOr<kube::HttpResponse> Stream(
+      const kube::HttpRequest& r, std::stop_token stop,
+      const std::function<bool(std::string_view)>& onData) override {
+    if (!Matches(r)) return real_->Stream(r, stop, onData);
+    std::string seen;
+    auto resp = real_->Stream(r, stop, [&](std::string_view d) {
+      seen.append(d);
+      return seen.find("execution_complete") == std::string::npos;
+    });
+    if (!resp.ok()) return resp;
+    return Lose(seen);
+  }
+
+ private:
+  bool Matches(const kube::HttpRequest& r) {
+    std::lock_guard lock(mu_);
+    if (method_.empty() || r.method != method_ || r.url.find(path_) == std::string::npos ||
+        r.body.find(body_) == std::string::npos) {
+      return false;
+    }
+    method_.clear();
+    return true;
+  }
+  Status Lose(const std::string& body) {
+    std::lock_guard lock(mu_);
+    lost_ = body;
+    ++lostCount_;
+    return Status(StatusCode::kUnavailable, "injected fault: the answer was lost");
+  }
+
+  std::shared_ptr<kube::HttpTransport> real_;
+  std::mutex mu_;
+  std::string method_, path_, body_, lost_;
+  std::atomic<int> lostCount_{0};
+};
+
+class OpenSandboxE2ETest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* dir = std::getenv("AYATORI_OPENSANDBOX_DIR");
+    ASSERT_NE(dir, nullptr) << "AYATORI_OPENSANDBOX_DIR is not set (run through ctest)";
+    auto env = docker::e2e::ReadEnvFile(std::string(dir) + "/env.sh");
+    domain_ = env["AYATORI_OSB_DOMAIN"];
+    apiKey_ = env["AYATORI_OSB_API_KEY"];
+    workload_ = env["AYATORI_OSB_WORKLOAD_IMAGE"];
+    ASSERT_FALSE(domain_.empty() || apiKey_.empty() || workload_.empty());
+    real_ = kube::NewCurlTransport(kube::RestConfig{}, {});
+    faults_ = std::make_shared<AnswerLosingTransport>(real_);
+    adapter_ = NewAdapter();
+    ASSERT_EQ(CountSandboxes(""), 0) << "a sandbox is left from an earlier test";
+  }
+  void TearDown() override {
+    for (const auto& key : created_) EXPECT_TRUE(adapter_->Delete(key).ok());
+    EXPECT_TRUE(testing::Eventually([&] { return CountSandboxes("") == 0; }, 30s, 100ms))
+        << "sandboxes are left after the test";
+  }
+
+  // A fresh adapter: what a restarted controller has (no memory of earlier calls).
+  std::unique_ptr<OpenSandboxAdapter> NewAdapter() {
+    OpenSandboxAdapterOptions o;
+    o.transport = faults_;
+    const std::string key = apiKey_;
+    o.apiKey = [key](const api::SecretKeyReference&) -> StatusOr<SensitiveString> {
+      return SensitiveString(key);
+    };
+    return std::make_unique<OpenSandboxAdapter>(o);
+  }
+
+  json Parameters(const json& extra = json::object()) const {
+    json spec = {
+        {"endpoint", "http://" + domain_ + "/v1"},
+        {"apiKeySecretRef", {{"namespace", "ayatori-system"}, {"name", "osb"}, {"key", "k"}}}};
+    spec.update(extra);
+    return {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
+            {"kind", "OpenSandboxExecutionParameters"},
+            {"metadata", {{"name", "e2e"}}},
+            {"spec", spec}};
+  }
+
+  ExecutionRequest Request(std::vector<std::string> command, const std::string& image = "") {
+    ExecutionRequest r;
+    r.job.metadata.namespace_ = "e2e-opensandbox";
+    r.job.metadata.name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    for (auto& c : r.job.metadata.name) c = static_cast<char>(std::tolower(c));
+    r.job.metadata.uid = docker::e2e::NewUid();
+    r.job.spec.task.image = image.empty() ? workload_ : image;
+    r.job.spec.task.command = std::move(command);
+    r.resources.limits.cpu = api::Quantity::MustParse("500m");
+    r.resources.limits.memory = api::Quantity::MustParse("256Mi");
+    r.parameters = Parameters();
+    created_.push_back(KeyOf(r));
+    return r;
+  }
+
+  static ExecutionKey KeyOf(const ExecutionRequest& r, const Observation& o = {}) {
+    return docker::e2e::KeyOf(r, o);
+  }
+
+  Observation WaitStopped(const ExecutionKey& key, std::chrono::milliseconds d = 60s) {
+    return docker::e2e::WaitForStopped(*adapter_, key, d);
+  }
+
+  // Sandboxes the server lists (all of them, or those of one Job UID).
+  int CountSandboxes(const std::string& uid) {
+    ServerClient c(*real_, "http://" + domain_ + "/v1", SensitiveString(apiKey_), {});
+    auto r =
+        c.Call("GET", uid.empty() ? "/sandboxes?pageSize=200"
+                                  : "/sandboxes?pageSize=200&metadata=" + UidMetadataQuery(uid));
+    if (!r.ok() || r->status != 200) {
+      ADD_FAILURE() << "listing sandboxes: " << (r.ok() ? r->body : r.status().ToString());
+      return -1;
+    }
+    return static_cast<int>(json::parse(r->body)["items"].size());
+  }
+
+  std::string Output(const ExecutionKey& key) {
+    auto logs = adapter_->Logs(key, 1 << 20);
+    EXPECT_TRUE(logs.ok()) << logs.status().ToString();
+    return logs.ok() ? *logs : "";
+  }
+
+  std::string domain_, apiKey_, workload_;
+  std::shared_ptr<kube::HttpTransport> real_;
+  std::shared_ptr<AnswerLosingTransport> faults_;
+  std::unique_ptr<OpenSandboxAdapter> adapter_;
+  std::vector<ExecutionKey> created_;
+};
+
+TEST_F(OpenSandboxE2ETest, SuccessHasSandboxAndCommandReferencesOutputAndEnv) {
+  auto r = Request({"/bin/sh", "-c", "echo \"done $AYATORI_JOB_NAME $GREETING\""});
+  r.job.spec.task.env.push_back({"GREETING", std::string("hi there"), std::nullopt});
+  Observation o = adapter_->Ensure(r);
+  // Ensure reports what it sees right after the start: a task this short may have ended already.
+  ASSERT_TRUE(o.phase == ExecutionPhase::kRunning || o.phase == ExecutionPhase::kSucceeded)
+      << PhaseName(o);
+  ASSERT_EQ(o.references.size(), 2u);
+  EXPECT_EQ(o.references[0].type, "Sandbox");
+  EXPECT_EQ(o.references[0].id.size(), 36u);
+  EXPECT_EQ(o.references[1].type, "Command");
+  EXPECT_EQ(o.references[1].id.size(), 32u);
+  Observation done = WaitStopped(KeyOf(r, o));
+  ASSERT_EQ(done.phase, ExecutionPhase::kSucceeded) << PhaseName(done);
+  EXPECT_EQ(done.exitCode, 0);
+  ASSERT_TRUE(done.startedAt && done.finishedAt);
+  EXPECT_LE(*done.startedAt, *done.finishedAt);
+  EXPECT_EQ(done.references, o.references);
+  EXPECT_EQ(Output(KeyOf(r, o)),
+            "done successhassandboxandcommandreferencesoutputandenv hi there\n");
+  // Observing again, by reference or by UID alone, reports the same fact; Ensure adopts.
+  EXPECT_EQ(adapter_->Ensure(r).phase, ExecutionPhase::kSucceeded);
+  EXPECT_EQ(CountSandboxes(r.job.metadata.uid), 1);
+  ASSERT_TRUE(adapter_->Delete(KeyOf(r, o)).ok());
+  EXPECT_EQ(CountSandboxes(r.job.metadata.uid), 0);
+  EXPECT_TRUE(adapter_->Delete(KeyOf(r, o)).ok()) << "Delete is idempotent";
+  Observation gone = adapter_->Observe(KeyOf(r, o));
+  EXPECT_EQ(gone.phase, ExecutionPhase::kFailed) << PhaseName(gone);
+  EXPECT_EQ(gone.reason, kReasonSandboxGone);
+}
+
+TEST_F(OpenSandboxE2ETest, ExitThreeFailsWithTheExitCode) {
+  auto r = Request({"/bin/sh", "-c", "echo out; echo err >&2; exit 3"});
+  Observation o = adapter_->Ensure(r);
+  ASSERT_EQ(o.references.size(), 2u) << PhaseName(o);
+  Observation done = WaitStopped(KeyOf(r, o));
+  ASSERT_EQ(done.phase, ExecutionPhase::kFailed) << PhaseName(done);
+  EXPECT_EQ(done.reason, kReasonProcessFailed);
+  EXPECT_EQ(done.exitCode, 3);
+  EXPECT_EQ(Output(KeyOf(r, o)), "out\nerr\n");
+}
+
+TEST_F(OpenSandboxE2ETest, ArgvIsPassedWithoutAShellAndWorkingDirIsEntered) {
+  auto r = Request({});
+  r.job.spec.task.workingDir = "/tmp/work dir";
+  r.job.spec.task.command = {
+      "/bin/sh", "-c", "pwd; printf '[%s]' \"$@\"; echo", "argv0", "it's", "$HOME", "a  b", "`x`"};
+  Observation o = adapter_->Ensure(r);
+  ASSERT_EQ(o.references.size(), 2u) << PhaseName(o);
+  ASSERT_EQ(WaitStopped(KeyOf(r, o)).phase, ExecutionPhase::kSucceeded);
+  EXPECT_EQ(Output(KeyOf(r, o)), "/tmp/work dir\n[it's][$HOME][a  b][`x`]\n");
+}
+
+TEST_F(OpenSandboxE2ETest, CancelInterruptsTheCommandAndDeletesTheSandbox) {
+  auto r = Request({"/bin/sleep", "300"});
+  Observation o = adapter_->Ensure(r);
+  ASSERT_EQ(o.phase, ExecutionPhase::kRunning) << PhaseName(o);
+  Observation c = adapter_->Cancel(KeyOf(r, o));
+  ASSERT_EQ(c.phase, ExecutionPhase::kCancelled) << PhaseName(c);
+  EXPECT_EQ(CountSandboxes(r.job.metadata.uid), 0);
+  // Repeatable: nothing left, nothing to stop.
+  EXPECT_EQ(adapter_->Cancel(KeyOf(r, o)).phase, ExecutionPhase::kAbsent);
+}
+
+TEST_F(OpenSandboxE2ETest, CancelAfterTheTaskFinishedReportsItsTrueResult) {
+  auto r = Request({"/bin/sh", "-c", "exit 0"});
+  Observation o = adapter_->Ensure(r);
+  ASSERT_EQ(o.references.size(), 2u) << PhaseName(o);
+  ASSERT_EQ(WaitStopped(KeyOf(r, o)).phase, ExecutionPhase::kSucceeded);
+  EXPECT_EQ(adapter_->Cancel(KeyOf(r, o)).phase, ExecutionPhase::kSucceeded);
+}
+
+TEST_F(OpenSandboxE2ETest, AnImageThatCannotBePulledFailsWithImagePullFailed) {
+  auto r = Request({"/bin/true"}, "127.0.0.1:1/ayatori/nowhere:1");
+  Observation o = adapter_->Ensure(r);
+  EXPECT_EQ(o.phase, ExecutionPhase::kFailed) << PhaseName(o);
+  EXPECT_EQ(o.reason, kReasonImagePullFailed);
+  EXPECT_EQ(CountSandboxes(r.job.metadata.uid), 0);
+}
+
+TEST_F(OpenSandboxE2ETest, AnUnreachableServerIsUnknownNeverFailed) {
+  auto r = Request({"/bin/true"});
+  r.parameters = Parameters({{"endpoint", "http://127.0.0.1:1/v1"}});
+  Observation o = adapter_->Ensure(r);
+  EXPECT_EQ(o.phase, ExecutionPhase::kUnknown) << PhaseName(o);
+  EXPECT_EQ(o.reason, kReasonBackendUnreachable);
+  Observation seen = adapter_->Observe(KeyOf(r, o));
+  EXPECT_EQ(seen.phase, ExecutionPhase::kUnknown) << PhaseName(seen);
+}
+
+// At most once: the answer of POST /command is lost after execd started the task. The retry (a
+// fresh adapter, as after a controller restart) finds the same command again and starts nothing.
+TEST_F(OpenSandboxE2ETest, ALostRunAnswerIsFoundAgainNotRunTwice) {
+  auto r = Request({"/bin/sh", "-c", "echo ran; sleep 2"});
+  // The task's command, not a probe: the first Ensure created the sandbox, so it runs the task
+  // at once.
+  faults_->LoseNext("POST", "/command", "echo ran");
+  Observation first = adapter_->Ensure(r);
+  ASSERT_EQ(faults_->lostCount(), 1);
+  EXPECT_EQ(first.phase, ExecutionPhase::kUnknown) << PhaseName(first);
+  EXPECT_TRUE(first.references.empty());
+  EventStreamParser parser;
+  auto events = parser.Feed(faults_->lostBody());
+  ASSERT_FALSE(events.empty()) << faults_->lostBody();
+  const std::string startedId = events[0].value("text", "");
+  ASSERT_EQ(startedId.size(), 32u);
+
+  adapter_ = NewAdapter();
+  Observation retry = adapter_->Ensure(r);
+  ASSERT_EQ(retry.phase, ExecutionPhase::kRunning) << PhaseName(retry);
+  ASSERT_EQ(retry.references.size(), 2u);
+  EXPECT_EQ(retry.references[1].id, startedId) << "the retry adopted the first command";
+  ASSERT_EQ(WaitStopped(KeyOf(r, retry)).phase, ExecutionPhase::kSucceeded);
+  EXPECT_EQ(Output(KeyOf(r, retry)), "ran\n");
+  EXPECT_EQ(CountSandboxes(r.job.metadata.uid), 1);
+}
+
+// The controller dies after Ensure started the task but before the references reached the Job's
+// status: Ensure without references finds the command again.
+TEST_F(OpenSandboxE2ETest, EnsureWithoutPersistedReferencesAdoptsTheRunningCommand) {
+  auto r = Request({"/bin/sh", "-c", "echo once; sleep 2"});
+  Observation first = adapter_->Ensure(r);
+  ASSERT_EQ(first.phase, ExecutionPhase::kRunning) << PhaseName(first);
+  adapter_ = NewAdapter();
+  Observation again = adapter_->Ensure(r);
+  ASSERT_EQ(again.phase, ExecutionPhase::kRunning) << PhaseName(again);
+  EXPECT_EQ(again.references, first.references);
+  ASSERT_EQ(WaitStopped(KeyOf(r, again)).phase, ExecutionPhase::kSucceeded);
+  EXPECT_EQ(Output(KeyOf(r, again)), "once\n");
+}
+
+// The answer of POST /v1/sandboxes is lost: the retry finds that sandbox by the Job UID, runs the
+// task in it, and there is still one sandbox.
+TEST_F(OpenSandboxE2ETest, ALostCreateAnswerLeavesOneSandboxAndOneRun) {
+  auto r = Request({"/bin/sh", "-c", "echo created-once"});
+  faults_->LoseNext("POST", "/v1/sandboxes");
+  Observation first = adapter_->Ensure(r);
+  ASSERT_EQ(faults_->lostCount(), 1);
+  EXPECT_EQ(first.phase, ExecutionPhase::kUnknown) << PhaseName(first);
+  EXPECT_EQ(CountSandboxes(r.job.metadata.uid), 1);
+  adapter_ = NewAdapter();
+  Observation retry = adapter_->Ensure(r);
+  ASSERT_TRUE(retry.phase == ExecutionPhase::kRunning || retry.phase == ExecutionPhase::kSucceeded)
+      << PhaseName(retry);
+  ASSERT_EQ(retry.references.size(), 2u);
+  ASSERT_EQ(WaitStopped(KeyOf(r, retry)).phase, ExecutionPhase::kSucceeded);
+  EXPECT_EQ(Output(KeyOf(r, retry)), "created-once\n");
+  EXPECT_EQ(CountSandboxes(r.job.metadata.uid), 1);
+}
+
+// The guard: the task's command POSTed a second time (as a lost answer could make a naive retry
+// do) refuses to start the task again, and Observe of that second command does not report it
+// as the task's result.
+TEST_F(OpenSandboxE2ETest, ASecondStartOfTheTaskIsRefusedInTheSandbox) {
+  auto r = Request({"/bin/sh", "-c", "echo first; sleep 1"});
+  Observation o = adapter_->Ensure(r);
+  ASSERT_EQ(o.references.size(), 2u) << PhaseName(o);
+  ServerClient c(*real_, "http://" + domain_ + "/v1", SensitiveString(apiKey_), {});
+  auto ep = c.Call("GET", "/sandboxes/" + o.references[0].id + "/endpoints/44772");
+  ASSERT_TRUE(ep.ok() && ep->status == 200);
+  ExecdTarget execd{ExecdBaseUrl(json::parse(ep->body)).value(), {}};
+  auto second = c.RunBackground(execd, TaskCommand(r));
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  auto key = KeyOf(r);
+  key.references = {o.references[0], {kCommandReferenceType, *second}};
+  Observation dup = docker::e2e::WaitFor(
+      *adapter_, key, [](const Observation& x) { return x.phase != ExecutionPhase::kRunning; }, 30s,
+      "the second start to end");
+  EXPECT_EQ(dup.phase, ExecutionPhase::kUnknown) << PhaseName(dup);
+  EXPECT_EQ(dup.reason, kReasonCommandNotIdentified);
+  auto logs = c.Execd(execd, "GET", "/command/" + *second + "/logs?cursor=0");
+  ASSERT_TRUE(logs.ok());
+  EXPECT_EQ(logs->body, GuardLine(r.job.metadata.uid) + "\n");
+  ASSERT_EQ(WaitStopped(KeyOf(r, o)).phase, ExecutionPhase::kSucceeded);
+  EXPECT_EQ(Output(KeyOf(r, o)), "first\n");
+}
+
+// Host networking allows one live sandbox: a second one's endpoint reaches the first sandbox's
+// execd. The second Job's task refuses to start in the other Job's sandbox (its AYATORI_JOB_UID
+// differs) and fails with a message that says why; the first Job is not disturbed.
+TEST_F(OpenSandboxE2ETest, ATaskNeverStartsInAnotherJobsSandbox) {
+  auto first = Request({"/bin/sh", "-c", "sleep 5; echo first-done"});
+  Observation a = adapter_->Ensure(first);
+  ASSERT_EQ(a.phase, ExecutionPhase::kRunning) << PhaseName(a);
+  auto second = Request({"/bin/sh", "-c", "echo second-ran"});
+  Observation b = adapter_->Ensure(second);
+  Observation seen = docker::e2e::WaitFor(
+      *adapter_, KeyOf(second, b), [](const Observation& x) { return IsStopped(x.phase); }, 30s,
+      "the second Job's command to end");
+  EXPECT_EQ(seen.phase, ExecutionPhase::kFailed) << PhaseName(seen);
+  EXPECT_EQ(seen.reason, kReasonBackendRejected);
+  EXPECT_NE(seen.message.find("another Job's sandbox"), std::string::npos) << seen.message;
+  ASSERT_EQ(WaitStopped(KeyOf(first, a)).phase, ExecutionPhase::kSucceeded);
+  EXPECT_EQ(Output(KeyOf(first, a)), "first-done\n") << "the first Job is undisturbed";
+}
+
+TEST_F(OpenSandboxE2ETest, TheSandboxTimeoutFollowsTheDeadlineWithTheMargin) {
+  auto r = Request({"/bin/true"});
+  r.job.spec.activeDeadlineSeconds = 30;
+  r.parameters = Parameters({{"sandboxTimeoutMarginSeconds", 45}});
+  Observation o = adapter_->Ensure(r);
+  ASSERT_NE(o.references.size(), 0u) << PhaseName(o);
+  ServerClient c(*real_, "http://" + domain_ + "/v1", SensitiveString(apiKey_), {});
+  auto g = c.Call("GET", "/sandboxes/" + o.references[0].id);
+  ASSERT_TRUE(g.ok() && g->status == 200);
+  auto sandbox = json::parse(g->body);
+  auto created = api::ParseTime(sandbox["createdAt"].get<std::string>());
+  auto expires = api::ParseTime(sandbox["expiresAt"].get<std::string>());
+  ASSERT_TRUE(created.ok() && expires.ok());
+  EXPECT_NEAR(static_cast<double>((*expires - *created).count()), 75.0, 2.0);
+}
+
+}  // namespace
+}  // namespace ayatori::adapters::opensandbox
