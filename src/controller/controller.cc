@@ -164,7 +164,7 @@ void InformerClusterCache::Stop() {
 }
 
 bool InformerClusterCache::WaitForSync(std::chrono::milliseconds timeout, std::string* notSynced,
-                                       std::stop_token cancel) const {
+                                       const std::stop_token& cancel) const {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   auto remaining = [&] {
     return std::max(std::chrono::milliseconds(0),
@@ -382,7 +382,7 @@ void JobController::RegisterMetrics() {
   });
 }
 
-Status JobController::Start(std::stop_token cancel) {
+Status JobController::Start(const std::stop_token& cancel) {
   if (stopped_.load() || started_.exchange(true)) {
     return {StatusCode::kFailedPrecondition,
             "a JobController starts once (a replica that stops working ends its process)"};

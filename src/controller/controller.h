@@ -67,7 +67,7 @@ class InformerClusterCache final : public ClusterCache {
   // False, with the informers not synced named in `notSynced`, on timeout or when `cancel` is
   // requested.
   bool WaitForSync(std::chrono::milliseconds timeout, std::string* notSynced,
-                   std::stop_token cancel = {}) const;
+                   const std::stop_token& cancel = {}) const;
 
   std::shared_ptr<const api::Job> GetJob(const std::string& ns,
                                          const std::string& name) const override;
@@ -104,7 +104,7 @@ class JobController {
   // adapters and the workers. Once per instance: a second call, or one after Stop(), is refused
   // (kFailedPrecondition). kDeadlineExceeded when the informers did not sync in time, kCancelled
   // when `cancel` was requested first; either way nothing works and Stop() remains to be called.
-  Status Start(std::stop_token cancel = {});
+  Status Start(const std::stop_token& cancel = {});
   // Final: stops the workers (each after its current reconcile), the adapters and the
   // informers. Idempotent. Call it from the thread that called Start(), or after Start()
   // returned.

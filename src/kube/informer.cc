@@ -118,7 +118,7 @@ bool InformerCore::HasSynced() const {
 
 bool InformerCore::WaitForSync(std::chrono::milliseconds timeout, std::stop_token cancel) const {
   std::unique_lock lock(stateMu_);
-  syncedCv_.wait_for(lock, cancel, timeout, [this] { return synced_ || stopped_; });
+  syncedCv_.wait_for(lock, std::move(cancel), timeout, [this] { return synced_ || stopped_; });
   return synced_;
 }
 

@@ -37,7 +37,7 @@ struct Candidate {
     c.renewDeadline = 600ms;
     c.retryPeriod = 100ms;
     c.releaseOnCancel = release;
-    c.onStartedLeading = [this, work = std::move(work)](std::stop_token t) {
+    c.onStartedLeading = [this, work = std::move(work)](const std::stop_token& t) {
       leadingToken = t;
       ++started;
       if (work) work(t);
@@ -50,7 +50,7 @@ struct Candidate {
     elector = std::make_unique<LeaderElector>(client, clock, c);
   }
   void Start() {
-    thread = std::jthread([this](std::stop_token st) { elector->Run(st); });
+    thread = std::jthread([this](const std::stop_token& st) { elector->Run(st); });
   }
   void Stop() {
     thread.request_stop();
