@@ -5,7 +5,8 @@ TESTENV := hack/testenv/testenv.sh
 
 .PHONY: all deps configure build testenv test test-unit test-integration test-e2e demo demo-down \
         demo-kubernetes demo-kubernetes-down demo-opensandbox demo-opensandbox-down \
-        bench-opensandbox format format-check tidy bench bench-kubernetes bench-startup clean
+        bench-opensandbox format format-check tidy bench bench-kubernetes bench-startup clean \
+        configure-asan configure-tsan test-asan test-tsan
 
 all: build
 
@@ -35,6 +36,30 @@ test-integration: build testenv
 
 test-e2e: build testenv
 	@cd $(BUILD_DIR) && ctest $(CTEST_FLAGS) -L e2e
+
+# Sanitizer builds with clang-14, assertions on (Debug, no NDEBUG) at -O1 with line tables only (to
+# keep their build short), each in its own tree; every target of the tree is instrumented
+# (AYATORI_SANITIZE in CMakeLists.txt) but only the tiers' test executables are built.
+SANITIZER_CMAKE_FLAGS := -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=Debug \
+        "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -gline-tables-only" -DAYATORI_WERROR=ON
+ASAN_BUILD_DIR ?= build-asan
+TSAN_BUILD_DIR ?= build-tsan
+
+configure-asan: deps
+	@cmake -S . -B $(ASAN_BUILD_DIR) $(SANITIZER_CMAKE_FLAGS) -DAYATORI_SANITIZE=address,undefined >/dev/null
+
+configure-tsan: deps
+	@cmake -S . -B $(TSAN_BUILD_DIR) $(SANITIZER_CMAKE_FLAGS) -DAYATORI_SANITIZE=thread >/dev/null
+
+# Unit and integration tiers under ASan + UBSan (LeakSanitizer included).
+test-asan: configure-asan testenv
+	@cmake --build $(ASAN_BUILD_DIR) --target tests-unit tests-integration
+	@cd $(ASAN_BUILD_DIR) && ctest $(CTEST_FLAGS) -L 'unit|integration'
+
+# Unit tier under TSan.
+test-tsan: configure-tsan
+	@cmake --build $(TSAN_BUILD_DIR) --target tests-unit
+	@cd $(TSAN_BUILD_DIR) && ctest $(CTEST_FLAGS) -L unit
 
 demo: build testenv
 	@hack/demo.sh up
@@ -84,4 +109,4 @@ tidy: configure
 	@git ls-files 'src/*.cc' 'cmd/*.cc' | xargs clang-tidy -p $(BUILD_DIR) --quiet
 
 clean:
-	@rm -rf $(BUILD_DIR)
+	@rm -rf $(BUILD_DIR) $(ASAN_BUILD_DIR) $(TSAN_BUILD_DIR)

@@ -25,4 +25,18 @@ function(ayatori_test)
   if(ARG_FIXTURES)
     set_tests_properties(${ARG_NAME} PROPERTIES FIXTURES_REQUIRED "${ARG_FIXTURES}")
   endif()
+  set_property(GLOBAL APPEND PROPERTY AYATORI_TESTS_${ARG_TIER} ${ARG_NAME})
+endfunction()
+
+# ayatori_tier_targets(): one target per tier, tests-<tier>, that builds that tier's test
+# executables (and, through their add_dependencies, the binaries they run) and nothing else.
+# Called once, after every ayatori_test.
+function(ayatori_tier_targets)
+  foreach(tier unit integration e2e)
+    get_property(tests GLOBAL PROPERTY AYATORI_TESTS_${tier})
+    add_custom_target(tests-${tier})
+    if(tests)
+      add_dependencies(tests-${tier} ${tests})
+    endif()
+  endforeach()
 endfunction()

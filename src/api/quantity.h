@@ -38,7 +38,7 @@ class Quantity {
 
   // Numeric comparison: equal values written differently compare equal.
   std::strong_ordering operator<=>(const Quantity& other) const;
-  bool operator==(const Quantity& other) const { return (*this <=> other) == 0; }
+  bool operator==(const Quantity& other) const { return std::is_eq(*this <=> other); }
 
  private:
   // The value in units of 10^-9 as a two's complement 128-bit integer, split into two words so

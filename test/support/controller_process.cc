@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -96,6 +97,7 @@ bool ControllerProcess::Running() {
   if (r == pid_) {
     status_ = status;
     exited_ = true;
+    FailOnSanitizerReport();
     return false;
   }
   if (r < 0 && errno == ECHILD) {  // reaped by someone else: gone, status unknown
@@ -122,6 +124,20 @@ void ControllerProcess::Kill() {
   }
   status_ = r == pid_ ? status : -1;
   exited_ = true;
+  FailOnSanitizerReport();
+}
+
+void ControllerProcess::FailOnSanitizerReport() const {
+  // Every sanitizer ends its report with "SUMMARY: <Name>Sanitizer: ..."; the instance exited
+  // (halt_on_error) and the test fails with the report, whatever the test checks next.
+  const std::string out = Output();
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with("SUMMARY: ") && line.find("Sanitizer") != std::string::npos) {
+      ADD_FAILURE() << "pid " << pid_ << " reported a sanitizer finding; its output:\n" << out;
+      return;
+    }
+  }
 }
 
 bool ControllerProcess::Stop(std::chrono::milliseconds timeout) {

@@ -58,6 +58,9 @@ class ControllerProcess {
  private:
   // What this instance wrote (the log file from where it stood at Spawn).
   std::string Output() const;
+  // Adds a test failure when this (exited) instance's output holds a sanitizer report (builds
+  // with AYATORI_SANITIZE; the child inherits the test's halt_on_error options).
+  void FailOnSanitizerReport() const;
 
   pid_t pid_ = -1;
   bool exited_ = true;  // no instance runs (none started, or the last one was reaped)

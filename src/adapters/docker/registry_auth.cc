@@ -118,7 +118,11 @@ StatusOr<std::optional<RegistryCredentials>> SelectRegistryCredentials(
       return Status(StatusCode::kInvalidArgument,
                     where + " is not a valid .dockerconfigjson (no \"auths\" object)");
     }
-    for (const auto& [key, entry] : auths->items()) {
+    // Not a structured binding: clang 14 (the sanitizer and fuzzing builds) cannot capture one
+    // in a lambda (str below).
+    for (const auto& item : auths->items()) {
+      const std::string& key = item.key();
+      const auto& entry = item.value();
       RegistryKey rk = NormalizeRegistryKey(key);
       const std::string entryName = where + " entry \"" + key + "\"";
       if (!entry.is_object()) {
