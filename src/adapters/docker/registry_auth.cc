@@ -118,7 +118,10 @@ StatusOr<std::optional<RegistryCredentials>> SelectRegistryCredentials(
       return Status(StatusCode::kInvalidArgument,
                     where + " is not a valid .dockerconfigjson (no \"auths\" object)");
     }
-    for (const auto& [key, entry] : auths->items()) {
+    for (const auto& item : auths->items()) {
+      // Named, not a structured binding: clang 14 cannot capture a binding in the lambda below.
+      const std::string& key = item.key();
+      const nlohmann::json& entry = item.value();
       RegistryKey rk = NormalizeRegistryKey(key);
       const std::string entryName = where + " entry \"" + key + "\"";
       if (!entry.is_object()) {
