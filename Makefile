@@ -2,9 +2,12 @@
 BUILD_DIR ?= build
 CTEST_FLAGS ?= --output-on-failure --no-tests=error
 TESTENV := hack/testenv/testenv.sh
+FUZZ_BUILD_DIR ?= build-fuzz
+FUZZ_SECONDS ?= 60
 
 .PHONY: all deps configure build testenv test test-unit test-integration test-e2e demo demo-down \
-        demo-kubernetes demo-kubernetes-down format format-check tidy bench bench-kubernetes clean
+        demo-kubernetes demo-kubernetes-down format format-check tidy bench bench-kubernetes fuzz fuzz-ci \
+        clean
 
 all: build
 
@@ -55,6 +58,15 @@ bench: build testenv
 # N=1000 by default; N=10000 for the large run.
 bench-kubernetes: build testenv
 	@AYATORI_BUILD_DIR=$(BUILD_DIR) hack/bench-kubernetes.sh --n=$(or $(N),1000)
+
+# libFuzzer (clang-14) on every decoder of outside bytes, FUZZ_SECONDS each (default 60) from the
+# seed corpora of fuzz/corpus, in the tree FUZZ_BUILD_DIR (default build-fuzz); see hack/fuzz.sh.
+fuzz: deps
+	@FUZZ_BUILD_DIR=$(FUZZ_BUILD_DIR) FUZZ_SECONDS=$(FUZZ_SECONDS) hack/fuzz.sh
+
+# The same, briefly, for CI.
+fuzz-ci: deps
+	@FUZZ_BUILD_DIR=$(FUZZ_BUILD_DIR) FUZZ_SECONDS=10 hack/fuzz.sh
 
 format:
 	@git ls-files '*.h' '*.cc' | xargs clang-format -i

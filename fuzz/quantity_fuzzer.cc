@@ -36,7 +36,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   // Whole units are the thousandths rounded away from zero (up to saturation).
   if (milli > INT64_MIN / 2 && milli < INT64_MAX / 2) {
-    const int64_t fromMilli = milli / 1000 + (milli % 1000 > 0 ? 1 : 0) - (milli % 1000 < 0 ? 1 : 0);
+    const int64_t fromMilli =
+        milli / 1000 + (milli % 1000 > 0 ? 1 : 0) - (milli % 1000 < 0 ? 1 : 0);
     FUZZ_CHECK(units == fromMilli);
   }
   return 0;

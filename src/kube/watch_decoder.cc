@@ -13,7 +13,11 @@ StatusOr<WatchEvent> DecodeWatchEvent(std::string_view line, std::string_view re
   if (j.is_discarded() || !j.is_object()) {
     return Status(StatusCode::kInternal, watch + ": undecodable event from the server");
   }
-  std::string type = j.value("type", "");
+  auto typeField = j.find("type");
+  if (typeField != j.end() && !typeField->is_string()) {
+    return Status(StatusCode::kInternal, watch + ": event type is not a string");
+  }
+  const std::string type = typeField != j.end() ? typeField->get<std::string>() : "";
   auto obj = j.find("object");
   if (obj == j.end()) {
     return Status(StatusCode::kInternal, watch + ": event without object (" + type + ")");
