@@ -2,6 +2,7 @@
 // (adapters/docker/registry_auth.h). An input is an image reference, a newline, and the Secret's
 // .dockerconfigjson: any bytes give credentials or a clear error.
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -12,6 +13,19 @@
 
 using namespace ayatori;
 using namespace ayatori::adapters::docker;
+
+namespace {
+
+bool IsStrictJsonString(const std::string& s) {
+  try {
+    (void)nlohmann::json(s).dump();
+    return true;
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  }
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view input(reinterpret_cast<const char*>(data), size);
@@ -40,7 +54,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       continue;
     }
     FUZZ_CHECK(creds->has_value());  // there is a document: no anonymous pull
-    FUZZ_CHECK(!RegistryAuthHeaderValue(**creds).reveal().empty());
+    // Only what JSON can carry unchanged: a strict dump of every field does not throw.
+    const RegistryCredentials& c = **creds;
+    for (const std::string* field :
+         {&c.username, &c.password.reveal(), &c.identityToken.reveal(), &c.serverAddress}) {
+      FUZZ_CHECK(IsStrictJsonString(*field));
+    }
+    FUZZ_CHECK(!RegistryAuthHeaderValue(c).reveal().empty());
   }
 
   // The base64 of "auth" fields: what is encoded decodes back.

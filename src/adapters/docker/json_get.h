@@ -12,8 +12,9 @@ namespace ayatori::adapters::docker {
 inline std::string GetLabel(const nlohmann::json& container, const char* label) {
   const nlohmann::json* labels = GetObject(container, "Labels");
   if (labels == nullptr) {
-    if (const nlohmann::json* config = GetObject(container, "Config"))
+    if (const nlohmann::json* config = GetObject(container, "Config")) {
       labels = GetObject(*config, "Labels");
+    }
   }
   return labels != nullptr ? GetString(*labels, label) : "";
 }
