@@ -2,11 +2,13 @@
 BUILD_DIR ?= build
 CTEST_FLAGS ?= --output-on-failure --no-tests=error
 TESTENV := hack/testenv/testenv.sh
+FUZZ_BUILD_DIR ?= build-fuzz
+FUZZ_SECONDS ?= 60
 
 .PHONY: all deps configure build testenv test test-unit test-integration test-e2e demo demo-down \
         demo-kubernetes demo-kubernetes-down demo-opensandbox demo-opensandbox-down \
         bench-opensandbox format format-check tidy bench bench-kubernetes bench-startup clean \
-        configure-asan configure-tsan test-asan test-tsan
+        configure-asan configure-tsan test-asan test-tsan fuzz fuzz-ci
 
 all: build
 
@@ -98,6 +100,15 @@ bench-startup: build testenv
 # A trivial task through Ayatori on OpenSandbox vs the official Python SDK on the same server.
 bench-opensandbox: build testenv
 	@AYATORI_BUILD_DIR=$(BUILD_DIR) BUILD_DIR=$(BUILD_DIR) hack/bench-opensandbox.sh
+
+# libFuzzer (clang-14) on every decoder of outside bytes, FUZZ_SECONDS each (default 60) from the
+# seed corpora of fuzz/corpus, in the tree FUZZ_BUILD_DIR (default build-fuzz); see hack/fuzz.sh.
+fuzz: deps
+	@FUZZ_BUILD_DIR=$(FUZZ_BUILD_DIR) FUZZ_SECONDS=$(FUZZ_SECONDS) hack/fuzz.sh
+
+# The same, briefly, for CI.
+fuzz-ci: deps
+	@FUZZ_BUILD_DIR=$(FUZZ_BUILD_DIR) FUZZ_SECONDS=10 hack/fuzz.sh
 
 format:
 	@git ls-files '*.h' '*.cc' | xargs clang-format -i

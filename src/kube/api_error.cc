@@ -1,8 +1,17 @@
 #include "kube/api_error.h"
 
+#include <cstdint>
 #include <string>
 
+#include "ayatori/json_get.h"
+
 namespace ayatori::kube {
+namespace {
+
+// An int field of a metav1.Status; 0 (absent) when out of range.
+int IntOrZero(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX ? static_cast<int>(v) : 0; }
+
+}  // namespace
 
 StatusCode CodeFor(int httpCode, std::string_view reason) {
   if (reason == "AlreadyExists") return StatusCode::kAlreadyExists;
@@ -44,19 +53,18 @@ StatusCode CodeFor(int httpCode, std::string_view reason) {
 
 ApiError DecodeStatusObject(const nlohmann::json& s) {
   ApiError e;
-  if (s.is_object()) {
-    e.httpCode = s.value("code", 0);
-    e.reason = s.value("reason", "");
-    e.message = s.value("message", "");
-    auto details = s.find("details");
-    if (details != s.end() && details->is_object()) {
-      e.retryAfterSeconds = details->value("retryAfterSeconds", 0);
-      auto causes = details->find("causes");
-      if (causes != details->end() && causes->is_array()) {
-        for (const auto& c : *causes) {
-          if (!c.is_object()) continue;
-          e.causes.push_back({c.value("reason", ""), c.value("message", ""), c.value("field", "")});
-        }
+  // Fields of another type read as absent: the server's reply must not crash its client.
+  e.httpCode = IntOrZero(GetInt(s, "code"));
+  e.reason = GetString(s, "reason");
+  e.message = GetString(s, "message");
+  if (const nlohmann::json* details = GetObject(s, "details")) {
+    e.retryAfterSeconds = IntOrZero(GetInt(*details, "retryAfterSeconds"));
+    auto causes = details->find("causes");
+    if (causes != details->end() && causes->is_array()) {
+      for (const auto& c : *causes) {
+        if (!c.is_object()) continue;
+        e.causes.push_back(
+            {GetString(c, "reason"), GetString(c, "message"), GetString(c, "field")});
       }
     }
   }
@@ -70,7 +78,7 @@ ApiError DecodeStatusObject(const nlohmann::json& s) {
 
 ApiError DecodeApiError(int httpCode, std::string_view body) {
   nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_object() && j.value("kind", "") == "Status") {
+  if (GetString(j, "kind") == "Status") {
     ApiError e = DecodeStatusObject(j);
     // The HTTP code is authoritative for the class when the body's code is missing or odd.
     if (e.httpCode == 0 || e.httpCode != httpCode) {

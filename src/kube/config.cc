@@ -145,22 +145,11 @@ Status CollectNamed(const YAML::Node& doc, const char* key, const char* inner,
   return Status::Ok();
 }
 
-// Parses one file into `m`. `mustExist`: a missing file is an error (else skipped).
-Status MergeFile(const std::string& path, bool mustExist, Merged* m) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) {
-    if (mustExist) {
-      return Status(StatusCode::kInvalidArgument, "kubeconfig " + path + ": file does not exist");
-    }
-    return Status::Ok();
-  }
-  auto text = ReadFile(path);
-  if (!text.ok())
-    return Status(StatusCode::kInvalidArgument,
-                  "kubeconfig " + path + ": " + text.status().message());
+// Parses the text of the kubeconfig file `path` into `m`.
+Status MergeText(const std::string& text, const std::string& path, Merged* m) {
   YAML::Node doc;
   try {
-    doc = YAML::Load(*text);
+    doc = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     return Status(StatusCode::kInvalidArgument, "kubeconfig " + path + ": invalid YAML at line " +
                                                     std::to_string(e.mark.line + 1) + ", column " +
@@ -198,6 +187,22 @@ Status MergeFile(const std::string& path, bool mustExist, Merged* m) {
   }
   m->files.push_back(path);
   return Status::Ok();
+}
+
+// Parses one file into `m`. `mustExist`: a missing file is an error (else skipped).
+Status MergeFile(const std::string& path, bool mustExist, Merged* m) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    if (mustExist) {
+      return Status(StatusCode::kInvalidArgument, "kubeconfig " + path + ": file does not exist");
+    }
+    return Status::Ok();
+  }
+  auto text = ReadFile(path);
+  if (!text.ok())
+    return Status(StatusCode::kInvalidArgument,
+                  "kubeconfig " + path + ": " + text.status().message());
+  return MergeText(*text, path, m);
 }
 
 std::string Resolve(const std::string& file, const std::string& p) {
@@ -462,6 +467,13 @@ StatusOr<RestConfig> LoadKubeconfigFiles(const std::vector<std::string>& paths,
 
 StatusOr<RestConfig> LoadKubeconfigFile(const std::string& path, const ConfigLoadOptions& options) {
   return LoadKubeconfigFiles({path}, options);
+}
+
+StatusOr<RestConfig> ParseKubeconfig(const std::string& text, const std::string& path,
+                                     const ConfigLoadOptions& options) {
+  Merged m;
+  if (Status s = MergeText(text, path, &m); !s.ok()) return s;
+  return Build(m, options);
 }
 
 StatusOr<RestConfig> LoadInClusterConfig(const ConfigLoadOptions& options) {

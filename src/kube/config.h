@@ -41,6 +41,12 @@ struct ConfigLoadOptions {
 // Loads one kubeconfig file.
 StatusOr<RestConfig> LoadKubeconfigFile(const std::string& path, const ConfigLoadOptions& options);
 
+// The text of one kubeconfig file, as LoadKubeconfigFile reads it from `path`: errors name
+// `path`, and file references in it (certificate-authority, client-key, tokenFile, ...) are read
+// relative to its folder.
+StatusOr<RestConfig> ParseKubeconfig(const std::string& text, const std::string& path,
+                                     const ConfigLoadOptions& options);
+
 // Loads and merges several kubeconfig files like client-go does for $KUBECONFIG: files that do
 // not exist are skipped; for current-context and each named cluster, user and context the first
 // file that sets it wins; relative paths are resolved against the file that holds them.

@@ -3,6 +3,8 @@
 #include <utility>
 #include <vector>
 
+#include "ayatori/json_get.h"
+
 namespace ayatori::kube {
 namespace {
 
@@ -128,10 +130,17 @@ Status DecodeListStreaming(std::string_view body, const std::string& apiVersion,
                   "the server's list response is not a JSON object" +
                       (sax.error().empty() ? std::string() : " (" + sax.error() + ")"));
   }
-  auto meta = sax.root().find("metadata");
-  if (meta != sax.root().end() && meta->is_object()) {
-    list->resourceVersion = meta->value("resourceVersion", "");
-    list->continueToken = meta->value("continue", "");
+  if (const nlohmann::json* meta = GetObject(sax.root(), "metadata")) {
+    for (auto [field, out] : {std::pair{"resourceVersion", &list->resourceVersion},
+                              std::pair{"continue", &list->continueToken}}) {
+      auto it = meta->find(field);
+      if (it == meta->end() || it->is_null()) continue;
+      if (!it->is_string()) {
+        return Status(StatusCode::kInternal, std::string("the server's list response has a ") +
+                                                 "metadata." + field + " that is not a string");
+      }
+      *out = it->get<std::string>();
+    }
   }
   return Status::Ok();
 }

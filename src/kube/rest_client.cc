@@ -10,6 +10,7 @@
 #include "kube/api_error.h"
 #include "kube/list_decoder.h"
 #include "kube/resource.h"
+#include "kube/watch_decoder.h"
 
 namespace ayatori::kube {
 namespace {
@@ -308,71 +309,15 @@ Status RestClient::Watch(const ResourceRef& ref, std::string_view ns, const Watc
   if (!limiter_.Wait(stop)) return Status(StatusCode::kCancelled, "watch stopped");
   req.headers = Headers("");
 
-  std::string pending;  // bytes of an incomplete line
-  Status eventError;    // a watch ERROR event or an undecodable line
-  auto onLine = [&](std::string_view line) -> bool {
-    if (line.empty()) return true;
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object()) {
-      eventError = Status(StatusCode::kInternal,
-                          "watch " + ref.GroupResource() + ": undecodable event from the server");
-      return false;
-    }
-    std::string type = j.value("type", "");
-    auto obj = j.find("object");
-    if (obj == j.end()) {
-      eventError = Status(StatusCode::kInternal,
-                          "watch " + ref.GroupResource() + ": event without object (" + type + ")");
-      return false;
-    }
-    WatchEvent ev;
-    if (type == "ADDED") {
-      ev.type = WatchEventType::kAdded;
-    } else if (type == "MODIFIED") {
-      ev.type = WatchEventType::kModified;
-    } else if (type == "DELETED") {
-      ev.type = WatchEventType::kDeleted;
-    } else if (type == "BOOKMARK") {
-      ev.type = WatchEventType::kBookmark;
-    } else if (type == "ERROR") {
-      eventError = DecodeStatusObject(*obj).ToStatus();
-      return false;
-    } else {
-      eventError = Status(StatusCode::kInternal,
-                          "watch " + ref.GroupResource() + ": unknown event type " + type);
-      return false;
-    }
-    ev.object = std::move(*obj);
-    return handler(std::move(ev));
-  };
-  bool handlerEnded = false;
-  auto onData = [&](std::string_view chunk) -> bool {
-    pending.append(chunk);
-    size_t start = 0;
-    for (;;) {
-      size_t nl = pending.find('\n', start);
-      if (nl == std::string::npos) break;
-      if (!onLine(std::string_view(pending).substr(start, nl - start))) {
-        handlerEnded = true;
-        return false;
-      }
-      start = nl + 1;
-    }
-    pending.erase(0, start);
-    return true;
-  };
+  WatchStreamDecoder decoder(ref.GroupResource(), handler);
+  auto onData = [&](std::string_view chunk) -> bool { return decoder.Feed(chunk); };
   auto begin = std::chrono::steady_clock::now();
   auto resp = transport_->Stream(req, stop, onData);
   auto latency = std::chrono::steady_clock::now() - begin;
   Record(t, resp.ok() ? resp->status : 0, latency, 0);
   if (!resp.ok()) return resp.status();
   if (!Is2xx(resp->status)) return DecodeApiError(resp->status, resp->body).ToStatus();
-  if (!eventError.ok()) return eventError;
-  if (!handlerEnded && !pending.empty()) {
-    onLine(pending);  // a final event without its newline
-    if (!eventError.ok()) return eventError;
-  }
-  return Status::Ok();
+  return decoder.Finish();
 }
 
 }  // namespace ayatori::kube

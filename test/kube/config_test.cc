@@ -92,6 +92,29 @@ TEST_F(KubeconfigTest, LoadsANamedContextAndResolvesRelativeFilesAgainstTheKubec
   EXPECT_THAT(cfg->source, HasSubstr("other"));
 }
 
+TEST_F(KubeconfigTest, ParsesTextLikeTheFileItCameFrom) {
+  Write("sub/ca.crt", ca_.cert);
+  const std::string text = Config(Server() + "    certificate-authority: ca.crt\n", CertData());
+  const std::string path = dir_ + "/sub/config";  // never written: only names the text
+  auto parsed = ParseKubeconfig(text, path, {});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->caPem, ca_.cert);  // relative to the folder of `path`
+  EXPECT_EQ(parsed->clientKeyPem, client_.key);
+  EXPECT_THAT(parsed->source, HasSubstr(path));
+
+  auto loaded = LoadKubeconfigFile(Write("sub/config", text), {});
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ(parsed->server, loaded->server);
+  EXPECT_EQ(parsed->caPem, loaded->caPem);
+  EXPECT_EQ(parsed->clientCertPem, loaded->clientCertPem);
+  EXPECT_EQ(parsed->namespace_, loaded->namespace_);
+  EXPECT_EQ(parsed->source, loaded->source);
+
+  auto bad = ParseKubeconfig("clusters: [\n", path, {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), AllOf(HasSubstr(path), HasSubstr("invalid YAML at line")));
+}
+
 TEST_F(KubeconfigTest, LoadsABearerToken) {
   std::string path = Write("config", Config(Server() + CaData(), "    token: abc.def\n"));
   auto cfg = LoadKubeconfigFile(path, {});

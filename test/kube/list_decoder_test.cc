@@ -82,5 +82,18 @@ TEST(ListDecoderTest, BrokenBodiesAreErrorsNamingWhere) {
   }
 }
 
+// The pattern of the crash fuzz/watch_fuzzer.cc found (nlohmann value() throws on another type):
+// metadata fields that were not strings threw out of the decoder.
+TEST(ListDecoderTest, MetadataFieldsThatAreNotStringsAreErrors) {
+  for (const char* body : {R"({"kind":"PodList","metadata":{"resourceVersion":5},"items":[]})",
+                           R"({"kind":"PodList","metadata":{"continue":{}},"items":[]})"}) {
+    Decoded d = Decode(body);
+    EXPECT_EQ(d.status.code(), StatusCode::kInternal) << body;
+    EXPECT_NE(d.status.message().find("that is not a string"), std::string::npos) << body;
+  }
+  Decoded d = Decode(R"({"kind":"PodList","metadata":{"resourceVersion":null},"items":[]})");
+  EXPECT_TRUE(d.status.ok()) << "null is absent";
+}
+
 }  // namespace
 }  // namespace ayatori::kube

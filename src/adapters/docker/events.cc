@@ -22,6 +22,34 @@ std::string LabelFilter() {
 
 }  // namespace
 
+std::optional<ContainerEvent> ParseContainerEvent(std::string_view line) {
+  auto e = nlohmann::json::parse(line, nullptr, false);
+  if (GetString(e, "Type") != "container") return std::nullopt;
+  ContainerEvent event;
+  event.action = GetString(e, "Action");
+  if (kStateEvents.count(event.action) == 0) return std::nullopt;
+  const nlohmann::json* actor = GetObject(e, "Actor");
+  const nlohmann::json* attrs = actor != nullptr ? GetObject(*actor, "Attributes") : nullptr;
+  if (attrs == nullptr) return std::nullopt;
+  event.uid = GetString(*attrs, api::kJobUidLabel);
+  event.namespace_ = GetString(*attrs, api::kJobNamespaceLabel);
+  event.name = GetString(*attrs, api::kJobNameLabel);
+  if (event.uid.empty()) return std::nullopt;
+  return event;
+}
+
+void EventStreamDecoder::Feed(std::string_view data) {
+  pending_.append(data);
+  size_t start = 0;
+  for (size_t nl = pending_.find('\n'); nl != std::string::npos; nl = pending_.find('\n', start)) {
+    if (auto event = ParseContainerEvent(std::string_view(pending_).substr(start, nl - start))) {
+      onEvent_(std::move(*event));
+    }
+    start = nl + 1;
+  }
+  pending_.erase(0, start);
+}
+
 EventWatcher::EventWatcher(std::shared_ptr<EngineClient> client, NotifyFn notify,
                            std::chrono::milliseconds maxBackoff)
     : client_(std::move(client)), notify_(std::move(notify)), maxBackoff_(maxBackoff) {
@@ -67,24 +95,13 @@ void EventWatcher::NotifyKnown() {
   for (const auto& [uid, job] : known_) notify_(job.first, job.second);
 }
 
-void EventWatcher::HandleEvent(std::string_view line) {
-  auto e = nlohmann::json::parse(line, nullptr, false);
-  if (GetString(e, "Type") != "container") return;
-  const std::string action = GetString(e, "Action");
-  if (kStateEvents.count(action) == 0) return;
-  const nlohmann::json* actor = GetObject(e, "Actor");
-  const nlohmann::json* attrs = actor != nullptr ? GetObject(*actor, "Attributes") : nullptr;
-  if (attrs == nullptr) return;
-  std::string uid = GetString(*attrs, api::kJobUidLabel);
-  std::string ns = GetString(*attrs, api::kJobNamespaceLabel);
-  std::string name = GetString(*attrs, api::kJobNameLabel);
-  if (uid.empty()) return;
-  if (action == "destroy") {
-    known_.erase(uid);
+void EventWatcher::HandleEvent(const ContainerEvent& event) {
+  if (event.action == "destroy") {
+    known_.erase(event.uid);
   } else {
-    known_[uid] = {ns, name};
+    known_[event.uid] = {event.namespace_, event.name};
   }
-  notify_(ns, name);
+  notify_(event.namespace_, event.name);
 }
 
 void EventWatcher::Run() {
@@ -104,7 +121,7 @@ void EventWatcher::Run() {
     Status st = ListAndNotify();
     if (st.ok()) {
       connected = true;
-      std::string pending;
+      EventStreamDecoder decoder([this](ContainerEvent&& event) { HandleEvent(event); });
       long httpStatus = 0;
       st = client_->Stream(
           "/events?since=" + std::to_string(since) + "&filters=" + LabelFilter(),
@@ -114,14 +131,7 @@ void EventWatcher::Run() {
           },
           [&](std::string_view data) {
             if (httpStatus != 200) return false;
-            pending.append(data);
-            size_t start = 0;
-            for (size_t nl = pending.find('\n'); nl != std::string::npos;
-                 nl = pending.find('\n', start)) {
-              HandleEvent(std::string_view(pending).substr(start, nl - start));
-              start = nl + 1;
-            }
-            pending.erase(0, start);
+            decoder.Feed(data);
             return true;
           },
           streamStop_);

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -21,6 +22,32 @@
 namespace ayatori::adapters::docker {
 
 using NotifyFn = std::function<void(const std::string& namespace_, const std::string& name)>;
+
+// A change of a container that carries the Job UID label, from one line of /events.
+struct ContainerEvent {
+  std::string action;  // one of the actions after which the execution's state may differ
+  std::string uid;     // the Job's, from the container's labels
+  std::string namespace_;
+  std::string name;
+};
+
+// nullopt for a line that is no such change: not JSON, not a container event, an action that
+// changes nothing (exec_start, attach, ...), or a container without the Job UID label.
+std::optional<ContainerEvent> ParseContainerEvent(std::string_view line);
+
+// Decoder of the /events stream: one JSON object per line, arriving in pieces that split lines
+// anywhere. Pure: no I/O (test/adapters/docker/events_test.cc, fuzz/docker_events_fuzzer.cc).
+class EventStreamDecoder {
+ public:
+  explicit EventStreamDecoder(std::function<void(ContainerEvent&&)> onEvent)
+      : onEvent_(std::move(onEvent)) {}
+  // Hands every container change among the complete lines so far to onEvent.
+  void Feed(std::string_view data);
+
+ private:
+  std::function<void(ContainerEvent&&)> onEvent_;
+  std::string pending_;  // bytes of an incomplete line
+};
 
 class EventWatcher {
  public:
@@ -36,7 +63,7 @@ class EventWatcher {
   void Run();
   Status ListAndNotify();
   void NotifyKnown();
-  void HandleEvent(std::string_view line);
+  void HandleEvent(const ContainerEvent& event);
   bool WaitFor(std::chrono::milliseconds d);  // false when stopping
 
   std::shared_ptr<EngineClient> client_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 
 namespace ayatori::adapters::docker {
@@ -21,6 +22,45 @@ std::string NormalizeHost(std::string_view host) {
     return "docker.io";
   }
   return h;
+}
+
+// True when `s` is well-formed UTF-8 (RFC 3629: no overlong forms, surrogates or code points
+// above U+10FFFF), which is what a JSON string can carry.
+bool IsUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto lead = static_cast<unsigned char>(s[i]);
+    if (lead < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t more = 0;
+    uint32_t cp = 0;
+    if (lead >= 0xC2 && lead <= 0xDF) {
+      more = 1;
+      cp = lead & 0x1Fu;
+    } else if (lead >= 0xE0 && lead <= 0xEF) {
+      more = 2;
+      cp = lead & 0x0Fu;
+    } else if (lead >= 0xF0 && lead <= 0xF4) {
+      more = 3;
+      cp = lead & 0x07u;
+    } else {
+      return false;
+    }
+    if (s.size() - i <= more) return false;
+    for (size_t k = 1; k <= more; ++k) {
+      const auto next = static_cast<unsigned char>(s[i + k]);
+      if ((next & 0xC0u) != 0x80u) return false;
+      cp = (cp << 6) | (next & 0x3Fu);
+    }
+    if ((more == 2 && cp < 0x800) || (more == 3 && cp < 0x10000) || cp > 0x10FFFF ||
+        (cp >= 0xD800 && cp <= 0xDFFF)) {
+      return false;
+    }
+    i += more + 1;
+  }
+  return true;
 }
 
 bool IsRegistryComponent(std::string_view c) {
@@ -118,11 +158,10 @@ StatusOr<std::optional<RegistryCredentials>> SelectRegistryCredentials(
       return Status(StatusCode::kInvalidArgument,
                     where + " is not a valid .dockerconfigjson (no \"auths\" object)");
     }
-    // Not a structured binding: clang 14 (the sanitizer and fuzzing builds) cannot capture one
-    // in a lambda (str below).
     for (const auto& item : auths->items()) {
+      // Named, not a structured binding: clang 14 cannot capture a binding in the lambda below.
       const std::string& key = item.key();
-      const auto& entry = item.value();
+      const nlohmann::json& entry = item.value();
       RegistryKey rk = NormalizeRegistryKey(key);
       const std::string entryName = where + " entry \"" + key + "\"";
       if (!entry.is_object()) {
@@ -141,6 +180,11 @@ StatusOr<std::optional<RegistryCredentials>> SelectRegistryCredentials(
         if (!decoded || sep == std::string::npos) {
           return Status(StatusCode::kInvalidArgument,
                         entryName + ": \"auth\" is not base64 of username:password");
+        }
+        // The engine gets them as JSON strings (RegistryAuthHeaderValue), which must be UTF-8.
+        if (!IsUtf8(*decoded)) {
+          return Status(StatusCode::kInvalidArgument,
+                        entryName + ": \"auth\" decodes to a username:password that is not UTF-8");
         }
         creds.username = decoded->substr(0, sep);
         creds.password = SensitiveString(decoded->substr(sep + 1));
@@ -185,7 +229,11 @@ SensitiveString RegistryAuthHeaderValue(const RegistryCredentials& credentials) 
     doc["password"] = credentials.password.reveal();
   }
   doc["serveraddress"] = credentials.serverAddress;
-  return SensitiveString(Base64Encode(doc.dump(), /*urlSafe=*/true));
+  // Replace, not throw: SelectRegistryCredentials admits only UTF-8, and hand-made credentials
+  // must not crash the adapter either.
+  return SensitiveString(
+      Base64Encode(doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                   /*urlSafe=*/true));
 }
 
 std::string Base64Encode(std::string_view data, bool urlSafe) {

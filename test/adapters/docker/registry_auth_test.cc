@@ -154,6 +154,31 @@ TEST(SelectRegistryCredentialsTest, MalformedSecretsAreErrorsThatDoNotQuoteThem)
   }
 }
 
+// Found by fuzz/dockerconfigjson_fuzzer.cc: an "auth" that decoded to bytes that are not UTF-8
+// made RegistryAuthHeaderValue throw (nlohmann's dump refuses them).
+TEST(SelectRegistryCredentialsTest, AuthThatIsNotUtf8IsAnError) {
+  for (const std::string& password :
+       {std::string("s3\xff"), std::string("\xc3"), std::string("\xc0\xaf"),  // cut, overlong
+        std::string("\xed\xa0\x80"), std::string("\xf4\x90\x80\x80")}) {      // surrogate, >10FFFF
+    auto r = SelectRegistryCredentials({Config({{"r.io", {{"auth", AuthOf("u", password)}}}})},
+                                       Ref("r.io/app"));
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("not UTF-8"), std::string::npos) << r.status().message();
+  }
+  auto r = SelectRegistryCredentials(
+      {Config({{"r.io", {{"auth", AuthOf("ü", "p\xc3\xa4\xe2\x82\xac\xf0\x9f\x94\x91")}}}})},
+      Ref("r.io/app"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->value().password.reveal(), "p\xc3\xa4\xe2\x82\xac\xf0\x9f\x94\x91");
+
+  // Credentials made by hand never make the header throw.
+  RegistryCredentials c;
+  c.username = "u";
+  c.password = SensitiveString("\xff");
+  EXPECT_FALSE(RegistryAuthHeaderValue(c).reveal().empty());
+}
+
 TEST(RegistryAuthHeaderTest, IsBase64UrlOfTheDockerAuthConfig) {
   RegistryCredentials c;
   c.username = "alice";
