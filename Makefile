@@ -4,7 +4,7 @@ CTEST_FLAGS ?= --output-on-failure --no-tests=error
 TESTENV := hack/testenv/testenv.sh
 
 .PHONY: all deps configure build testenv test test-unit test-integration test-e2e demo demo-down \
-        demo-kubernetes demo-kubernetes-down format format-check tidy bench bench-kubernetes clean
+        demo-kubernetes demo-kubernetes-down chaos format format-check tidy bench bench-kubernetes clean
 
 all: build
 
@@ -48,6 +48,12 @@ demo-kubernetes: build testenv
 
 demo-kubernetes-down:
 	@hack/demo.sh down-kubernetes
+
+# Jobs on the Docker and Kubernetes backends while two leader-elected controller replicas are
+# SIGKILLed and dockerd and kube-apiserver restart once each; then a verdict on every Job
+# (docs/chaos.md). CHAOS_JOBS=40, CHAOS_SEED=<seed to replay>, CHAOS_SETTLE=180 (seconds).
+chaos: build testenv
+	@AYATORI_BUILD_DIR=$(BUILD_DIR) hack/chaos.sh
 
 bench: build testenv
 	@hack/bench.sh

@@ -28,7 +28,9 @@ bool RunDockerd(const std::string& dir, const std::string& command) {
 TEST(ChaosE2E, JobsKeepTheirTrueResultsThroughKillsAndRestarts) {
   RoundOptions o;
   o.jobs = 16;
-  if (const char* seed = std::getenv("AYATORI_CHAOS_SEED")) o.seed = std::strtoull(seed, nullptr, 10);
+  if (const char* seed = std::getenv("AYATORI_CHAOS_SEED")) {
+    o.seed = std::strtoull(seed, nullptr, 10);
+  }
   o.testenvDir = testing::RequiredEnv("TESTENV_DIR");
   o.dockerdDir = testing::RequiredEnv("AYATORI_CHAOS_DOCKERD_DIR");
   o.sourceDir = testing::RequiredEnv("AYATORI_SOURCE_DIR");

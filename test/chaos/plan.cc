@@ -112,7 +112,8 @@ Plan MakePlan(int jobs, uint64_t seed) {
     ++n;
   }
   for (size_t i = planned.size(); i > 1; --i) {
-    std::swap(planned[i - 1], planned[static_cast<size_t>(r.Uniform(0, static_cast<int64_t>(i) - 1))]);
+    std::swap(planned[i - 1],
+              planned[static_cast<size_t>(r.Uniform(0, static_cast<int64_t>(i) - 1))]);
   }
   const milliseconds slot = plan.creationWindow / jobs;
   for (int i = 0; i < jobs; ++i) {
@@ -128,8 +129,8 @@ Plan MakePlan(int jobs, uint64_t seed) {
   const milliseconds w = plan.creationWindow;
   Disruption dockerd{Disruption::Type::kRestartDockerd, r.Millis(w * 15 / 100, w * 40 / 100), 0,
                      r.Millis(3s, 8s)};
-  Disruption apiserver{Disruption::Type::kRestartApiserver, r.Millis(w * 50 / 100, w * 80 / 100),
-                       0, r.Millis(5s, 10s)};
+  Disruption apiserver{Disruption::Type::kRestartApiserver, r.Millis(w * 50 / 100, w * 80 / 100), 0,
+                       r.Millis(5s, 10s)};
   apiserver.at = std::max(apiserver.at, dockerd.at + dockerd.downtime + 3s);
   plan.chaosWindow = std::max(plan.chaosWindow, apiserver.at + apiserver.downtime + 5s);
   plan.disruptions = {dockerd, apiserver};

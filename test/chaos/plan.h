@@ -48,8 +48,8 @@ struct JobPlan {
 struct Disruption {
   enum class Type { kKillReplica, kRestartDockerd, kRestartApiserver };
   Type type = Type::kKillReplica;
-  std::chrono::milliseconds at{0};  // from the start of the round
-  int replica = 0;                  // kKillReplica: 0 or 1
+  std::chrono::milliseconds at{0};        // from the start of the round
+  int replica = 0;                        // kKillReplica: 0 or 1
   std::chrono::milliseconds downtime{0};  // restarts: how long the service stays down
 };
 
@@ -57,8 +57,8 @@ const char* DisruptionName(Disruption::Type t);
 
 struct Plan {
   uint64_t seed = 0;
-  std::vector<JobPlan> jobs;                 // by createAt
-  std::vector<Disruption> disruptions;       // by `at`
+  std::vector<JobPlan> jobs;                    // by createAt
+  std::vector<Disruption> disruptions;          // by `at`
   std::chrono::milliseconds creationWindow{0};  // every Job is created within it
   std::chrono::milliseconds chaosWindow{0};     // every disruption starts within it
 };

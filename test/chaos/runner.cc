@@ -136,7 +136,7 @@ class ReplicaSet {
   // Starts both replicas and the thread that watches over them. The children are forked by that
   // thread: their PR_SET_PDEATHSIG (test/support/controller_process.h) follows the thread.
   void Start() {
-    thread_ = std::jthread([this](std::stop_token stop) { Loop(stop); });
+    thread_ = std::jthread([this](const std::stop_token& stop) { Loop(stop); });
   }
 
   // Kills from now on, at t0 + each kill's `at`.
@@ -232,7 +232,8 @@ class ReplicaSet {
         exitRecords_.push_back(e);
         r.exitRecorded = true;
         if (progress_ && !e.killedByRound) {
-          progress_("replica " + std::to_string(i) + " (pid " + std::to_string(e.pid) + ") exited " +
+          progress_("replica " + std::to_string(i) + " (pid " + std::to_string(e.pid) +
+                    ") exited " +
                     (e.signal != 0 ? "on signal " + std::to_string(e.signal)
                                    : "with code " + std::to_string(e.exitCode)) +
                     "; starting it again");
@@ -323,7 +324,7 @@ class Disruptor {
   void Start(SteadyClock::time_point t0, std::vector<Disruption> restarts,
              std::function<void(const std::string&)> progress) {
     thread_ = std::jthread([this, t0, restarts = std::move(restarts),
-                            progress = std::move(progress)](std::stop_token stop) {
+                            progress = std::move(progress)](const std::stop_token& stop) {
       for (const auto& d : restarts) {
         if (!WaitUntil(stop, t0 + d.at)) return;
         RestartRecord r = Restart(stop, d, t0);
@@ -383,8 +384,9 @@ class Disruptor {
       return r;
     }
     WaitUntil(stop, stopped + d.downtime);  // the service stays down this long even if stopping
-    testing::ProcessResult up = dockerd ? Run("dockerd.sh", {"up"}, dockerdEnv_)
-                                        : Run("testenv/testenv.sh", {"start-apiserver"}, testenvEnv_);
+    testing::ProcessResult up = dockerd
+                                    ? Run("dockerd.sh", {"up"}, dockerdEnv_)
+                                    : Run("testenv/testenv.sh", {"start-apiserver"}, testenvEnv_);
     r.downtime = Since(stopped);
     r.ok = up.exitCode == 0;
     if (!r.ok) r.error = "starting it again: " + up.out + up.err;
@@ -418,7 +420,7 @@ class DockerEventLog {
                                 std::chrono::system_clock::now().time_since_epoch())
                                 .count() -
                             1);
-    thread_ = std::jthread([this](std::stop_token stop) { Loop(stop); });
+    thread_ = std::jthread([this](const std::stop_token& stop) { Loop(stop); });
   }
   void Stop() {
     if (!thread_.joinable()) return;
@@ -460,24 +462,24 @@ class DockerEventLog {
 
   void Loop(const std::stop_token& stop) {
     json filters = {{"type", {"container"}}, {"label", {api::kJobUidLabel}}};
-    bool first = true;
+    bool everConnected = false;
     while (!stop.stop_requested()) {
       std::string since;
       {
         std::lock_guard<std::mutex> lock(mu_);
         since = since_;
-        if (!first) ++reconnects_;
       }
-      first = false;
       std::string pending;
       long code = 0;
       Status s = client_->Stream(
-          "/events?since=" + since + "&filters=" +
-              adapters::docker::EngineClient::Escape(filters.dump()),
+          "/events?since=" + since +
+              "&filters=" + adapters::docker::EngineClient::Escape(filters.dump()),
           [&](long c) {
             code = c;
             std::lock_guard<std::mutex> lock(mu_);
             connected_ = c == 200;
+            if (connected_ && everConnected) ++reconnects_;
+            everConnected = everConnected || connected_;
           },
           [&](std::string_view data) {
             if (code != 200) return false;
@@ -527,7 +529,7 @@ class PodWatch {
   PodWatch& operator=(const PodWatch&) = delete;
 
   void Start() {
-    thread_ = std::jthread([this](std::stop_token stop) { Loop(stop); });
+    thread_ = std::jthread([this](const std::stop_token& stop) { Loop(stop); });
   }
   void Stop() {
     if (!thread_.joinable()) return;
@@ -613,15 +615,15 @@ class PodWatch {
       wo.labelSelector = api::kJobUidLabel;
       wo.resourceVersion = rv;
       wo.timeoutSeconds = 60;
-      Status s = client_.Watch(adapters::kubernetes::PodsResource(), ns_, wo, stop,
-                               [&](WatchEvent&& e) {
-                                 std::string v = Str(e.object, "/metadata/resourceVersion");
-                                 if (!v.empty()) rv = v;
-                                 if (e.type == WatchEventType::kBookmark) return true;
-                                 std::lock_guard<std::mutex> lock(mu_);
-                                 Apply(e.object, e.type == WatchEventType::kDeleted);
-                                 return true;
-                               });
+      Status s =
+          client_.Watch(adapters::kubernetes::PodsResource(), ns_, wo, stop, [&](WatchEvent&& e) {
+            std::string v = Str(e.object, "/metadata/resourceVersion");
+            if (!v.empty()) rv = v;
+            if (e.type == WatchEventType::kBookmark) return true;
+            std::lock_guard<std::mutex> lock(mu_);
+            Apply(e.object, e.type == WatchEventType::kDeleted);
+            return true;
+          });
       if (s.code() == StatusCode::kGone) {
         rv.clear();
       } else if (!s.ok()) {
@@ -834,9 +836,9 @@ json Round::JobObject(const JobPlan& p) const {
   const bool forever = p.runSeconds == 0;
   json task;
   if (p.backend == Backend::kDocker) {
-    std::string script = forever ? "sleep 300"
-                                 : "sleep " + std::to_string(p.runSeconds) + "; exit " +
-                                       std::to_string(p.exitCode);
+    std::string script =
+        forever ? "sleep 300"
+                : "sleep " + std::to_string(p.runSeconds) + "; exit " + std::to_string(p.exitCode);
     task = {{"image", o_.dockerImage}, {"command", {"/bin/sh", "-c", script}}};
   } else {
     // kwok plays the kubelet (hack/testenv/kwok-stages.yaml): the env shapes the pod's life.
@@ -903,7 +905,7 @@ void Round::ActDue() {
     Tracked& t = jobs_[i];
     const JobPlan& p = plan_.jobs[i];
     if (!ActsOn(p.kind) || !t.created || t.acted) continue;
-    SteadyClock::time_point due = p.actEarly            ? t.createdAt + p.actAfter
+    SteadyClock::time_point due = p.actEarly           ? t.createdAt + p.actAfter
                                   : t.firstSeenRunning ? *t.firstSeenRunning + p.actAfter
                                                        : t.createdAt + kActWithoutStartAfter;
     if (now < due) continue;
@@ -950,8 +952,8 @@ std::vector<JobFacts> Round::CollectFacts(RoundLog& log) {
   ListOptions lo;
   lo.labelSelector = std::string(kRoundLabel) + "=" + ns_;
   StatusOr<ObjectList> list = Status(StatusCode::kUnavailable, "not listed");
-  testing::Eventually([&] { return (list = client_->List(controller::kJobs, ns_, lo)).ok(); },
-                      60s, 500ms);
+  testing::Eventually([&] { return (list = client_->List(controller::kJobs, ns_, lo)).ok(); }, 60s,
+                      500ms);
   if (!list.ok()) {
     log.setupProblems.push_back("listing the Jobs at the end: " + list.status().ToString());
     return facts;
@@ -1052,8 +1054,10 @@ void Round::CollectKubernetesFacts(std::vector<JobFacts>& facts, RoundLog& log) 
       [&] {
         batchJobs.clear();
         activePods.clear();
-        auto b = ListAll(*client_, adapters::kubernetes::BatchJobsResource(), ns_, lo,
-                         [&](json&& j) { batchJobs[Str(j, "/metadata/labels/execution.ayatori.ddupan.top~1job-uid")]++; });
+        auto b =
+            ListAll(*client_, adapters::kubernetes::BatchJobsResource(), ns_, lo, [&](json&& j) {
+              batchJobs[Str(j, "/metadata/labels/execution.ayatori.ddupan.top~1job-uid")]++;
+            });
         auto p = ListAll(*client_, adapters::kubernetes::PodsResource(), ns_, lo, [&](json&& pod) {
           const std::string phase = Str(pod, "/status/phase");
           if (Str(pod, "/metadata/deletionTimestamp").empty() && phase != "Succeeded" &&
@@ -1065,7 +1069,9 @@ void Round::CollectKubernetesFacts(std::vector<JobFacts>& facts, RoundLog& log) 
         return listed.ok();
       },
       60s, 500ms);
-  if (!listed.ok()) log.setupProblems.push_back("listing batch Jobs and pods: " + listed.ToString());
+  if (!listed.ok()) {
+    log.setupProblems.push_back("listing batch Jobs and pods: " + listed.ToString());
+  }
   for (size_t i = 0; i < facts.size(); ++i) {
     JobFacts& f = facts[i];
     if (plan_.jobs[i].backend != Backend::kKubernetes || f.uid.empty()) continue;
@@ -1089,7 +1095,9 @@ std::vector<std::string> Round::BackendLeftovers() {
   if (!containers.ok()) return {"containers unknown: " + containers.status().ToString()};
   for (const auto& [uid, list] : *containers) {
     if (uids.count(uid) == 0) continue;
-    for (const auto& c : list) left.push_back("container " + Str(c, "/Name") + " of Job uid " + uid);
+    for (const auto& c : list) {
+      left.push_back("container " + Str(c, "/Name") + " of Job uid " + uid);
+    }
   }
   ListOptions lo;
   lo.labelSelector = api::kJobUidLabel;
@@ -1200,8 +1208,7 @@ StatusOr<RoundResult> Round::Run() {
       lastPoll = SteadyClock::now();
     }
     ActDue();
-    const bool chaosOver =
-        now >= plan_.chaosWindow && disruptor_->Done() && replicas_->KillsDone();
+    const bool chaosOver = now >= plan_.chaosWindow && disruptor_->Done() && replicas_->KillsDone();
     if (chaosOver && !settleStart) {
       settleStart = now;
       Progress("chaos over; waiting up to " + std::to_string(o_.settleTimeout.count()) +

@@ -195,23 +195,22 @@ Verdict Judge(const Plan& plan, const std::vector<JobFacts>& facts, const RoundL
     if (!Finished(f.succeeded)) {
       violation(label + ": not finished at the end of the round: Succeeded " +
                 (f.succeeded.empty() ? "absent" : f.succeeded) +
-                (reason == "ResultUnknown" ? " (stuck in ResultUnknown)" : "") + " \"" +
-                f.message + "\"");
+                (reason == "ResultUnknown" ? " (stuck in ResultUnknown)" : "") + " \"" + f.message +
+                "\"");
       continue;
     }
     if (std::find(truth.acceptable.begin(), truth.acceptable.end(), f.succeeded) ==
         truth.acceptable.end()) {
       violation(label + ": ended " + f.succeeded + " exit code " + ExitText(f.exitCode) + " \"" +
-                f.message + "\", but its true result is " + Join(truth.acceptable, " or ") +
-                " (" + truth.why + ")" +
-                (IsOutageReason(reason) ? ": a Job failed by an outage" : ""));
+                f.message + "\", but its true result is " + Join(truth.acceptable, " or ") + " (" +
+                truth.why + ")" + (IsOutageReason(reason) ? ": a Job failed by an outage" : ""));
     } else if (truth.exitCode && f.succeeded != kCancelled && f.exitCode != truth.exitCode) {
       violation(label + ": ended " + f.succeeded + " with exit code " + ExitText(f.exitCode) +
                 ", but the process exited " + std::to_string(*truth.exitCode) + " (" + truth.why +
                 ")");
     }
-    if ((p.kind == Kind::kExit0 || p.kind == Kind::kExit3) && f.process.known &&
-        f.process.exited && f.process.exitCode != p.exitCode) {
+    if ((p.kind == Kind::kExit0 || p.kind == Kind::kExit3) && f.process.known && f.process.exited &&
+        f.process.exitCode != p.exitCode) {
       violation(label + ": the backend recorded exit code " + std::to_string(f.process.exitCode) +
                 " for a task that exits " + std::to_string(p.exitCode) +
                 " (the execution was stopped or replaced)");
@@ -220,9 +219,8 @@ Verdict Judge(const Plan& plan, const std::vector<JobFacts>& facts, const RoundL
         reason == "Completed" || reason == "ProcessFailed" || reason == "DeadlineExceeded";
     if (f.executionsCreated == 0 && (f.scheduled || !f.references.empty() || needsExecution)) {
       violation(label + ": the status says an execution ran (Scheduled " +
-                (f.scheduled ? "True" : "not True") + ", references [" +
-                Join(f.references, ", ") + "], " + f.succeeded +
-                ") but the backend never created one");
+                (f.scheduled ? "True" : "not True") + ", references [" + Join(f.references, ", ") +
+                "], " + f.succeeded + ") but the backend never created one");
     }
     if (p.backend == Backend::kDocker && f.createdIds.size() == 1 && !f.references.empty() &&
         std::find(f.references.begin(), f.references.end(), f.createdIds[0]) ==
@@ -243,8 +241,7 @@ std::string FormatReport(const Plan& plan, const std::vector<JobFacts>& facts, c
   std::ostringstream out;
   const size_t n = plan.jobs.size();
   out << "chaos round: seed " << plan.seed << " (replay: make chaos CHAOS_SEED=" << plan.seed
-      << " CHAOS_JOBS=" << n << "), namespace " << log.ns << ", " << Seconds(log.duration)
-      << "\n";
+      << " CHAOS_JOBS=" << n << "), namespace " << log.ns << ", " << Seconds(log.duration) << "\n";
 
   std::map<std::string, int> kinds;
   int docker = 0;

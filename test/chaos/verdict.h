@@ -29,9 +29,9 @@ struct JobFacts {
   bool exists = false;
   bool deleting = false;  // metadata.deletionTimestamp set
   std::vector<std::string> finalizers;
-  std::string succeeded;  // "<status>/<reason>" of the Succeeded condition, "" when absent
-  std::string message;    // its message
-  std::optional<int> exitCode;          // status.result.exitCode
+  std::string succeeded;        // "<status>/<reason>" of the Succeeded condition, "" when absent
+  std::string message;          // its message
+  std::optional<int> exitCode;  // status.result.exitCode
   std::vector<std::string> references;  // status.execution.references[].id
   bool scheduled = false;               // Scheduled=True: an execution was created
   // What the round did.

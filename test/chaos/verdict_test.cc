@@ -115,8 +115,8 @@ TEST(ChaosTruth, OnlyTheFourPlannedReasonsAreNotOutages) {
   for (const char* r : {"Completed", "ProcessFailed", "DeadlineExceeded", "Cancelled", ""}) {
     EXPECT_FALSE(IsOutageReason(r)) << r;
   }
-  for (const char* r : {"BackendLost", "ExecutionStopped", "ResultUnknown", "BackendRejected",
-                        "StartFailed"}) {
+  for (const char* r :
+       {"BackendLost", "ExecutionStopped", "ResultUnknown", "BackendRejected", "StartFailed"}) {
     EXPECT_TRUE(IsOutageReason(r)) << r;
   }
 }
@@ -184,8 +184,9 @@ TEST(ChaosJudge, UnfinishedJobsAreViolations) {
   f.facts[0].succeeded = "Unknown/ResultUnknown";
   f.facts[0].exitCode.reset();
   Verdict v = f.Judge();
-  EXPECT_EQ(Count(v, "not finished at the end of the round: Succeeded Unknown/ResultUnknown (stuck "
-                     "in ResultUnknown)"),
+  EXPECT_EQ(Count(v,
+                  "not finished at the end of the round: Succeeded Unknown/ResultUnknown (stuck "
+                  "in ResultUnknown)"),
             1)
       << All(v);
   EXPECT_EQ(v.outcomes["unfinished"], 1);
@@ -196,8 +197,7 @@ TEST(ChaosJudge, MoreThanOneExecutionPerUidIsAViolation) {
   f.facts[2].executionsCreated = 2;
   f.facts[2].createdIds = {"container-u3", "second"};
   Verdict v = f.Judge();
-  EXPECT_EQ(Count(v, "2 backend executions were created for one Job UID (container-u3, second)"),
-            1)
+  EXPECT_EQ(Count(v, "2 backend executions were created for one Job UID (container-u3, second)"), 1)
       << All(v);
   EXPECT_EQ(v.executionsPerUid[2], 1);
 }
@@ -236,8 +236,9 @@ TEST(ChaosJudge, ADeletedJobMustBeGoneWithItsExecution) {
   f.facts[5].finalizers = {"execution.ayatori.ddupan.top/job-cleanup"};
   f.facts[5].executionsLeft = 1;
   Verdict v = f.Judge();
-  EXPECT_EQ(Count(v, "deleted (while Starting) but still in the API: deletionTimestamp set, "
-                     "finalizers [execution.ayatori.ddupan.top/job-cleanup]"),
+  EXPECT_EQ(Count(v,
+                  "deleted (while Starting) but still in the API: deletionTimestamp set, "
+                  "finalizers [execution.ayatori.ddupan.top/job-cleanup]"),
             1)
       << All(v);
   EXPECT_EQ(Count(v, "1 backend execution(s) with its UID label remain"), 1) << All(v);
@@ -256,8 +257,7 @@ TEST(ChaosJudge, AJobThatVanishedOrWasNeverCreatedIsAViolation) {
 TEST(ChaosJudge, AJobTheRoundNeverActedOnProvesNothing) {
   Fixture f;
   f.facts[3].acted = false;
-  EXPECT_EQ(Count(f.Judge(), "stop (docker, cancel, uid u4): the round never got to cancel it"),
-            1);
+  EXPECT_EQ(Count(f.Judge(), "stop (docker, cancel, uid u4): the round never got to cancel it"), 1);
 }
 
 TEST(ChaosJudge, TheBackendsRecordMustAgreeWithTheTask) {
