@@ -78,10 +78,11 @@ JobPlan MakeJob(Random& r, Backend backend, Kind kind) {
       j.activeDeadlineSeconds = static_cast<int>(r.Uniform(2, 5));
       break;
     case Kind::kCancelRace:
-      // The round polls every second, so it sees the start up to a second late: acting 0 to
-      // runSeconds + 1 s after that splits the wins between the process and the cancel.
+      // The round sees the start up to about a second late (it polls every second, the status
+      // follows the start): acting 0 to runSeconds after that splits the wins between the
+      // process and the cancel.
       j.runSeconds = static_cast<int>(r.Uniform(2, 5));
-      j.actAfter = r.Millis(0ms, milliseconds((j.runSeconds + 1) * 1000));
+      j.actAfter = r.Millis(0ms, milliseconds(j.runSeconds * 1000));
       break;
     case Kind::kCancel:
     case Kind::kDelete:

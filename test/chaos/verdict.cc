@@ -241,7 +241,8 @@ std::string FormatReport(const Plan& plan, const std::vector<JobFacts>& facts, c
   std::ostringstream out;
   const size_t n = plan.jobs.size();
   out << "chaos round: seed " << plan.seed << " (replay: make chaos CHAOS_SEED=" << plan.seed
-      << " CHAOS_JOBS=" << n << "), namespace " << log.ns << ", " << Seconds(log.duration) << "\n";
+      << " CHAOS_JOBS=" << n << "), namespace " << log.ns << ", " << Seconds(log.duration)
+      << " from the first leader (the times below count from then)\n";
 
   std::map<std::string, int> kinds;
   int docker = 0;
