@@ -550,10 +550,18 @@ class PodWatch {
     ProcessRecord r;
     r.known = incomplete_.count(uid) == 0;
     for (const auto& [name, pod] : pods_) {
-      if (pod.uid != uid || pod.exitCode < 0) continue;
+      if (pod.uid != uid) continue;
+      r.detail += (r.detail.empty() ? "pod " : "; pod ") + name +
+                  (pod.exitCode < 0 ? " never seen ending"
+                                    : " ended with exit code " + std::to_string(pod.exitCode) +
+                                          " at " + pod.finishedAt) +
+                  (pod.deletionRequested.empty() ? ", not deleted"
+                                                 : ", deleted at " + pod.deletionRequested);
+      if (pod.exitCode < 0) continue;
       if (!r.exited || pod.exitCode == 0) r.exitCode = pod.exitCode;
       r.exited = true;
     }
+    if (!r.known) r.detail += " (the watch missed part of this Job's pods)";
     return r;
   }
 
@@ -562,6 +570,8 @@ class PodWatch {
     std::string uid;
     int exitCode = -1;  // once it ended
     bool present = true;
+    std::string finishedAt;         // of the terminated container, when it ended
+    std::string deletionRequested;  // deletionTimestamp minus the grace period, when deleted
   };
 
   void Apply(const json& pod, bool deleted) {
@@ -571,11 +581,19 @@ class PodWatch {
     Pod& p = pods_[name];
     p.uid = uid;
     p.present = !deleted;
+    if (p.deletionRequested.empty() && !Str(pod, "/metadata/deletionTimestamp").empty()) {
+      p.deletionRequested =
+          Str(pod, "/metadata/deletionTimestamp") + " - " +
+          std::to_string(pod.value("/metadata/deletionGracePeriodSeconds"_json_pointer, 0)) + "s";
+    }
     if (p.exitCode >= 0) return;  // the first end seen is the end
     const std::string phase = Str(pod, "/status/phase");
-    json::json_pointer terminated("/status/containerStatuses/0/state/terminated/exitCode");
-    if (pod.contains(terminated) && pod.at(terminated).is_number_integer()) {
-      p.exitCode = pod.at(terminated).get<int>();
+    json::json_pointer terminated("/status/containerStatuses/0/state/terminated");
+    if (pod.contains(terminated) && pod.at(terminated).is_object() &&
+        pod.at(terminated).contains("exitCode") &&
+        pod.at(terminated)["exitCode"].is_number_integer()) {
+      p.exitCode = pod.at(terminated)["exitCode"].get<int>();
+      p.finishedAt = pod.at(terminated).value("finishedAt", "");
     } else if (phase == "Succeeded") {
       p.exitCode = 0;
     }
@@ -968,6 +986,7 @@ std::vector<JobFacts> Round::CollectFacts(RoundLog& log) {
       if (fin.is_string()) f.finalizers.push_back(fin.get<std::string>());
     }
     f.succeeded = Summary(job, api::kConditionSucceeded);
+    f.completionTime = Str(job, "/status/completionTime");
     if (const json* c = Condition(job, api::kConditionSucceeded)) {
       f.message = c->value("message", "");
     }
@@ -1036,6 +1055,9 @@ void Round::CollectDockerFacts(std::vector<JobFacts>& facts, RoundLog& log) {
       f.process.known = true;
       f.process.exited = state == "exited" || state == "dead";
       f.process.exitCode = now[0].value("/State/ExitCode"_json_pointer, -1);
+      f.process.detail = "container " + Str(now[0], "/Name") + " " + state + " exit code " +
+                         std::to_string(f.process.exitCode) + " at " +
+                         Str(now[0], "/State/FinishedAt");
     } else if (ids.empty()) {
       f.process.known = true;  // never created: never ran
     }
@@ -1169,7 +1191,8 @@ StatusOr<RoundResult> Round::Run() {
                                    std::string("--renew-deadline=") + kRenewDeadline,
                                    std::string("--retry-period=") + kRetryPeriod,
                                    "--metrics-address=127.0.0.1:0",
-                                   "--log-format=json"};
+                                   "--log-format=json",
+                                   "--log-level=debug"};  // every adapter call, for post-mortems
   replicas_ = std::make_unique<ReplicaSet>(o_.controllerBinary, args, o_.runDir, *client_, ns_,
                                            o_.progress);
   replicas_->Start();

@@ -202,8 +202,10 @@ Verdict Judge(const Plan& plan, const std::vector<JobFacts>& facts, const RoundL
     if (std::find(truth.acceptable.begin(), truth.acceptable.end(), f.succeeded) ==
         truth.acceptable.end()) {
       violation(label + ": ended " + f.succeeded + " exit code " + ExitText(f.exitCode) + " \"" +
-                f.message + "\", but its true result is " + Join(truth.acceptable, " or ") + " (" +
-                truth.why + ")" + (IsOutageReason(reason) ? ": a Job failed by an outage" : ""));
+                f.message + "\" at " + f.completionTime + ", but its true result is " +
+                Join(truth.acceptable, " or ") + " (" + truth.why + ")" +
+                (f.process.detail.empty() ? "" : "; backend record: " + f.process.detail) +
+                (IsOutageReason(reason) ? ": a Job failed by an outage" : ""));
     } else if (truth.exitCode && f.succeeded != kCancelled && f.exitCode != truth.exitCode) {
       violation(label + ": ended " + f.succeeded + " with exit code " + ExitText(f.exitCode) +
                 ", but the process exited " + std::to_string(*truth.exitCode) + " (" + truth.why +

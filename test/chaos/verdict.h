@@ -20,6 +20,7 @@ struct ProcessRecord {
   bool known = false;   // false: the record may be incomplete (then no conclusion is drawn)
   bool exited = false;  // the process ran and ended, by itself or stopped
   int exitCode = -1;    // when exited
+  std::string detail;   // what the record says, for messages (pod names, times)
 };
 
 // What the round saw of one Job at its end (after the settle phase).
@@ -31,6 +32,7 @@ struct JobFacts {
   std::vector<std::string> finalizers;
   std::string succeeded;        // "<status>/<reason>" of the Succeeded condition, "" when absent
   std::string message;          // its message
+  std::string completionTime;   // status.completionTime
   std::optional<int> exitCode;  // status.result.exitCode
   std::vector<std::string> references;  // status.execution.references[].id
   bool scheduled = false;               // Scheduled=True: an execution was created

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
+
 namespace ayatori::chaos {
 namespace {
 
@@ -16,7 +18,9 @@ JobPlan Job(const std::string& name, Backend b, Kind k) {
   return j;
 }
 
-ProcessRecord Exited(int code) { return {true, true, code}; }
+ProcessRecord Exited(int code) {
+  return {true, true, code, "container exited " + std::to_string(code)};
+}
 
 // A finished Job with one execution that the backend recorded ending with `processExit`.
 JobFacts Finished(const std::string& uid, const std::string& succeeded, std::optional<int> exit,
@@ -32,7 +36,7 @@ JobFacts Finished(const std::string& uid, const std::string& succeeded, std::opt
   f.executionsCreated = 1;
   f.createdIds = {"container-" + uid};
   f.executionsLeft = 1;
-  f.process = process;
+  f.process = std::move(process);
   return f;
 }
 
@@ -105,7 +109,7 @@ TEST(ChaosTruth, FromTheSpecOrForARaceFromTheBackendsRecord) {
   EXPECT_EQ(TruthOf(race, Exited(0)).acceptable, std::vector<std::string>{"True/Completed"});
   EXPECT_EQ(TruthOf(race, Exited(0)).exitCode, 0);
   EXPECT_EQ(TruthOf(race, Exited(137)).acceptable, std::vector<std::string>{"False/Cancelled"});
-  EXPECT_EQ(TruthOf(race, ProcessRecord{true, false, -1}).acceptable,
+  EXPECT_EQ(TruthOf(race, ProcessRecord{true, false, -1, "no container"}).acceptable,
             std::vector<std::string>{"False/Cancelled"});
   EXPECT_EQ(TruthOf(race, unknown).acceptable,
             (std::vector<std::string>{"True/Completed", "False/Cancelled"}));
@@ -167,6 +171,7 @@ TEST(ChaosJudge, ARaceTheProcessWonMustBeSucceeded) {
   f.facts[4].process = Exited(0);  // it exited 0 before the cancel took effect
   Verdict v = f.Judge();
   EXPECT_EQ(Count(v, "race (docker, cancel-race, uid u5): ended False/Cancelled"), 1) << All(v);
+  EXPECT_EQ(Count(v, "backend record: container exited 0"), 1) << All(v);
   f.facts[4].succeeded = "True/Completed";
   f.facts[4].exitCode = 0;
   v = f.Judge();
