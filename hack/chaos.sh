@@ -46,6 +46,9 @@ rc=0
   --settle-timeout="${CHAOS_SETTLE:-180}" --source-dir="$ROOT" --controller="$CONTROLLER" \
   --run-dir="$DIR/logs" || rc=$?
 if [ "$rc" -ne 0 ]; then
-  log "the round failed (exit code $rc); the replicas' logs are in $DIR/logs, the control plane's in $TESTENV_DIR/logs (kept with CHAOS_KEEP=1)"
+  # The control plane's directory goes with `down`: keep its logs (audit log included).
+  rm -rf "$DIR/logs/testenv" && cp -r "$TESTENV_DIR/logs" "$DIR/logs/testenv" 2>/dev/null || true
+  cp "$AYATORI_DOCKERD_DIR/dockerd.log" "$DIR/logs/" 2>/dev/null || true
+  log "the round failed (exit code $rc); the replicas' logs are in $DIR/logs, the control plane's in $DIR/logs/testenv"
 fi
 exit "$rc"

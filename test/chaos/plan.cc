@@ -128,16 +128,22 @@ Plan MakePlan(int jobs, uint64_t seed) {
   plan.jobs = std::move(planned);
 
   const milliseconds w = plan.creationWindow;
-  Disruption dockerd{Disruption::Type::kRestartDockerd, r.Millis(w * 15 / 100, w * 40 / 100), 0,
-                     r.Millis(3s, 8s)};
-  Disruption apiserver{Disruption::Type::kRestartApiserver, r.Millis(w * 50 / 100, w * 80 / 100), 0,
-                       r.Millis(5s, 10s)};
+  Disruption dockerd, apiserver;
+  dockerd.type = Disruption::Type::kRestartDockerd;
+  dockerd.at = r.Millis(w * 15 / 100, w * 40 / 100);
+  dockerd.downtime = r.Millis(3s, 8s);
+  apiserver.type = Disruption::Type::kRestartApiserver;
+  apiserver.at = r.Millis(w * 50 / 100, w * 80 / 100);
+  apiserver.downtime = r.Millis(5s, 10s);
   apiserver.at = std::max(apiserver.at, dockerd.at + dockerd.downtime + 3s);
   plan.chaosWindow = std::max(plan.chaosWindow, apiserver.at + apiserver.downtime + 5s);
   plan.disruptions = {dockerd, apiserver};
   for (milliseconds t = r.Millis(2s, 6s); t < plan.chaosWindow; t += r.Millis(4s, 12s)) {
-    plan.disruptions.push_back(
-        {Disruption::Type::kKillReplica, t, static_cast<int>(r.Uniform(0, 1)), 0ms});
+    Disruption kill;  // kKillReplica
+    kill.at = t;
+    kill.leader = !r.OneIn(3);
+    kill.replica = static_cast<int>(r.Uniform(0, 1));
+    plan.disruptions.push_back(kill);
   }
   std::stable_sort(plan.disruptions.begin(), plan.disruptions.end(),
                    [](const Disruption& a, const Disruption& b) { return a.at < b.at; });

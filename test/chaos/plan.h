@@ -48,8 +48,11 @@ struct JobPlan {
 struct Disruption {
   enum class Type { kKillReplica, kRestartDockerd, kRestartApiserver };
   Type type = Type::kKillReplica;
-  std::chrono::milliseconds at{0};        // from the start of the round
-  int replica = 0;                        // kKillReplica: 0 or 1
+  std::chrono::milliseconds at{0};  // from the start of the round
+  // kKillReplica: the leader (as the Lease names it) or the standby; replica 0 or 1 when the
+  // Lease cannot be read (the apiserver is down).
+  bool leader = true;
+  int replica = 0;
   std::chrono::milliseconds downtime{0};  // restarts: how long the service stays down
 };
 
@@ -66,9 +69,9 @@ struct Plan {
 inline constexpr std::chrono::seconds kActWithoutStartAfter{30};
 
 // `jobs` Jobs, half on each backend (Docker gets the odd one), the kinds in turn so that every
-// kind appears on both backends once there are 12 Jobs or more; replicas are killed every 4-12 s
-// during the chaos window; dockerd and then kube-apiserver each go down once (3-8 s, 5-10 s) in
-// it. `jobs` < 1 is treated as 1.
+// kind appears on both backends once there are 12 Jobs or more; a replica is killed every 4-12 s
+// during the chaos window, the leader two times in three; dockerd and then kube-apiserver each go
+// down once (3-8 s, 5-10 s) in it. `jobs` < 1 is treated as 1.
 Plan MakePlan(int jobs, uint64_t seed);
 
 // A random seed for a round that was given none.

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -18,7 +19,8 @@ std::string Describe(const Plan& p) {
   }
   for (const auto& d : p.disruptions) {
     s += std::string(DisruptionName(d.type)) + "@" + std::to_string(d.at.count()) + "/" +
-         std::to_string(d.replica) + "/" + std::to_string(d.downtime.count()) + " ";
+         (d.leader ? "leader/" : "standby/") + std::to_string(d.replica) + "/" +
+         std::to_string(d.downtime.count()) + " ";
   }
   return s;
 }
@@ -93,6 +95,7 @@ TEST(ChaosPlan, TaskTimingFitsEachKind) {
 }
 
 TEST(ChaosPlan, DockerdThenTheApiserverGoDownOnceWhileReplicasAreKilled) {
+  long leaderKills = 0, allKills = 0;
   for (uint64_t seed = 1; seed <= 50; ++seed) {
     Plan p = MakePlan(16, seed);
     std::vector<Disruption> dockerd, apiserver;
@@ -116,6 +119,10 @@ TEST(ChaosPlan, DockerdThenTheApiserverGoDownOnceWhileReplicasAreKilled) {
       }
     }
     ASSERT_EQ(dockerd.size(), 1u);
+    leaderKills += std::count_if(
+        p.disruptions.begin(), p.disruptions.end(),
+        [](const Disruption& d) { return d.type == Disruption::Type::kKillReplica && d.leader; });
+    allKills += kills;
     ASSERT_EQ(apiserver.size(), 1u);
     EXPECT_GE(kills, 2) << seed;
     EXPECT_GE(dockerd[0].downtime, 3s);
@@ -124,6 +131,9 @@ TEST(ChaosPlan, DockerdThenTheApiserverGoDownOnceWhileReplicasAreKilled) {
     EXPECT_LE(apiserver[0].at + apiserver[0].downtime, p.chaosWindow);
     EXPECT_LT(dockerd[0].at, p.creationWindow) << "while Jobs are being created";
   }
+  // Mostly the leader: killing it is what makes the standby take over.
+  EXPECT_GT(leaderKills * 100 / allKills, 55);
+  EXPECT_LT(leaderKills * 100 / allKills, 80);
 }
 
 TEST(ChaosPlan, AtLeastOneJob) {

@@ -1,5 +1,6 @@
 #include "test/chaos/runner.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -251,8 +252,13 @@ class ReplicaSet {
       if (nextKill_ >= kills_.size() || Since(t0_) < kills_[nextKill_].at) return;
       next = kills_[nextKill_++];
     }
-    // The planned replica, or the other one while the planned one is down.
+    // The leader or the standby as planned; the planned replica when the Lease cannot be read;
+    // the other one while the chosen one is down (restarting).
     int i = next.replica;
+    const int leaderPid = LeaderPid();
+    for (int candidate = 0; candidate < 2 && leaderPid != 0; ++candidate) {
+      if ((replicas_[candidate].process.pid() == leaderPid) == next.leader) i = candidate;
+    }
     if (!replicas_[i].process.Running()) i = 1 - i;
     if (!replicas_[i].process.Running()) return;  // both down: nothing to kill
     KillRecord k;
@@ -1267,6 +1273,18 @@ StatusOr<RoundResult> Round::Run() {
   }
   (void)client_->Delete(controller::kDockerParameters, "", kDockerClass, {});
   (void)client_->Delete(controller::kKubernetesParameters, "", kKubernetesClass, {});
+
+  // The round restarts kube-apiserver under the rest of the control plane; a component that did
+  // not survive that makes the Kubernetes Jobs' fate meaningless.
+  for (const char* component : {"kube-controller-manager", "kube-scheduler", "kwok", "etcd"}) {
+    std::ifstream pidFile(o_.testenvDir + "/pids/" + component);
+    int pid = 0;
+    if (!(pidFile >> pid) || kill(pid, 0) != 0) {
+      log.setupProblems.push_back(std::string(component) +
+                                  " of the control plane is no longer running (see its log in " +
+                                  o_.testenvDir + "/logs)");
+    }
+  }
 
   result.plan = plan_;
   result.verdict = Judge(plan_, result.facts, log);

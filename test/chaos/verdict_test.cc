@@ -54,9 +54,9 @@ struct Fixture {
                  Job("stop", Backend::kDocker, Kind::kCancel),
                  Job("race", Backend::kDocker, Kind::kCancelRace),
                  Job("gone", Backend::kDocker, Kind::kDelete)};
-    plan.disruptions = {{Disruption::Type::kRestartDockerd, 5s, 0, 4s},
-                        {Disruption::Type::kKillReplica, 7s, 1, 0ms},
-                        {Disruption::Type::kRestartApiserver, 15s, 0, 6s}};
+    plan.disruptions = {{Disruption::Type::kRestartDockerd, 5s, false, 0, 4s},
+                        {Disruption::Type::kKillReplica, 7s, true, 1, 0ms},
+                        {Disruption::Type::kRestartApiserver, 15s, false, 0, 6s}};
     facts = {Finished("u1", "True/Completed", 0, Exited(0)),
              Finished("u2", "False/ProcessFailed", 3, Exited(3)),
              Finished("u3", "False/DeadlineExceeded", 137, Exited(137)),
