@@ -8,7 +8,7 @@ FUZZ_SECONDS ?= 60
 .PHONY: all deps configure build testenv test test-unit test-integration test-e2e demo demo-down \
         demo-kubernetes demo-kubernetes-down demo-opensandbox demo-opensandbox-down \
         bench-opensandbox format format-check tidy bench bench-kubernetes bench-startup clean \
-        configure-asan configure-tsan test-asan test-tsan fuzz fuzz-ci
+        configure-asan configure-tsan test-asan test-tsan fuzz fuzz-ci chaos
 
 all: build
 
@@ -84,6 +84,12 @@ demo-opensandbox: build testenv
 
 demo-opensandbox-down:
 	@hack/demo.sh down-opensandbox
+
+# Jobs on the Docker and Kubernetes backends while two leader-elected controller replicas are
+# SIGKILLed and dockerd and kube-apiserver restart once each; then a verdict on every Job
+# (docs/chaos.md). CHAOS_JOBS=40, CHAOS_SEED=<seed to replay>, CHAOS_SETTLE=180 (seconds).
+chaos: build testenv
+	@AYATORI_BUILD_DIR=$(BUILD_DIR) hack/chaos.sh
 
 bench: build testenv
 	@hack/bench.sh

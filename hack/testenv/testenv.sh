@@ -6,8 +6,16 @@
 #   testenv.sh up [api|e2e]      start the tier on 127.0.0.1, write a kubeconfig and env.sh
 #   testenv.sh env               print the env.sh of the running control plane
 #   testenv.sh down              stop only the processes this script started, by pid
+#   testenv.sh stop-apiserver [--kill]     stop only kube-apiserver (TERM; --kill: SIGKILL, a crash)
+#   testenv.sh start-apiserver             start it again: same port, certificates, tokens, etcd
+#   testenv.sh restart-apiserver [--kill]  both: an outage of the API alone (etcd and the e2e
+#                                          components keep running and reconnect)
 #   testenv.sh logs              tail the component logs
 #   testenv.sh bindir            print the cache directory of the binaries
+#
+# kube-apiserver keeps an audit log (JSON lines in $D/logs/audit.log, TESTENV_AUDIT_LOG in env.sh)
+# of the create and delete requests for batch/v1 Jobs only: a record that survives restarts of
+# the apiserver, from which the chaos run (test/chaos/) counts the executions made per Ayatori Job.
 #
 # Binaries live outside the repository in ~/.cache/ayatori/testenv/<key>/bin, key = hash of the
 # tools modules, the Go version and the link flags: built once per machine, reused by every clone.
@@ -137,6 +145,85 @@ EOF
   chmod 600 "$KC"
 }
 
+# Only the create and delete requests of batch/v1 Jobs are recorded (see the header).
+audit_policy() {
+  cat >"$D/audit-policy.yaml" <<EOF
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  verbs: [create, delete]
+  resources:
+  - group: batch
+    resources: [jobs]
+- level: None
+EOF
+}
+
+# kube-apiserver on the ports in $D/ports (written by `up`): a restart keeps its address.
+start_apiserver() {
+  local bin
+  bin=$(bindir)
+  # shellcheck disable=SC1091
+  source "$D/ports"
+  log "starting kube-apiserver on https://127.0.0.1:$AP"
+  start kube-apiserver "$bin/kube-apiserver" --etcd-servers="http://127.0.0.1:$EP" \
+    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$AP" \
+    --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
+    --client-ca-file="$PKI/ca.crt" --token-auth-file="$PKI/tokens.csv" \
+    --service-account-issuer="https://127.0.0.1:$AP" --service-account-key-file="$PKI/sa.pub" \
+    --service-account-signing-key-file="$PKI/sa.key" --service-cluster-ip-range=10.96.0.0/24 \
+    --authorization-mode=RBAC --allow-privileged=true \
+    --disable-admission-plugins=ServiceAccount,TaintNodesByCondition \
+    --enable-priority-and-fairness=false --profiling=false --v=1 \
+    --audit-policy-file="$D/audit-policy.yaml" --audit-log-path="$D/logs/audit.log" \
+    --audit-log-format=json
+}
+
+apiserver_ready() { curl -sf --cacert "$PKI/ca.crt" "https://127.0.0.1:$AP/readyz"; }
+
+# stop_pid NAME [--kill]: TERM (KILL after 10 s), or KILL at once; forgets the pid.
+stop_pid() {
+  local n=$1 p i
+  [ -f "$D/pids/$n" ] || return 0
+  p=$(cat "$D/pids/$n")
+  if [ "${2:-}" = --kill ]; then
+    kill -KILL "$p" 2>/dev/null || true
+  else
+    kill -TERM "$p" 2>/dev/null || true
+  fi
+  for i in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
+  kill -KILL "$p" 2>/dev/null || true
+  for i in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+  rm -f "$D/pids/$n"
+}
+
+stop_apiserver() {
+  [ -f "$D/ports" ] || { log "no control plane in $D (run: testenv.sh up)"; exit 1; }
+  log "stopping kube-apiserver${1:+ ($1)}"
+  stop_pid kube-apiserver "${1:-}"
+}
+
+# Unlike `up`, a failure leaves the rest of the control plane running.
+resume_apiserver() {
+  local i
+  [ -f "$D/ports" ] || { log "no control plane in $D (run: testenv.sh up)"; exit 1; }
+  if [ -f "$D/pids/kube-apiserver" ] && kill -0 "$(cat "$D/pids/kube-apiserver")" 2>/dev/null; then
+    log "kube-apiserver is running already"
+    return 0
+  fi
+  start_apiserver
+  for i in $(seq 600); do
+    apiserver_ready >/dev/null 2>&1 && { log "kube-apiserver is ready"; return 0; }
+    kill -0 "$(cat "$D/pids/kube-apiserver")" 2>/dev/null || break
+    sleep 0.2
+  done
+  log "kube-apiserver did not become ready; last lines of its log:"
+  tail -n 40 "$D/logs/kube-apiserver.log" >&2
+  exit 1
+}
+
 up() {
   local tier=${1:-api} bin
   down
@@ -151,17 +238,10 @@ up() {
     --initial-advertise-peer-urls="http://127.0.0.1:$PP" --initial-cluster="t=http://127.0.0.1:$PP" \
     --unsafe-no-fsync=true --log-level=warn
   wait_for etcd curl -sf "http://127.0.0.1:$EP/health"
-  log "starting kube-apiserver on https://127.0.0.1:$AP"
-  start kube-apiserver "$bin/kube-apiserver" --etcd-servers="http://127.0.0.1:$EP" \
-    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$AP" \
-    --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
-    --client-ca-file="$PKI/ca.crt" --token-auth-file="$PKI/tokens.csv" \
-    --service-account-issuer="https://127.0.0.1:$AP" --service-account-key-file="$PKI/sa.pub" \
-    --service-account-signing-key-file="$PKI/sa.key" --service-cluster-ip-range=10.96.0.0/24 \
-    --authorization-mode=RBAC --allow-privileged=true \
-    --disable-admission-plugins=ServiceAccount,TaintNodesByCondition \
-    --enable-priority-and-fairness=false --profiling=false --v=1
-  wait_for kube-apiserver curl -sf --cacert "$PKI/ca.crt" "https://127.0.0.1:$AP/readyz"
+  echo "EP=$EP AP=$AP" >"$D/ports"
+  audit_policy
+  start_apiserver
+  wait_for kube-apiserver apiserver_ready
   kubeconfig
   if [ "$tier" = e2e ]; then
     KP=$(port); SP=$(port)
@@ -200,20 +280,16 @@ export TESTENV_KEY=$PKI/admin.key
 export TESTENV_USER_CERT=$PKI/user.crt
 export TESTENV_USER_KEY=$PKI/user.key
 export TESTENV_BIN=$bin
+export TESTENV_AUDIT_LOG=$D/logs/audit.log
 export PATH=$bin:\$PATH
 EOF
   log "up ($tier): source $D/env.sh"
 }
 
 down() {
-  local n p i
+  local n
   for n in kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
-    [ -f "$D/pids/$n" ] || continue
-    p=$(cat "$D/pids/$n")
-    kill -TERM "$p" 2>/dev/null || true
-    for i in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
-    kill -KILL "$p" 2>/dev/null || true
-    rm -f "$D/pids/$n"
+    stop_pid "$n"
   done
   [ -n "${TESTENV_KEEP:-}" ] || rm -rf "$D" "$ETCD_DATA"
 }
@@ -223,7 +299,10 @@ case ${1:-} in
   up) up "${2:-api}" ;;
   env) cat "$D/env.sh" ;;
   down) down ;;
+  stop-apiserver) stop_apiserver "${2:-}" ;;
+  start-apiserver) resume_apiserver ;;
+  restart-apiserver) stop_apiserver "${2:-}"; resume_apiserver ;;
   logs) tail -n 100 "$D"/logs/*.log ;;
   bindir) bindir ;;
-  *) echo "usage: testenv.sh build|up [api|e2e] | env | down | logs | bindir" >&2; exit 2 ;;
+  *) echo "usage: testenv.sh build|up [api|e2e] | env | down | stop-apiserver|start-apiserver|restart-apiserver [--kill] | logs | bindir" >&2; exit 2 ;;
 esac
