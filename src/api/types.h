@@ -154,6 +154,11 @@ struct ResolvedJobClass {
   std::string uid;
   std::string controllerName;
   std::optional<ParametersRef> parametersRef;
+  // The parameters' spec fields that decide where and how the Job's execution exists (Docker:
+  // endpoint, networkMode, runtime), as they were at acceptance: every later adapter call uses
+  // these, whatever happens to the parameters object since (Adapter::PinnedParameters).
+  // nullopt: accepted before this record existed; such a Job reads the parameters by name.
+  std::optional<std::map<std::string, std::string>> pinnedParameters;
   bool operator==(const ResolvedJobClass&) const = default;
 };
 

@@ -38,7 +38,9 @@ constexpr std::string_view kDictionary =
     R"("observedGeneration":1,"resolvedJobClass":{"controllerName":)"
     R"("execution.ayatori.ddupan.top/kubernetes","name":"default","parametersRef":{"group":)"
     R"("execution.ayatori.ddupan.top","kind":"KubernetesExecutionParameters","name":"default",)"
-    R"("uid":"00000000-0000-0000-0000-000000000000"},"uid":"00000000-0000-0000-0000-)"
+    R"("uid":"00000000-0000-0000-0000-000000000000"},"pinnedParameters":{"endpoint":)"
+    R"("unix:///var/run/docker.sock","networkMode":"none","runtime":""},)"
+    R"("uid":"00000000-0000-0000-0000-)"
     R"(000000000000"},"startTime":"2026-11-29T08:00:00Z"}})";
 
 const Bytef* Bytes(std::string_view s) { return reinterpret_cast<const Bytef*>(s.data()); }

@@ -355,12 +355,26 @@ ExecutionKey JobReconciler::BuildKey(const api::Job& job) const {
   key.namespace_ = job.metadata.namespace_;
   key.name = job.metadata.name;
   if (job.status.execution) key.references = job.status.execution->references;
-  key.parameters = nlohmann::json::object();
-  if (job.status.resolvedJobClass && job.status.resolvedJobClass->parametersRef) {
-    const auto& ref = *job.status.resolvedJobClass->parametersRef;
-    if (auto params = cache_.GetParameters(ref.kind, ref.name)) key.parameters = *params;
-  }
+  key.parameters = ParametersFor(job);
   return key;
+}
+
+nlohmann::json JobReconciler::ParametersFor(const api::Job& job) const {
+  nlohmann::json parameters = nlohmann::json::object();
+  if (!job.status.resolvedJobClass) return parameters;
+  const api::ResolvedJobClass& resolved = *job.status.resolvedJobClass;
+  if (resolved.parametersRef) {
+    const auto& ref = *resolved.parametersRef;
+    auto current = cache_.GetParameters(ref.kind, ref.name);
+    // Only the object the Job was accepted with counts: one created under the same name since
+    // (another uid) is not it. Jobs accepted before the pinned record existed keep reading
+    // whatever the name holds, as they always did.
+    const bool sameObject =
+        current && current->value("/metadata/uid"_json_pointer, std::string()) == ref.uid;
+    if (current && (sameObject || !resolved.pinnedParameters)) parameters = *current;
+  }
+  if (!resolved.pinnedParameters) return parameters;
+  return WithPinnedParameters(std::move(parameters), *resolved.pinnedParameters);
 }
 
 void JobReconciler::RecordEvents(const api::Job& job,

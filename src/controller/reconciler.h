@@ -70,6 +70,9 @@ class JobReconciler {
   StatusOr<Observation> CallAdapter(statemachine::AdapterCall call, const api::Job& job);
   StatusOr<ExecutionRequest> BuildRequest(const api::Job& job);
   ExecutionKey BuildKey(const api::Job& job) const;
+  // The parameters an adapter call of `job` gets: the parameters object it was accepted with
+  // (same uid) as the cache has it now, else {}, overlaid with the fields pinned at acceptance.
+  nlohmann::json ParametersFor(const api::Job& job) const;
   StatusOr<std::string> ReadReferencedValue(const std::string& ns, const api::KeySelector& ref,
                                             bool secret, bool* found);
   void RecordEvents(const api::Job& job, const std::vector<statemachine::Event>& events);

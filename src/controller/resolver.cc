@@ -89,7 +89,7 @@ Resolution ResolveJob(const api::Job& job, const ClusterCache& cache,
                                    (known.empty() ? "none" : known) + ")");
   }
 
-  api::ResolvedJobClass resolved{cls->metadata.name, cls->metadata.uid, controllerName, {}};
+  api::ResolvedJobClass resolved{cls->metadata.name, cls->metadata.uid, controllerName, {}, {}};
   nlohmann::json parameters = nlohmann::json::object();
   if (cls->spec.parametersRef) {
     const auto& ref = *cls->spec.parametersRef;
@@ -158,6 +158,9 @@ Resolution ResolveJob(const api::Job& job, const ClusterCache& cache,
   if (Status s = adapter->Validate(request); !s.ok()) {
     return Resolution::Rejected("BackendRejected", s.message());
   }
+  // Written with the class, once: from now on the Job talks to this backend, whatever becomes of
+  // the parameters object (JobReconciler::ParametersFor).
+  resolved.pinnedParameters = adapter->PinnedParameters(parameters);
   return Resolution::Resolved(resolved, *resources, adapter->Name());
 }
 

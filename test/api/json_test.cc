@@ -146,7 +146,8 @@ JobStatus FullStatus() {
   };
   s.resolvedJobClass =
       ResolvedJobClass{"sandboxed", "uid-class", kControllerOpenSandbox,
-                       ParametersRef{kGroup, "OpenSandboxExecutionParameters", "sb", "uid-params"}};
+                       ParametersRef{kGroup, "OpenSandboxExecutionParameters", "sb", "uid-params"},
+                       std::map<std::string, std::string>{{"endpoint", "http://127.0.0.1:8080/v1"}}};
   s.effectiveResources =
       ResourceRequirements{{Quantity::MustParse("250m"), std::nullopt},
                            {Quantity::MustParse("2"), Quantity::MustParse("1Gi")}};
@@ -171,6 +172,8 @@ TEST(JsonTest, FullStatusRoundTripsWithWireNames) {
   EXPECT_EQ(j["execution"]["references"][1],
             json::parse(R"({"type": "Command", "id": "command-456"})"));
   EXPECT_EQ(j["resolvedJobClass"]["parametersRef"]["uid"], "uid-params");
+  EXPECT_EQ(j["resolvedJobClass"]["pinnedParameters"],
+            json::parse(R"({"endpoint": "http://127.0.0.1:8080/v1"})"));
   EXPECT_EQ(j["startTime"], "2026-11-29T08:00:05Z");
   EXPECT_EQ(j["result"], json::parse(R"({"exitCode": 3, "reason": "ProcessFailed"})"));
 
@@ -205,6 +208,38 @@ TEST(JsonTest, EmptyAndAbsentFieldsAreOmitted) {
   EXPECT_EQ(j["spec"]["task"]["env"][0], json::parse(R"({"name": "EMPTY", "value": ""})"));
   EXPECT_EQ(j["spec"]["ttlSecondsAfterFinished"], 0);
   EXPECT_EQ(j["status"], json::parse(R"({"result": {"exitCode": 0}})"));
+}
+
+// An empty pinned record ("nothing to pin") and no record ("accepted before pinning existed")
+// mean different things, so they must survive the wire apart.
+TEST(JsonTest, EmptyPinnedParametersAreKeptApartFromAbsentOnes) {
+  JobStatus pinnedNothing;
+  pinnedNothing.resolvedJobClass = ResolvedJobClass{"k", "", kControllerKubernetes, std::nullopt,
+                                                    std::map<std::string, std::string>{}};
+  const json j = StatusToJson(pinnedNothing);
+  ASSERT_TRUE(j["resolvedJobClass"].contains("pinnedParameters")) << j.dump();
+  EXPECT_EQ(j["resolvedJobClass"]["pinnedParameters"], json::object());
+  StatusOr<JobStatus> back = JobStatusFromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_TRUE(back->resolvedJobClass && back->resolvedJobClass->pinnedParameters);
+  EXPECT_TRUE(back->resolvedJobClass->pinnedParameters->empty());
+
+  JobStatus unpinned = pinnedNothing;
+  unpinned.resolvedJobClass->pinnedParameters.reset();
+  const json u = StatusToJson(unpinned);
+  EXPECT_FALSE(u["resolvedJobClass"].contains("pinnedParameters")) << u.dump();
+  StatusOr<JobStatus> uback = JobStatusFromJson(u);
+  ASSERT_TRUE(uback.ok()) << uback.status().ToString();
+  EXPECT_FALSE(uback->resolvedJobClass->pinnedParameters.has_value());
+
+  json bad = j;
+  bad["resolvedJobClass"]["pinnedParameters"]["endpoint"] = 5;
+  StatusOr<JobStatus> wrong = JobStatusFromJson(bad);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find(
+                "resolvedJobClass.pinnedParameters[\"endpoint\"]: expected a string"),
+            std::string::npos)
+      << wrong.status().message();
 }
 
 TEST(JsonTest, DecodingIgnoresUnknownFieldsAndNulls) {
