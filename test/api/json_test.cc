@@ -144,10 +144,10 @@ JobStatus FullStatus() {
       {kConditionSucceeded, ConditionStatus::kFalse, "ProcessFailed", "exit code 3", 2,
        At("2026-11-29T08:01:00Z")},
   };
-  s.resolvedJobClass =
-      ResolvedJobClass{"sandboxed", "uid-class", kControllerOpenSandbox,
-                       ParametersRef{kGroup, "OpenSandboxExecutionParameters", "sb", "uid-params"},
-                       std::map<std::string, std::string>{{"endpoint", "http://127.0.0.1:8080/v1"}}};
+  s.resolvedJobClass = ResolvedJobClass{
+      "sandboxed", "uid-class", kControllerOpenSandbox,
+      ParametersRef{kGroup, "OpenSandboxExecutionParameters", "sb", "uid-params"},
+      std::map<std::string, std::string>{{"endpoint", "http://127.0.0.1:8080/v1"}}};
   s.effectiveResources =
       ResourceRequirements{{Quantity::MustParse("250m"), std::nullopt},
                            {Quantity::MustParse("2"), Quantity::MustParse("1Gi")}};

@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 
+#include "adapters/docker/docker_adapter.h"
 #include "adapters/testing/in_process_adapter.h"
 #include "test/controller/fake_cluster_cache.h"
 
@@ -118,6 +119,48 @@ TEST_F(ResolverTest, ResolvedWithParametersRefCarriesTheParametersUid) {
   EXPECT_EQ(r.jobClass.parametersRef->name, "p");
   EXPECT_EQ(r.jobClass.parametersRef->group, api::kGroup);
   EXPECT_EQ(r.jobClass.parametersRef->uid, "params-uid-1");
+  // The test backend pins nothing, and says so: {} is "nothing to pin", not "no record".
+  ASSERT_TRUE(r.jobClass.pinnedParameters.has_value());
+  EXPECT_TRUE(r.jobClass.pinnedParameters->empty());
+}
+
+// The Docker adapter's pinned fields, as the resolver records them: where the container lives and
+// the isolation it was accepted with, defaults filled in.
+TEST_F(ResolverTest, ResolvedDockerJobPinsEndpointNetworkModeAndRuntime) {
+  adapters::docker::DockerAdapterOptions options;
+  options.defaultEndpoint = "unix:///run/ayatori/default.sock";
+  registry_.Register(api::kControllerDocker,
+                     std::make_shared<adapters::docker::DockerAdapter>(options));
+  api::JobClass withParams = Class("docker", api::kControllerDocker);
+  withParams.spec.parametersRef =
+      api::ParametersRef{api::kGroup, "DockerExecutionParameters", "d", ""};
+  cache_.AddJobClass(withParams);
+  cache_.AddParameters("DockerExecutionParameters", "d",
+                       {{"kind", "DockerExecutionParameters"},
+                        {"metadata", {{"name", "d"}, {"uid", "d-uid"}}},
+                        {"spec",
+                         {{"endpoint", "tcp://127.0.0.1:2376"},
+                          {"networkMode", "host"},
+                          {"runtime", "runsc"},
+                          {"stopGracePeriodSeconds", 5},
+                          {"extraLabels", {{"team", "a"}}}}}});
+  Resolution r = Resolve(Job("docker"));
+  ASSERT_EQ(r.outcome, Outcome::kResolved) << r.reason << ": " << r.message;
+  ASSERT_TRUE(r.jobClass.pinnedParameters.has_value());
+  EXPECT_EQ(
+      *r.jobClass.pinnedParameters,
+      (std::map<std::string, std::string>{
+          {"endpoint", "tcp://127.0.0.1:2376"}, {"networkMode", "host"}, {"runtime", "runsc"}}));
+
+  // No parametersRef: the adapter's default engine, network none, the engine's default runtime.
+  cache_.AddJobClass(Class("docker-defaults", api::kControllerDocker));
+  Resolution d = Resolve(Job("docker-defaults"));
+  ASSERT_EQ(d.outcome, Outcome::kResolved) << d.reason << ": " << d.message;
+  ASSERT_TRUE(d.jobClass.pinnedParameters.has_value());
+  EXPECT_EQ(*d.jobClass.pinnedParameters,
+            (std::map<std::string, std::string>{{"endpoint", "unix:///run/ayatori/default.sock"},
+                                                {"networkMode", "none"},
+                                                {"runtime", ""}}));
 }
 
 TEST_F(ResolverTest, JobClassNotFound) {
