@@ -78,6 +78,11 @@ const std::string kResolved =
     R"("controllerName":"execution.ayatori.ddupan.top/docker","parametersRef":)"
     R"({"group":"execution.ayatori.ddupan.top","kind":"DockerExecutionParameters",)"
     R"("name":"default","uid":"c4130000-0000-4000-8000-000000000002"}})";
+// A class resolved with its backend pinned (status.resolvedJobClass.pinnedParameters).
+const std::string kPinnedResolved =
+    R"("resolvedJobClass":{"name":"gold","controllerName":"execution.ayatori.ddupan.top/docker",)"
+    R"("pinnedParameters":{"endpoint":"unix:///run/engine-a.sock","networkMode":"none",)"
+    R"("runtime":""}})";
 const std::string kExecution =
     R"("execution":{"adapter":"docker","references":[{"type":"Container","id":"abc123"}]})";
 // The status of a Job whose process is running.
@@ -461,6 +466,38 @@ std::vector<Case> JobStatusCases() {
        .setup = {kStarted},
        .update = StatusJsonPatch(R"([{"op":"remove","path":"/status/resolvedJobClass"}])"),
        .error = "status.resolvedJobClass cannot change once set"},
+      {.description = "pinnedParameters recorded with the class accepted",
+       .object = Job(kMinimalJob),
+       .update = StatusMerge(kPinnedResolved),
+       .expect = {{"{.status.resolvedJobClass.pinnedParameters.endpoint}",
+                   "unix:///run/engine-a.sock"}}},
+      {.description = "empty pinnedParameters kept",
+       .object = Job(kMinimalJob),
+       .update = StatusMerge(R"("resolvedJobClass":{"name":"k","pinnedParameters":{}})"),
+       .expect = {{"{.status.resolvedJobClass.pinnedParameters}", "{}"}}},
+      {.description = "pinnedParameters endpoint change rejected",
+       .object = Job(kMinimalJob),
+       .setup = {StatusMerge(kPinnedResolved)},
+       .update = StatusMerge(
+           R"("resolvedJobClass":{"pinnedParameters":{"endpoint":"unix:///run/engine-b.sock"}})"),
+       .error = "status.resolvedJobClass.pinnedParameters cannot change once set"},
+      {.description = "pinnedParameters removal rejected",
+       .object = Job(kMinimalJob),
+       .setup = {StatusMerge(kPinnedResolved)},
+       .update = StatusJsonPatch(
+           R"([{"op":"remove","path":"/status/resolvedJobClass/pinnedParameters"}])"),
+       .error = "status.resolvedJobClass.pinnedParameters cannot change once set"},
+      {.description = "pinnedParameters added to an unpinned class rejected",
+       .object = Job(kMinimalJob),
+       .setup = {kStarted},
+       .update = StatusMerge(
+           R"("resolvedJobClass":{"pinnedParameters":{"endpoint":"unix:///run/engine-b.sock"}})"),
+       .error = "status.resolvedJobClass cannot change once set"},
+      {.description = "pinnedParameters value too long rejected",
+       .object = Job(kMinimalJob),
+       .update = StatusMerge(R"("resolvedJobClass":{"name":"k","pinnedParameters":{"endpoint":")" +
+                             std::string(1025, 'x') + R"("}})"),
+       .error = "Too long"},
       {.description = "execution removal rejected",
        .object = Job(kMinimalJob),
        .setup = {kStarted},
