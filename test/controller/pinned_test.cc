@@ -220,7 +220,7 @@ class PinnedBackendTest : public ::testing::Test {
 
   // One reconcile round by a new reconciler (a new controller process); `crashAt` names the
   // crash point where that process dies.
-  ReconcileResult Reconcile(const std::string& name, std::string crashAt = "") {
+  ReconcileResult Reconcile(const std::string& name, const std::string& crashAt = "") {
     ReconcilerOptions options;
     options.crashHook = [crashAt](std::string_view point, const api::Job&) {
       return point == crashAt;
