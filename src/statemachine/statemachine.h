@@ -169,7 +169,7 @@ struct Resolution {
   Outcome outcome = Outcome::kPending;
   std::string reason;                   // PascalCase, for kPending / kRejected
   std::string message;                  // for humans; never Secret or ConfigMap values
-  api::ResolvedJobClass jobClass;       // kResolved: status.resolvedJobClass (with uids)
+  api::ResolvedJobClass jobClass;       // kResolved: status.resolvedJobClass (uids, pinned fields)
   api::ResourceRequirements resources;  // kResolved: status.effectiveResources
   std::string adapter;                  // kResolved: status.execution.adapter ("docker", ...)
 
