@@ -30,7 +30,7 @@
 //                                        lastTransitionTime}]
 //     status.resolvedJobClass          {name, uid, controllerName,
 //                                        parametersRef: {group, kind, name, uid},
-//                                        pinnedParameters: {T: T} (written even when empty)}
+//                                        backendSnapshot: T}
 //     status.effectiveResources        ResourceRequirements
 //     status.execution                 {adapter, references: [{type, id}]}
 //     status.startTime, completionTime Time

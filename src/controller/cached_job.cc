@@ -35,12 +35,11 @@ constexpr std::string_view kDictionary =
     R"("message":"The task exited with code 0","observedGeneration":1,"reason":"Completed",)"
     R"("status":"True","type":"Succeeded"}],"execution":{"adapter":"kubernetes","exitCode":0,)"
     R"("references":[{"id":"00000000-0000-0000-0000-000000000000","type":"Job"}]},)"
-    R"("observedGeneration":1,"resolvedJobClass":{"controllerName":)"
+    R"("observedGeneration":1,"resolvedJobClass":{"backendSnapshot":)"
+    R"("ayatori-backend-0000000000000000","controllerName":)"
     R"("execution.ayatori.ddupan.top/kubernetes","name":"default","parametersRef":{"group":)"
     R"("execution.ayatori.ddupan.top","kind":"KubernetesExecutionParameters","name":"default",)"
-    R"("uid":"00000000-0000-0000-0000-000000000000"},"pinnedParameters":{"endpoint":)"
-    R"("unix:///var/run/docker.sock","networkMode":"none","runtime":""},)"
-    R"("uid":"00000000-0000-0000-0000-)"
+    R"("uid":"00000000-0000-0000-0000-000000000000"},"uid":"00000000-0000-0000-0000-)"
     R"(000000000000"},"startTime":"2026-11-29T08:00:00Z"}})";
 
 const Bytef* Bytes(std::string_view s) { return reinterpret_cast<const Bytef*>(s.data()); }

@@ -1,6 +1,7 @@
 #include "controller/resolver.h"
 
 #include "api/resources.h"
+#include "controller/backend_snapshot.h"
 
 namespace ayatori::controller {
 
@@ -159,9 +160,13 @@ Resolution ResolveJob(const api::Job& job, const ClusterCache& cache,
     return Resolution::Rejected("BackendRejected", s.message());
   }
   // Written with the class, once: from now on the Job talks to this backend, whatever becomes of
-  // the parameters object (JobReconciler::ParametersFor).
-  resolved.pinnedParameters = adapter->PinnedParameters(parameters);
-  return Resolution::Resolved(resolved, *resources, adapter->Name());
+  // the parameters object (JobReconciler::ParametersFor). The status names the snapshot only;
+  // the reconciler stores the values before it writes the status (backend_snapshot.h).
+  BackendSnapshot snapshot{controllerName, adapter->PinnedParameters(parameters)};
+  resolved.backendSnapshot = BackendSnapshotName(snapshot);
+  Resolution resolution = Resolution::Resolved(resolved, *resources, adapter->Name());
+  resolution.pinnedParameters = std::move(snapshot.pinned);
+  return resolution;
 }
 
 }  // namespace ayatori::controller

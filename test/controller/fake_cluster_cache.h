@@ -11,6 +11,7 @@
 
 #include "api/json.h"
 #include "ayatori/kube_client.h"
+#include "controller/backend_snapshot.h"
 #include "controller/cluster_cache.h"
 #include "controller/kinds.h"
 
@@ -26,6 +27,12 @@ class FakeClusterCache final : public ClusterCache {
     parameters_.erase({kind, name});
   }
   void ServeJobsFrom(KubeClient* client) { jobs_ = client; }
+  // Backend snapshots: the labelled ConfigMaps `client` holds in `ns`, as if that informer were
+  // always up to date. Without this call the cache has none (the reconciler then reads them live).
+  void ServeBackendSnapshotsFrom(KubeClient* client, std::string ns) {
+    snapshots_ = client;
+    snapshotNamespace_ = std::move(ns);
+  }
   void SetNamespaceDefault(const std::string& ns, const std::string& className) {
     namespaceDefaults_[ns] = className;
   }
@@ -71,6 +78,15 @@ class FakeClusterCache final : public ClusterCache {
                                                            const std::string& name) const override {
     return Find(configMaps_, ns, name);
   }
+  std::shared_ptr<const BackendSnapshot> GetBackendSnapshot(
+      const std::string& name) const override {
+    if (snapshots_ == nullptr) return nullptr;
+    auto cm = snapshots_->Get(kConfigMaps, snapshotNamespace_, name);
+    if (!cm.ok()) return nullptr;
+    auto label = nlohmann::json::json_pointer("/metadata/labels") / kBackendSnapshotLabel;
+    if (!cm->contains(label) || (*cm)[label] != "true") return nullptr;
+    return DecodeBackendSnapshot(*cm);
+  }
 
  private:
   using Key = std::pair<std::string, std::string>;
@@ -82,6 +98,8 @@ class FakeClusterCache final : public ClusterCache {
   }
 
   KubeClient* jobs_ = nullptr;
+  KubeClient* snapshots_ = nullptr;
+  std::string snapshotNamespace_;
   std::map<std::string, api::JobClass> classes_;
   std::map<Key, nlohmann::json> parameters_;
   std::map<std::string, std::string> namespaceDefaults_;
