@@ -10,9 +10,9 @@ namespace ayatori::controller {
 
 std::string BackendSnapshotName(const BackendSnapshot& snapshot) {
   // nlohmann::json objects keep their keys sorted: dump() is canonical.
-  const std::string canonical =
-      nlohmann::json{{"controllerName", snapshot.controllerName}, {"pinned", snapshot.pinned}}
-          .dump();
+  const std::string canonical = nlohmann::json{
+      {"controllerName", snapshot.controllerName},
+      {"pinned", snapshot.pinned}}.dump();
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
   unsigned int size = 0;
   EVP_Digest(canonical.data(), canonical.size(), digest.data(), &size, EVP_sha256(), nullptr);
@@ -38,8 +38,8 @@ nlohmann::json BackendSnapshotConfigMap(const std::string& ns, const BackendSnap
 }
 
 std::shared_ptr<const BackendSnapshot> DecodeBackendSnapshot(const nlohmann::json& configMap) {
-  static const auto kController = nlohmann::json::json_pointer("/metadata/annotations") /
-                                  kBackendSnapshotControllerAnnotation;
+  static const auto kController =
+      nlohmann::json::json_pointer("/metadata/annotations") / kBackendSnapshotControllerAnnotation;
   if (!configMap.contains(kController) || !configMap[kController].is_string()) return nullptr;
   BackendSnapshot snapshot;
   snapshot.controllerName = configMap[kController].get<std::string>();
@@ -79,8 +79,9 @@ Status StoreBackendSnapshot(KubeClient& client, const std::string& ns,
   auto stored = DecodeBackendSnapshot(*existing);
   if (stored == nullptr || !(*stored == snapshot)) {
     return {StatusCode::kAlreadyExists,
-            where + " exists but does not hold the backend snapshot its name stands for; "
-                    "delete it so that the controller can store it again"};
+            where +
+                " exists but does not hold the backend snapshot its name stands for; "
+                "delete it so that the controller can store it again"};
   }
   return Status::Ok();
 }

@@ -70,8 +70,7 @@ class InformerClusterCache final : public ClusterCache {
                                                         const std::string& name) const override;
   std::shared_ptr<const ReferencedObjectInfo> GetConfigMap(const std::string& ns,
                                                            const std::string& name) const override;
-  std::shared_ptr<const BackendSnapshot> GetBackendSnapshot(
-      const std::string& name) const override;
+  std::shared_ptr<const BackendSnapshot> GetBackendSnapshot(const std::string& name) const override;
 
   // The compact projection of each Job, deflated (see cached_job.h); GetJob inflates one.
   kube::Informer<CachedJob> jobs;

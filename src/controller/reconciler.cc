@@ -281,8 +281,8 @@ StatusOr<Observation> JobReconciler::CallAdapter(AdapterCall call, const api::Jo
       result = adapter->Cancel(BuildKey(job, std::move(*parameters)));
       break;
     case AdapterCall::kDelete:
-      result = statemachine::DeleteObservation(
-          adapter->Delete(BuildKey(job, std::move(*parameters))));
+      result =
+          statemachine::DeleteObservation(adapter->Delete(BuildKey(job, std::move(*parameters))));
       break;
     case AdapterCall::kNone:
       return unknown;

@@ -144,10 +144,10 @@ JobStatus FullStatus() {
       {kConditionSucceeded, ConditionStatus::kFalse, "ProcessFailed", "exit code 3", 2,
        At("2026-11-29T08:01:00Z")},
   };
-  s.resolvedJobClass = ResolvedJobClass{
-      "sandboxed", "uid-class", kControllerOpenSandbox,
-      ParametersRef{kGroup, "OpenSandboxExecutionParameters", "sb", "uid-params"},
-      std::map<std::string, std::string>{{"endpoint", "http://127.0.0.1:8080/v1"}}};
+  s.resolvedJobClass =
+      ResolvedJobClass{"sandboxed", "uid-class", kControllerOpenSandbox,
+                       ParametersRef{kGroup, "OpenSandboxExecutionParameters", "sb", "uid-params"},
+                       "ayatori-backend-0123456789abcdef"};
   s.effectiveResources =
       ResourceRequirements{{Quantity::MustParse("250m"), std::nullopt},
                            {Quantity::MustParse("2"), Quantity::MustParse("1Gi")}};
@@ -172,8 +172,7 @@ TEST(JsonTest, FullStatusRoundTripsWithWireNames) {
   EXPECT_EQ(j["execution"]["references"][1],
             json::parse(R"({"type": "Command", "id": "command-456"})"));
   EXPECT_EQ(j["resolvedJobClass"]["parametersRef"]["uid"], "uid-params");
-  EXPECT_EQ(j["resolvedJobClass"]["pinnedParameters"],
-            json::parse(R"({"endpoint": "http://127.0.0.1:8080/v1"})"));
+  EXPECT_EQ(j["resolvedJobClass"]["backendSnapshot"], "ayatori-backend-0123456789abcdef");
   EXPECT_EQ(j["startTime"], "2026-11-29T08:00:05Z");
   EXPECT_EQ(j["result"], json::parse(R"({"exitCode": 3, "reason": "ProcessFailed"})"));
 
@@ -210,34 +209,21 @@ TEST(JsonTest, EmptyAndAbsentFieldsAreOmitted) {
   EXPECT_EQ(j["status"], json::parse(R"({"result": {"exitCode": 0}})"));
 }
 
-// An empty pinned record ("nothing to pin") and no record ("accepted before pinning existed")
-// mean different things, so they must survive the wire apart.
-TEST(JsonTest, EmptyPinnedParametersAreKeptApartFromAbsentOnes) {
-  JobStatus pinnedNothing;
-  pinnedNothing.resolvedJobClass = ResolvedJobClass{"k", "", kControllerKubernetes, std::nullopt,
-                                                    std::map<std::string, std::string>{}};
-  const json j = StatusToJson(pinnedNothing);
-  ASSERT_TRUE(j["resolvedJobClass"].contains("pinnedParameters")) << j.dump();
-  EXPECT_EQ(j["resolvedJobClass"]["pinnedParameters"], json::object());
-  StatusOr<JobStatus> back = JobStatusFromJson(j);
-  ASSERT_TRUE(back.ok()) << back.status().ToString();
-  ASSERT_TRUE(back->resolvedJobClass && back->resolvedJobClass->pinnedParameters);
-  EXPECT_TRUE(back->resolvedJobClass->pinnedParameters->empty());
-
-  JobStatus unpinned = pinnedNothing;
-  unpinned.resolvedJobClass->pinnedParameters.reset();
-  const json u = StatusToJson(unpinned);
-  EXPECT_FALSE(u["resolvedJobClass"].contains("pinnedParameters")) << u.dump();
+// A Job accepted before backend snapshots existed has none: absent on the wire, nullopt back.
+TEST(JsonTest, BackendSnapshotIsOptional) {
+  JobStatus old;
+  old.resolvedJobClass = ResolvedJobClass{"k", "", kControllerKubernetes, std::nullopt, {}};
+  const json u = StatusToJson(old);
+  EXPECT_FALSE(u["resolvedJobClass"].contains("backendSnapshot")) << u.dump();
   StatusOr<JobStatus> uback = JobStatusFromJson(u);
   ASSERT_TRUE(uback.ok()) << uback.status().ToString();
-  EXPECT_FALSE(uback->resolvedJobClass->pinnedParameters.has_value());
+  EXPECT_FALSE(uback->resolvedJobClass->backendSnapshot.has_value());
 
-  json bad = j;
-  bad["resolvedJobClass"]["pinnedParameters"]["endpoint"] = 5;
+  json bad = u;
+  bad["resolvedJobClass"]["backendSnapshot"] = 5;
   StatusOr<JobStatus> wrong = JobStatusFromJson(bad);
   ASSERT_FALSE(wrong.ok());
-  EXPECT_NE(wrong.status().message().find(
-                "resolvedJobClass.pinnedParameters[\"endpoint\"]: expected a string"),
+  EXPECT_NE(wrong.status().message().find("resolvedJobClass.backendSnapshot: expected a string"),
             std::string::npos)
       << wrong.status().message();
 }

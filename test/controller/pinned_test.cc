@@ -2,16 +2,19 @@
 // the backend it was accepted for. JobReconciler over a FakeKubeClient, a FakeClusterCache and a
 // FakeEnginesAdapter that keeps executions on several engines, one per endpoint, so a Job sent
 // to another engine would show up there. Each Reconcile uses a new JobReconciler, as a restarted
-// controller process would.
+// controller process would. The pinned values live in a backend snapshot ConfigMap of the
+// controller's namespace (src/controller/backend_snapshot.h), never in the Job.
 #include <gtest/gtest.h>
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "api/json.h"
+#include "controller/backend_snapshot.h"
 #include "controller/kinds.h"
 #include "controller/reconciler.h"
 #include "kube/testing/fake_clock.h"
@@ -40,6 +43,12 @@ class FakeEnginesAdapter final : public Adapter {
     std::string endpoint;
     json parameters;
   };
+
+  // The id of an execution: the engine's socket name, never its endpoint (the Job's status must
+  // show no backend configuration), and the UID.
+  static std::string ReferenceId(const std::string& endpoint, const std::string& uid) {
+    return endpoint.substr(endpoint.rfind('/') + 1) + "#" + uid;
+  }
 
   std::string Name() const override { return "fake-engines"; }
   Status Start(std::function<void(const std::string&, const std::string&)>) override {
@@ -134,7 +143,7 @@ class FakeEnginesAdapter final : public Adapter {
     o.phase = e.phase;
     if (IsStopped(e.phase)) o.exitCode = e.exitCode;
     if (e.phase == ExecutionPhase::kFailed) o.reason = "ProcessFailed";
-    o.references = {{"Container", endpoint + "#" + uid}};
+    o.references = {{"Container", ReferenceId(endpoint, uid)}};
     return o;
   }
   static Observation Absent() {
@@ -176,6 +185,7 @@ class PinnedBackendTest : public ::testing::Test {
   PinnedBackendTest() : engines_(std::make_shared<FakeEnginesAdapter>()) {
     registry_.Register(api::kControllerDocker, engines_);
     cache_.ServeJobsFrom(&client_);
+    cache_.ServeBackendSnapshotsFrom(&client_, kDefaultControllerNamespace);
     api::JobClass c;
     c.metadata.name = "engines";
     c.metadata.uid = "class-uid";
@@ -241,6 +251,22 @@ class PinnedBackendTest : public ::testing::Test {
     const api::Condition* c = api::FindCondition(job.status.conditions, api::kConditionSucceeded);
     return c == nullptr ? "<none>" : api::ToString(c->status) + "/" + c->reason;
   }
+  static std::string Accepted(const api::Job& job) {
+    const api::Condition* c = api::FindCondition(job.status.conditions, api::kConditionAccepted);
+    return c == nullptr ? "<none>" : api::ToString(c->status) + "/" + c->reason;
+  }
+  static std::string Message(const api::Job& job, const char* type) {
+    const api::Condition* c = api::FindCondition(job.status.conditions, type);
+    return c == nullptr ? "" : c->message;
+  }
+
+  // The snapshot a Job accepted with engine `endpoint` names.
+  static std::string SnapshotFor(const std::string& endpoint) {
+    return BackendSnapshotName({api::kControllerDocker, {{"endpoint", endpoint}}});
+  }
+  StatusOr<json> GetSnapshot(const std::string& name) {
+    return client_.Get(kConfigMaps, kDefaultControllerNamespace, name);
+  }
 
   kube::testing::FakeKubeClient client_;
   kube::testing::FakeClock clock_;
@@ -258,11 +284,132 @@ TEST_F(PinnedBackendTest, AcceptanceRecordsTheEngineAndTheParametersUid) {
   const auto& resolved = *job.status.resolvedJobClass;
   ASSERT_TRUE(resolved.parametersRef.has_value());
   EXPECT_EQ(resolved.parametersRef->uid, "params-uid-1");
-  ASSERT_TRUE(resolved.pinnedParameters.has_value());
-  EXPECT_EQ(*resolved.pinnedParameters,
-            (std::map<std::string, std::string>{{"endpoint", kEngineA}}));
+  EXPECT_EQ(resolved.backendSnapshot, SnapshotFor(kEngineA));
   EXPECT_EQ(Succeeded(job), "Unknown/Running");
   EXPECT_EQ(engines_->ExecutionsOn(kEngineA), 1u);
+
+  // The values are in an immutable, labelled ConfigMap of the controller's namespace, stored
+  // before the status write that named it; the Job's status holds no backend configuration.
+  auto snapshot = GetSnapshot(SnapshotFor(kEngineA));
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status().ToString();
+  EXPECT_EQ(snapshot->value("immutable", false), true);
+  EXPECT_EQ((*snapshot)["metadata"]["labels"][kBackendSnapshotLabel], "true");
+  EXPECT_EQ((*snapshot)["data"], json({{"endpoint", kEngineA}}));
+  std::optional<size_t> snapshotCreate;
+  std::optional<size_t> firstStatusWrite;
+  const auto actions = client_.Actions();
+  for (size_t i = 0; i < actions.size(); ++i) {
+    if (actions[i].verb == "create" && actions[i].resource == "configmaps" && !snapshotCreate) {
+      snapshotCreate = i;
+    }
+    if (actions[i].subresource == "status" && !firstStatusWrite) firstStatusWrite = i;
+  }
+  ASSERT_TRUE(snapshotCreate && firstStatusWrite);
+  EXPECT_LT(*snapshotCreate, *firstStatusWrite) << "the status named a snapshot not stored yet";
+  auto stored = client_.Get(kJobs, kNs, "job");
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ((*stored)["status"].dump().find(kEngineA), std::string::npos)
+      << (*stored)["status"].dump();
+}
+
+// Jobs accepted with the same values share one snapshot, whether the cache has it already or
+// not yet (then the create meets AlreadyExists and the stored content is checked).
+TEST_F(PinnedBackendTest, JobsWithTheSameValuesShareOneSnapshot) {
+  cache_.ServeBackendSnapshotsFrom(nullptr, "");  // the informer lags behind
+  CreateJob("one");
+  CreateJob("two");
+  Reconcile("one");
+  Reconcile("two");
+  EXPECT_EQ(Succeeded(Get("one")), "Unknown/Running");
+  EXPECT_EQ(Succeeded(Get("two")), "Unknown/Running");
+  EXPECT_EQ(Get("two").status.resolvedJobClass->backendSnapshot, SnapshotFor(kEngineA));
+  auto list = client_.List(kConfigMaps, kDefaultControllerNamespace, {});
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->items.size(), 1u);
+}
+
+// An object under the snapshot's name that holds something else is never taken for it: the Job
+// is not accepted, and says why.
+TEST_F(PinnedBackendTest, ConflictingObjectUnderTheSnapshotNameKeepsTheJobPending) {
+  BackendSnapshot other{api::kControllerDocker, {{"endpoint", kEngineB}}};
+  json impostor = BackendSnapshotConfigMap(kDefaultControllerNamespace, other);
+  impostor["metadata"]["name"] = SnapshotFor(kEngineA);
+  ASSERT_TRUE(client_.Create(kConfigMaps, kDefaultControllerNamespace, impostor, {}).ok());
+  CreateJob("job");
+  Reconcile("job");
+  api::Job job = Get("job");
+  EXPECT_EQ(Accepted(job), "False/BackendSnapshotConflict");
+  EXPECT_NE(Message(job, api::kConditionAccepted).find(SnapshotFor(kEngineA)), std::string::npos);
+  EXPECT_FALSE(job.status.resolvedJobClass.has_value());
+  EXPECT_TRUE(engines_->calls().empty());
+}
+
+// Without the controller's namespace no snapshot can be stored: the Job stays unaccepted with a
+// reason that names the namespace, and nothing runs.
+TEST_F(PinnedBackendTest, MissingControllerNamespaceKeepsTheJobPending) {
+  client_.FailNext("create", "configmaps",
+                   {StatusCode::kNotFound, "namespaces \"ayatori-system\" not found"}, 5);
+  CreateJob("job");
+  ReconcileResult r = Reconcile("job");
+  EXPECT_TRUE(r.error.ok()) << r.error.ToString();
+  api::Job job = Get("job");
+  EXPECT_EQ(Accepted(job), "False/ControllerNamespaceNotFound");
+  EXPECT_NE(Message(job, api::kConditionAccepted).find(kDefaultControllerNamespace),
+            std::string::npos)
+      << Message(job, api::kConditionAccepted);
+  EXPECT_FALSE(job.status.resolvedJobClass.has_value());
+  EXPECT_TRUE(engines_->calls().empty());
+
+  client_.ClearFailures();
+  Reconcile("job");
+  EXPECT_EQ(Accepted(Get("job")), "True/Valid");
+  EXPECT_EQ(engines_->ExecutionsOn(kEngineA), 1u);
+}
+
+// Someone deleted the snapshot: the controller does not fall back to the current parameters. No
+// adapter call is made, the result is unknown with a reason naming the ConfigMap (never the
+// values). Restored with the same content, the Job goes on; an object with other values under
+// that name is refused.
+TEST_F(PinnedBackendTest, MissingSnapshotIsResultUnknownWithoutAdapterCalls) {
+  std::string uid = CreateJob("job");
+  Reconcile("job");
+  ASSERT_EQ(Succeeded(Get("job")), "Unknown/Running");
+  const std::string name = SnapshotFor(kEngineA);
+  auto original = GetSnapshot(name);
+  ASSERT_TRUE(original.ok());
+  ASSERT_TRUE(client_.Delete(kConfigMaps, kDefaultControllerNamespace, name, {}).ok());
+  const size_t callsBefore = engines_->calls().size();
+
+  ReconcileResult r = Reconcile("job");
+  EXPECT_TRUE(r.backoff);
+  api::Job job = Get("job");
+  EXPECT_EQ(Succeeded(job), "Unknown/ResultUnknown");
+  const std::string message = Message(job, api::kConditionSucceeded);
+  EXPECT_TRUE(message.starts_with("BackendSnapshotMissing: ")) << message;
+  EXPECT_NE(message.find(std::string(kDefaultControllerNamespace) + "/" + name), std::string::npos)
+      << message;
+  EXPECT_EQ(message.find(kEngineA), std::string::npos) << message;
+  EXPECT_EQ(engines_->calls().size(), callsBefore) << "an adapter call was made";
+  EXPECT_FALSE(job.status.completionTime.has_value());
+
+  // Another engine under the snapshot's name: still unknown, still no call.
+  BackendSnapshot other{api::kControllerDocker, {{"endpoint", kEngineB}}};
+  json impostor = BackendSnapshotConfigMap(kDefaultControllerNamespace, other);
+  impostor["metadata"]["name"] = name;
+  ASSERT_TRUE(client_.Create(kConfigMaps, kDefaultControllerNamespace, impostor, {}).ok());
+  Reconcile("job");
+  EXPECT_EQ(Succeeded(Get("job")), "Unknown/ResultUnknown");
+  EXPECT_EQ(engines_->calls().size(), callsBefore) << "an adapter call was made";
+
+  // Restored as it was: the Job is observed on its engine again.
+  ASSERT_TRUE(client_.Delete(kConfigMaps, kDefaultControllerNamespace, name, {}).ok());
+  json restored = BackendSnapshotConfigMap(kDefaultControllerNamespace,
+                                           {api::kControllerDocker, {{"endpoint", kEngineA}}});
+  ASSERT_TRUE(client_.Create(kConfigMaps, kDefaultControllerNamespace, restored, {}).ok());
+  engines_->Finish(kEngineA, uid, 0);
+  Reconcile("job");
+  EXPECT_EQ(Succeeded(Get("job")), "True/Completed");
+  EXPECT_EQ(engines_->EndpointsCalled(), std::set<std::string>{kEngineA});
 }
 
 class PinnedBackendChangeTest : public PinnedBackendTest,
@@ -320,9 +467,9 @@ TEST_P(PinnedBackendChangeTest, CrashBetweenEnsureAndStatusWriteAdoptsTheExecuti
   api::Job job = Get("job");
   EXPECT_EQ(Succeeded(job), "Unknown/Running");
   ASSERT_TRUE(job.status.execution.has_value());
-  EXPECT_EQ(
-      job.status.execution->references,
-      (std::vector<api::ExecutionReference>{{"Container", std::string(kEngineA) + "#" + uid}}));
+  EXPECT_EQ(job.status.execution->references,
+            (std::vector<api::ExecutionReference>{
+                {"Container", FakeEnginesAdapter::ReferenceId(kEngineA, uid)}}));
   EXPECT_EQ(engines_->creations(), 1);
   EXPECT_EQ(engines_->ExecutionsOn(kEngineB), 0u);
   EXPECT_EQ(engines_->ExecutionsOn(kDefaultEngine), 0u);
@@ -362,15 +509,15 @@ TEST_F(PinnedBackendTest, UnreachableRecordedEngineIsResultUnknownAndTheJobWaits
   EXPECT_EQ(engines_->EndpointsCalled(), std::set<std::string>{kEngineA});
 }
 
-// A Job accepted before the record existed (no pinnedParameters) reads the parameters by name as
+// A Job accepted before the record existed (no backendSnapshot) reads the parameters by name as
 // it always did: an edit of the endpoint does reach its calls. This is what the record prevents.
 TEST_F(PinnedBackendTest, JobAcceptedWithoutARecordReadsTheParametersByName) {
   std::string uid = CreateJob("old");
   Reconcile("old");
   api::Job job = Get("old");
   ASSERT_EQ(Succeeded(job), "Unknown/Running");
-  ASSERT_TRUE(job.status.resolvedJobClass && job.status.resolvedJobClass->pinnedParameters);
-  job.status.resolvedJobClass->pinnedParameters.reset();
+  ASSERT_TRUE(job.status.resolvedJobClass && job.status.resolvedJobClass->backendSnapshot);
+  job.status.resolvedJobClass->backendSnapshot.reset();
   json body = {
       {"apiVersion", api::kApiVersion},
       {"kind", "Job"},
