@@ -113,7 +113,8 @@ class Adapter {
   // what it is (Docker: the engine endpoint, network mode, runtime), with the values they have
   // in `parameters` (the class's parameters object as JSON, or {} without one), defaults filled
   // in. Called at acceptance, after Validate accepted `parameters`; the controller records the
-  // result in status.resolvedJobClass.pinnedParameters and lays it over the parameters of every
+  // result in a backend snapshot (src/controller/backend_snapshot.h; the Job's status names it,
+  // status.resolvedJobClass.backendSnapshot) and lays it over the parameters of every
   // later call (WithPinnedParameters), so editing, deleting or replacing the parameters object
   // never moves an accepted Job to another backend. Fields left out (credentials, grace periods)
   // are read from the parameters object at each call. Keys are spec field names of string fields.

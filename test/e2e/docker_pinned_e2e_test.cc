@@ -6,7 +6,9 @@
 // the controller is killed and started again: the Job must still end with its true result from
 // the fixture's engine, with exactly one container, and the other endpoint must never be asked
 // anything. The other endpoint is a unix socket of this test that accepts connections and never
-// answers, so that any call sent there is counted.
+// answers, so that any call sent there is counted. The pinned values live in an immutable
+// ConfigMap of the controller's namespace (src/controller/backend_snapshot.h); the Job's status
+// only names it and never shows the endpoint.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -30,6 +32,7 @@ using adapters::docker::e2e::TcpListener;
 constexpr const char* kBusybox = "ayatori.local/busybox:1";
 constexpr const char* kClass = "e2e-docker-pinned";
 constexpr const char* kParameters = "dockerexecutionparameters.execution.ayatori.ddupan.top";
+constexpr const char* kControllerNamespace = "ayatori-system";
 
 // A unix socket that queues connections and never answers: an endpoint where nothing can run.
 // Connections() accepts what is queued and counts every connection ever made to it.
@@ -119,14 +122,24 @@ class DockerPinnedE2ETest : public ControllerTest {
     return Get(kParameters, "", kClass).value_or(json()).value("/metadata/uid"_json_pointer, "");
   }
 
-  // The Job was accepted for the fixture's engine, with the parameters object of uid `uid`.
+  // The backend snapshot ConfigMap a Job's status names.
+  json SnapshotOf(const json& job) {
+    const std::string name = job.value("/status/resolvedJobClass/backendSnapshot"_json_pointer, "");
+    EXPECT_TRUE(name.starts_with("ayatori-backend-")) << Describe(job);
+    return Get("configmaps", kControllerNamespace, name).value_or(json());
+  }
+
+  // The Job was accepted for the fixture's engine, with the parameters object of uid `uid`: its
+  // snapshot names that engine, and its status does not.
   void ExpectPinnedToTheFixture(const json& job, const std::string& uid) {
-    EXPECT_EQ(job.value("/status/resolvedJobClass/pinnedParameters/endpoint"_json_pointer, ""),
-              host_)
-        << Describe(job);
-    EXPECT_EQ(job.value("/status/resolvedJobClass/pinnedParameters/networkMode"_json_pointer, ""),
-              "host");
+    json snapshot = SnapshotOf(job);
+    EXPECT_EQ(snapshot.value("/data/endpoint"_json_pointer, ""), host_) << snapshot.dump();
+    EXPECT_EQ(snapshot.value("/data/networkMode"_json_pointer, ""), "host") << snapshot.dump();
+    EXPECT_EQ(snapshot.value("immutable", false), true) << snapshot.dump();
     EXPECT_EQ(job.value("/status/resolvedJobClass/parametersRef/uid"_json_pointer, ""), uid);
+    const std::string socketPath = host_.substr(std::string("unix://").size());
+    EXPECT_EQ(job.value("status", json::object()).dump().find(socketPath), std::string::npos)
+        << "the Job's status shows the endpoint: " << Describe(job);
   }
 
   // Creates Job `name`, blocked on a connection to `listener` and then running `then`; waits until
@@ -240,8 +253,7 @@ TEST_F(DockerPinnedE2ETest, UnreachableRecordedEngineIsResultUnknownUntilThatEng
   ASSERT_FALSE(uid.empty());
   json unknown = WaitForJob(ns_, "waits", IsResultUnknown, 60s, "Succeeded=Unknown/ResultUnknown");
   EXPECT_FALSE(unknown.contains("/status/result"_json_pointer)) << Describe(unknown);
-  EXPECT_EQ(unknown.value("/status/resolvedJobClass/pinnedParameters/endpoint"_json_pointer, ""),
-            "unix://" + later);
+  EXPECT_EQ(SnapshotOf(unknown).value("/data/endpoint"_json_pointer, ""), "unix://" + later);
 
   ASSERT_TRUE(ApplyDockerClass(kClass, Params(host_)));
   EXPECT_TRUE(testing::HoldsFor(
@@ -257,6 +269,64 @@ TEST_F(DockerPinnedE2ETest, UnreachableRecordedEngineIsResultUnknownUntilThatEng
       << std::strerror(errno);
   json job = WaitForFinished(ns_, "waits", 90s);
   EXPECT_EQ(ConditionSummary(job, "Succeeded"), "True/Completed") << Describe(job);
+  EXPECT_EQ(ContainersOf(host_, uid).size(), 1u);
+}
+
+// The snapshot cannot be edited; deleted, the Job's backend is unknown: no guess from the current
+// parameters (which name the same engine here, so a fallback would "work"), Succeeded stays
+// Unknown with the reason and the ConfigMap's name. Restored as it was, the Job ends with its true
+// result.
+TEST_F(DockerPinnedE2ETest, DeletedSnapshotIsResultUnknownUntilRestored) {
+  TcpListener listener;
+  std::string uid;
+  int conn = StartBlockedJob("snap", listener, "; exit 4", &uid);
+  ASSERT_GE(conn, 0);
+  json job = Get(kJobResource, ns_, "snap").value_or(json());
+  json snapshot = SnapshotOf(job);
+  const std::string name = snapshot.value("/metadata/name"_json_pointer, "");
+  ASSERT_FALSE(name.empty());
+
+  auto r = Kubectl({"patch", "configmap", name, "-n", kControllerNamespace, "--type=merge", "-p",
+                    R"({"data":{"endpoint":"unix:///elsewhere.sock"}})"});
+  EXPECT_NE(r.exitCode, 0) << "the snapshot was edited";
+  EXPECT_NE(r.err.find("immutable"), std::string::npos) << r.err;
+
+  r = Kubectl({"delete", "configmap", name, "-n", kControllerNamespace, "--wait=true"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  PatchJob("snap", {{"metadata", {{"labels", {{"ayatori-test/touch", "1"}}}}}});
+  json unknown = WaitForJob(ns_, "snap", IsResultUnknown, 60s, "Succeeded=Unknown/ResultUnknown");
+  std::string message;
+  for (const auto& c : unknown["status"]["conditions"]) {
+    if (c.value("type", "") == "Succeeded") message = c.value("message", "");
+  }
+  EXPECT_TRUE(message.starts_with("BackendSnapshotMissing: ")) << message;
+  EXPECT_NE(message.find(std::string(kControllerNamespace) + "/" + name), std::string::npos)
+      << message;
+  EXPECT_EQ(unknown["status"].dump().find(host_.substr(std::string("unix://").size())),
+            std::string::npos)
+      << Describe(unknown);
+
+  // The process ends meanwhile; without its snapshot the Job must not learn (or guess) a result.
+  close(conn);
+  EXPECT_TRUE(testing::HoldsFor(
+      [&] { return IsResultUnknown(Get(kJobResource, ns_, "snap").value_or(json())); }, 5s, 500ms))
+      << Describe(Get(kJobResource, ns_, "snap").value_or(json()));
+
+  json restored = {{"apiVersion", "v1"},
+                   {"kind", "ConfigMap"},
+                   {"metadata",
+                    {{"name", name},
+                     {"namespace", kControllerNamespace},
+                     {"labels", snapshot["metadata"]["labels"]},
+                     {"annotations", snapshot["metadata"]["annotations"]}}},
+                   {"immutable", true},
+                   {"data", snapshot["data"]}};
+  r = Kubectl({"create", "-f", "-"}, restored.dump());
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  PatchJob("snap", {{"metadata", {{"labels", {{"ayatori-test/touch", "2"}}}}}});
+  job = WaitForFinished(ns_, "snap");
+  EXPECT_EQ(ConditionSummary(job, "Succeeded"), "False/ProcessFailed") << Describe(job);
+  EXPECT_EQ(job.value("/status/result/exitCode"_json_pointer, -1), 4) << Describe(job);
   EXPECT_EQ(ContainersOf(host_, uid).size(), 1u);
 }
 

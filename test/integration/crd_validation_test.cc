@@ -78,11 +78,10 @@ const std::string kResolved =
     R"("controllerName":"execution.ayatori.ddupan.top/docker","parametersRef":)"
     R"({"group":"execution.ayatori.ddupan.top","kind":"DockerExecutionParameters",)"
     R"("name":"default","uid":"c4130000-0000-4000-8000-000000000002"}})";
-// A class resolved with its backend pinned (status.resolvedJobClass.pinnedParameters).
+// A class resolved with its backend pinned (status.resolvedJobClass.backendSnapshot).
 const std::string kPinnedResolved =
     R"("resolvedJobClass":{"name":"gold","controllerName":"execution.ayatori.ddupan.top/docker",)"
-    R"("pinnedParameters":{"endpoint":"unix:///run/engine-a.sock","networkMode":"none",)"
-    R"("runtime":""}})";
+    R"("backendSnapshot":"ayatori-backend-0123456789abcdef"}})";
 const std::string kExecution =
     R"("execution":{"adapter":"docker","references":[{"type":"Container","id":"abc123"}]})";
 // The status of a Job whose process is running.
@@ -466,38 +465,39 @@ std::vector<Case> JobStatusCases() {
        .setup = {kStarted},
        .update = StatusJsonPatch(R"([{"op":"remove","path":"/status/resolvedJobClass"}])"),
        .error = "status.resolvedJobClass cannot change once set"},
-      {.description = "pinnedParameters recorded with the class accepted",
+      {.description = "backendSnapshot recorded with the class accepted",
        .object = Job(kMinimalJob),
        .update = StatusMerge(kPinnedResolved),
-       .expect = {{"{.status.resolvedJobClass.pinnedParameters.endpoint}",
-                   "unix:///run/engine-a.sock"}}},
-      {.description = "empty pinnedParameters kept",
+       .expect = {{"{.status.resolvedJobClass.backendSnapshot}",
+                   "ayatori-backend-0123456789abcdef"}}},
+      {.description = "backendSnapshot that is not a snapshot name rejected",
        .object = Job(kMinimalJob),
-       .update = StatusMerge(R"("resolvedJobClass":{"name":"k","pinnedParameters":{}})"),
-       .expect = {{"{.status.resolvedJobClass.pinnedParameters}", "{}"}}},
-      {.description = "pinnedParameters endpoint change rejected",
+       .update = StatusMerge(
+           R"("resolvedJobClass":{"name":"k","backendSnapshot":"unix:///run/engine-a.sock"})"),
+       .error = "status.resolvedJobClass.backendSnapshot"},
+      {.description = "pinned values are not part of the status (pruned)",
+       .object = Job(kMinimalJob),
+       .update = StatusMerge(
+           R"("resolvedJobClass":{"name":"k","pinnedParameters":{"endpoint":"unix:///x.sock"}})"),
+       .expect = {{"{.status.resolvedJobClass}", R"({"name":"k"})"}}},
+      {.description = "backendSnapshot change rejected",
        .object = Job(kMinimalJob),
        .setup = {StatusMerge(kPinnedResolved)},
        .update = StatusMerge(
-           R"("resolvedJobClass":{"pinnedParameters":{"endpoint":"unix:///run/engine-b.sock"}})"),
-       .error = "status.resolvedJobClass.pinnedParameters cannot change once set"},
-      {.description = "pinnedParameters removal rejected",
+           R"("resolvedJobClass":{"backendSnapshot":"ayatori-backend-fedcba9876543210"})"),
+       .error = "status.resolvedJobClass.backendSnapshot cannot change once set"},
+      {.description = "backendSnapshot removal rejected",
        .object = Job(kMinimalJob),
        .setup = {StatusMerge(kPinnedResolved)},
        .update = StatusJsonPatch(
-           R"([{"op":"remove","path":"/status/resolvedJobClass/pinnedParameters"}])"),
-       .error = "status.resolvedJobClass.pinnedParameters cannot change once set"},
-      {.description = "pinnedParameters added to an unpinned class rejected",
+           R"([{"op":"remove","path":"/status/resolvedJobClass/backendSnapshot"}])"),
+       .error = "status.resolvedJobClass.backendSnapshot cannot change once set"},
+      {.description = "backendSnapshot added to a class accepted without one rejected",
        .object = Job(kMinimalJob),
        .setup = {kStarted},
        .update = StatusMerge(
-           R"("resolvedJobClass":{"pinnedParameters":{"endpoint":"unix:///run/engine-b.sock"}})"),
+           R"("resolvedJobClass":{"backendSnapshot":"ayatori-backend-fedcba9876543210"})"),
        .error = "status.resolvedJobClass cannot change once set"},
-      {.description = "pinnedParameters value too long rejected",
-       .object = Job(kMinimalJob),
-       .update = StatusMerge(R"("resolvedJobClass":{"name":"k","pinnedParameters":{"endpoint":")" +
-                             std::string(1025, 'x') + R"("}})"),
-       .error = "Too long"},
       {.description = "execution removal rejected",
        .object = Job(kMinimalJob),
        .setup = {kStarted},
