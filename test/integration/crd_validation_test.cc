@@ -81,7 +81,7 @@ const std::string kResolved =
 // A class resolved with its backend pinned (status.resolvedJobClass.backendSnapshot).
 const std::string kPinnedResolved =
     R"("resolvedJobClass":{"name":"gold","controllerName":"execution.ayatori.ddupan.top/docker",)"
-    R"("backendSnapshot":"ayatori-backend-0123456789abcdef"}})";
+    R"("backendSnapshot":"ayatori-backend-0123456789abcdef"})";
 const std::string kExecution =
     R"("execution":{"adapter":"docker","references":[{"type":"Container","id":"abc123"}]})";
 // The status of a Job whose process is running.
