@@ -68,6 +68,8 @@ CBURST=${CREATOR_BURST:-${KCM_BURST:-30}}
 
 kubectl apply -f "$ROOT/config/crd/" >/dev/null
 kubectl wait --for=condition=established --timeout=60s -f "$ROOT/config/crd/" >/dev/null
+# The controller's namespace: it keeps its backend snapshot ConfigMaps there (--namespace).
+kubectl create namespace ayatori-system --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 kubectl apply -f - >/dev/null <<'EOF'
 apiVersion: execution.ayatori.ddupan.top/v1alpha1
 kind: KubernetesExecutionParameters

@@ -90,6 +90,9 @@ up() {
   log "CRDs, JobClass bench-docker, ayatori-controller"
   "$KUBECTL" apply -f "$ROOT/config/crd/" >/dev/null
   "$KUBECTL" wait --for condition=established --timeout=60s -f "$ROOT/config/crd/" >/dev/null
+  # The controller's namespace: it keeps its backend snapshot ConfigMaps there (--namespace).
+  "$KUBECTL" create namespace ayatori-system --dry-run=client -o yaml |
+    "$KUBECTL" apply -f - >/dev/null
   "$KUBECTL" apply -f - >/dev/null <<EOF
 apiVersion: execution.ayatori.ddupan.top/v1alpha1
 kind: DockerExecutionParameters

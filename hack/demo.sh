@@ -97,6 +97,8 @@ up() {
   step "installing the CRDs"
   kube apply -f "$ROOT/config/crd/" >/dev/null
   kube wait --for condition=established --timeout=60s -f "$ROOT/config/crd/" >/dev/null
+  # The controller's namespace: it keeps its backend snapshot ConfigMaps there (--namespace).
+  kube create namespace ayatori-system --dry-run=client -o yaml | kube apply -f - >/dev/null
   kube get crd -o name | grep execution.ayatori.ddupan.top
 
   step "installing the default JobClass (Docker)"
@@ -163,6 +165,8 @@ up_kubernetes() {
   step "installing the CRDs and the kubernetes JobClass"
   kube apply -f "$ROOT/config/crd/" >/dev/null
   kube wait --for condition=established --timeout=60s -f "$ROOT/config/crd/" >/dev/null
+  # The controller's namespace: it keeps its backend snapshot ConfigMaps there (--namespace).
+  kube create namespace ayatori-system --dry-run=client -o yaml | kube apply -f - >/dev/null
   # Not config/samples/kubernetesexecutionparameters.yaml: its gVisor RuntimeClass, PriorityClass,
   # service account and node pool do not exist on the simulated node.
   kube apply -f - <<'EOF'

@@ -50,7 +50,8 @@ struct Flags {
   double qps = 50;
   int burst = 100;
   bool leaderElect = false;
-  std::string leaseNamespace = "ayatori-system";
+  std::string controllerNamespace = controller::kDefaultControllerNamespace;
+  std::string leaseNamespace = controller::kDefaultControllerNamespace;
   std::string leaseName = "ayatori-controller";
   std::string leaseDuration = "15s", renewDeadline = "10s", retryPeriod = "2s";
   std::string syncTimeout = "60s";
@@ -202,6 +203,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.1, 100000.0));
   app.add_option("--burst", f.burst, "client-side API burst")->check(CLI::Range(1, 100000));
   app.add_flag("--leader-elect", f.leaderElect, "elect a leader on a coordination.k8s.io Lease");
+  app.add_option("--namespace", f.controllerNamespace,
+                 "the controller's namespace (must exist): it stores its backend snapshot "
+                 "ConfigMaps there");
   app.add_option("--leader-election-namespace", f.leaseNamespace, "namespace of the Lease");
   app.add_option("--leader-election-name", f.leaseName, "name of the Lease");
   app.add_option("--lease-duration", f.leaseDuration, "Lease duration (e.g. 15s)");
@@ -235,6 +239,7 @@ int main(int argc, char** argv) {
     return Fail("--log-format \"" + f.logFormat + "\" must be json or text");
   }
   obs::ConfigureLogging(level, format);
+  if (f.controllerNamespace.empty()) return Fail("--namespace must name a namespace");
   auto leaseDuration = ParseDuration(f.leaseDuration);
   auto renewDeadline = ParseDuration(f.renewDeadline);
   auto retryPeriod = ParseDuration(f.retryPeriod);
@@ -305,6 +310,7 @@ int main(int argc, char** argv) {
   controllerOptions.workers = f.workers;
   controllerOptions.dockerEndpointOverride = f.dockerEndpoint;
   controllerOptions.syncTimeout = *syncTimeout;
+  controllerOptions.reconciler.controllerNamespace = f.controllerNamespace;
   controller::JobController jobController(*client, registry, SystemClock::Instance(), metrics,
                                           &events, controllerOptions);
 

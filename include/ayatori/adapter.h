@@ -87,6 +87,11 @@ struct ExecutionKey {
   nlohmann::json parameters;
 };
 
+// `parameters` (a parameters object as JSON, or {}) with spec.<key> = value for every pinned
+// field: what an adapter call of an accepted Job receives.
+nlohmann::json WithPinnedParameters(nlohmann::json parameters,
+                                    const std::map<std::string, std::string>& pinned);
+
 class Adapter {
  public:
   virtual ~Adapter() = default;
@@ -105,6 +110,21 @@ class Adapter {
   // Checks, before the Job is accepted, that the backend can honour the request (resources,
   // image auth, parameters). A non-OK status is a permanent refusal with a clear message.
   virtual Status Validate(const ExecutionRequest& request) = 0;
+
+  // The fields of the parameters' spec that decide which backend holds a Job's execution and
+  // what it is (Docker: the engine endpoint, network mode, runtime), with the values they have
+  // in `parameters` (the class's parameters object as JSON, or {} without one), defaults filled
+  // in. Called at acceptance, after Validate accepted `parameters`; the controller records the
+  // result in a backend snapshot (src/controller/backend_snapshot.h; the Job's status names it,
+  // status.resolvedJobClass.backendSnapshot) and lays it over the parameters of every
+  // later call (WithPinnedParameters), so editing, deleting or replacing the parameters object
+  // never moves an accepted Job to another backend. Fields left out (credentials, grace periods)
+  // are read from the parameters object at each call. Keys are spec field names of string fields.
+  virtual std::map<std::string, std::string> PinnedParameters(
+      const nlohmann::json& parameters) const {
+    (void)parameters;
+    return {};
+  }
 
   // Establishes the one execution for request.job's UID: looks it up by UID first and adopts it,
   // creates it only if absent. Never creates a second one. Returns what it then observes.

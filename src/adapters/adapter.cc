@@ -22,4 +22,14 @@ const char* ExecutionPhaseName(ExecutionPhase phase) {
   return "Unknown";
 }
 
+nlohmann::json WithPinnedParameters(nlohmann::json parameters,
+                                    const std::map<std::string, std::string>& pinned) {
+  if (pinned.empty()) return parameters;
+  if (!parameters.is_object()) parameters = nlohmann::json::object();
+  nlohmann::json& spec = parameters["spec"];
+  if (!spec.is_object()) spec = nlohmann::json::object();
+  for (const auto& [field, value] : pinned) spec[field] = value;
+  return parameters;
+}
+
 }  // namespace ayatori

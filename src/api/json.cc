@@ -369,7 +369,7 @@ Decoded Decode(const json& j, ParametersRef& out) {
 
 Decoded Decode(const json& j, ResolvedJobClass& out) {
   return ObjectDecoder(j)("name", out.name)("uid", out.uid)("controllerName", out.controllerName)(
-             "parametersRef", out.parametersRef)
+             "parametersRef", out.parametersRef)("backendSnapshot", out.backendSnapshot)
       .Done();
 }
 
@@ -729,6 +729,7 @@ void to_json(json& j, const ResolvedJobClass& v) {
   PutString(j, "uid", v.uid);
   j["controllerName"] = v.controllerName;
   PutOptional(j, "parametersRef", v.parametersRef);
+  PutOptional(j, "backendSnapshot", v.backendSnapshot);
 }
 
 void to_json(json& j, const ExecutionReference& v) { j = json{{"type", v.type}, {"id", v.id}}; }

@@ -29,7 +29,8 @@
 //                                        message (always written, may be ""), observedGeneration,
 //                                        lastTransitionTime}]
 //     status.resolvedJobClass          {name, uid, controllerName,
-//                                        parametersRef: {group, kind, name, uid}}
+//                                        parametersRef: {group, kind, name, uid},
+//                                        backendSnapshot: T}
 //     status.effectiveResources        ResourceRequirements
 //     status.execution                 {adapter, references: [{type, id}]}
 //     status.startTime, completionTime Time

@@ -154,6 +154,13 @@ struct ResolvedJobClass {
   std::string uid;
   std::string controllerName;
   std::optional<ParametersRef> parametersRef;
+  // The name of the backend snapshot recorded at acceptance: an immutable ConfigMap in the
+  // controller's namespace holding the parameters' spec fields that decide where and how the
+  // Job's execution exists (Docker: endpoint, networkMode, runtime; Adapter::PinnedParameters).
+  // Every later adapter call uses those values, whatever happens to the parameters object since.
+  // Only the name is in the Job: the values are backend configuration, which the Job API never
+  // shows. nullopt: accepted before snapshots existed; such a Job reads the parameters by name.
+  std::optional<std::string> backendSnapshot;
   bool operator==(const ResolvedJobClass&) const = default;
 };
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "api/types.h"
+#include "controller/backend_snapshot.h"
 
 namespace ayatori::controller {
 
@@ -36,6 +37,10 @@ class ClusterCache {
                                                                 const std::string& name) const = 0;
   virtual std::shared_ptr<const ReferencedObjectInfo> GetConfigMap(
       const std::string& ns, const std::string& name) const = 0;
+  // A backend snapshot of the controller's namespace by ConfigMap name (backend_snapshot.h);
+  // nullptr if the cache has none of that name (just created, or deleted).
+  virtual std::shared_ptr<const BackendSnapshot> GetBackendSnapshot(
+      const std::string& name) const = 0;
 };
 
 }  // namespace ayatori::controller

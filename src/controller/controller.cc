@@ -53,6 +53,13 @@ kube::InformerOptions Named(const char* name) {
   return o;
 }
 
+kube::InformerOptions SnapshotsIn(const std::string& controllerNamespace) {
+  kube::InformerOptions o = Named("backend snapshots");
+  o.namespace_ = controllerNamespace;
+  o.labelSelector = std::string(kBackendSnapshotLabel) + "=true";
+  return o;
+}
+
 std::shared_ptr<const CachedJob> DecodeJob(const nlohmann::json& j) {
   auto job = api::JobFromJson(j);
   if (!job.ok()) {
@@ -126,7 +133,8 @@ api::Job CompactJobForCache(api::Job job) {
   return job;
 }
 
-InformerClusterCache::InformerClusterCache(KubeClient& client, std::string dockerEndpointOverride)
+InformerClusterCache::InformerClusterCache(KubeClient& client, std::string dockerEndpointOverride,
+                                           const std::string& controllerNamespace)
     : jobs(client, kJobs, Named("jobs"), DecodeJob),
       jobClasses(client, kJobClasses, Named("jobclasses"), DecodeJobClass),
       kubernetesParameters(client, kKubernetesParameters, Named("kubernetesexecutionparameters"),
@@ -137,7 +145,10 @@ InformerClusterCache::InformerClusterCache(KubeClient& client, std::string docke
                        DecodeParameters(dockerEndpointOverride)),
       namespaces(client, kNamespaces, Named("namespaces"), DecodeNamespace),
       secrets(client, kSecrets, Named("secrets"), DecodeReferenced),
-      configMaps(client, kConfigMaps, Named("configmaps"), DecodeReferenced) {
+      configMaps(client, kConfigMaps, Named("configmaps"), DecodeReferenced),
+      backendSnapshots(client, kConfigMaps, SnapshotsIn(controllerNamespace),
+                       DecodeBackendSnapshot),
+      controllerNamespace_(controllerNamespace) {
   jobs.AddIndex(kWaitsOnIndex, [](const CachedJob& job) { return job.waitsOn(); });
 }
 
@@ -150,6 +161,7 @@ void InformerClusterCache::Start() {
   namespaces.Start();
   secrets.Start();
   configMaps.Start();
+  backendSnapshots.Start();
 }
 
 void InformerClusterCache::Stop() {
@@ -161,6 +173,7 @@ void InformerClusterCache::Stop() {
   namespaces.Stop();
   secrets.Stop();
   configMaps.Stop();
+  backendSnapshots.Stop();
 }
 
 bool InformerClusterCache::WaitForSync(std::chrono::milliseconds timeout, std::string* notSynced,
@@ -180,6 +193,7 @@ bool InformerClusterCache::WaitForSync(std::chrono::milliseconds timeout, std::s
       {"namespaces", namespaces.WaitForSync(remaining(), cancel)},
       {"secrets", secrets.WaitForSync(remaining(), cancel)},
       {"configmaps", configMaps.WaitForSync(remaining(), cancel)},
+      {"backend snapshots", backendSnapshots.WaitForSync(remaining(), cancel)},
   };
   notSynced->clear();
   for (const auto& [name, ok] : results) {
@@ -233,13 +247,19 @@ std::shared_ptr<const ReferencedObjectInfo> InformerClusterCache::GetConfigMap(
   return configMaps.Get(Key(ns, name));
 }
 
+std::shared_ptr<const BackendSnapshot> InformerClusterCache::GetBackendSnapshot(
+    const std::string& name) const {
+  return backendSnapshots.Get(Key(controllerNamespace_, name));
+}
+
 JobController::JobController(KubeClient& client, adapters::AdapterRegistry& registry,
                              const Clock& clock, obs::Registry& metrics,
                              kube::EventRecorder* events, ControllerOptions options)
     : registry_(registry),
       metrics_(metrics),
       options_(std::move(options)),
-      cache_(std::make_unique<InformerClusterCache>(client, options_.dockerEndpointOverride)),
+      cache_(std::make_unique<InformerClusterCache>(client, options_.dockerEndpointOverride,
+                                                    options_.reconciler.controllerNamespace)),
       reconciler_(std::make_unique<JobReconciler>(client, *cache_, registry, clock, metrics, events,
                                                   options_.reconciler)),
       queue_(std::make_unique<kube::Workqueue>(clock, options_.queue)) {

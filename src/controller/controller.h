@@ -35,6 +35,7 @@ struct ControllerOptions {
   // Replaces spec.endpoint of every DockerExecutionParameters (a controller run outside the
   // cluster next to a local dockerd, as in `make demo`).
   std::string dockerEndpointOverride;
+  // The controller's namespace (backend snapshots) is reconciler.controllerNamespace.
   ReconcilerOptions reconciler;
   kube::WorkqueueOptions queue;
   std::chrono::milliseconds syncTimeout{60000};
@@ -61,7 +62,9 @@ struct NamespaceInfo {
 
 class InformerClusterCache final : public ClusterCache {
  public:
-  InformerClusterCache(KubeClient& client, std::string dockerEndpointOverride);
+  // `controllerNamespace`: where the backend snapshots are (backend_snapshot.h).
+  InformerClusterCache(KubeClient& client, std::string dockerEndpointOverride,
+                       const std::string& controllerNamespace);
   void Start();
   void Stop();
   // False, with the informers not synced named in `notSynced`, on timeout or when `cancel` is
@@ -80,6 +83,7 @@ class InformerClusterCache final : public ClusterCache {
                                                         const std::string& name) const override;
   std::shared_ptr<const ReferencedObjectInfo> GetConfigMap(const std::string& ns,
                                                            const std::string& name) const override;
+  std::shared_ptr<const BackendSnapshot> GetBackendSnapshot(const std::string& name) const override;
 
   // The compact projection of each Job, deflated (see cached_job.h); GetJob inflates one.
   kube::Informer<CachedJob> jobs;
@@ -90,6 +94,11 @@ class InformerClusterCache final : public ClusterCache {
   kube::Informer<NamespaceInfo> namespaces;
   kube::Informer<ReferencedObjectInfo> secrets;
   kube::Informer<ReferencedObjectInfo> configMaps;
+  // Only the labelled ConfigMaps of the controller's namespace, with their values.
+  kube::Informer<BackendSnapshot> backendSnapshots;
+
+ private:
+  std::string controllerNamespace_;
 };
 
 class JobController {

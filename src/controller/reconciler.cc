@@ -12,6 +12,11 @@ namespace ayatori::controller {
 using statemachine::AdapterCall;
 using statemachine::FinalizerChange;
 
+// Why a Job has no answer from its backend or is not accepted yet (docs/operations.md).
+constexpr const char* kReasonBackendSnapshotMissing = "BackendSnapshotMissing";
+constexpr const char* kReasonControllerNamespaceNotFound = "ControllerNamespaceNotFound";
+constexpr const char* kReasonBackendSnapshotConflict = "BackendSnapshotConflict";
+
 namespace {
 
 obs::LogFields JobFields(const api::Job& job) {
@@ -76,10 +81,16 @@ ReconcileResult JobReconciler::Reconcile(const std::string& ns, const std::strin
   RoundState round;
   round.job = *cached;
   round.facts.now = NowSeconds(clock_);
+  ReconcileResult result;
   if (statemachine::NeedsResolution(round.job)) {
-    round.facts.resolution = ResolveJob(round.job, cache_, registry_);
+    auto resolution = Resolve(round.job);
+    if (resolution.ok()) {
+      round.facts.resolution = std::move(*resolution);
+    } else {
+      result = Failed(resolution.status());
+    }
   }
-  ReconcileResult result = Step(round);
+  if (result.error.ok()) result = Step(round);
   std::chrono::duration<double> took = clock_.SteadyNow() - started;
   metrics_.GetHistogram("ayatori_reconcile_duration_seconds", "Duration of Job reconcile rounds.")
       .Observe(took.count());
@@ -160,7 +171,9 @@ ReconcileResult JobReconciler::Step(RoundState& round) {
       job = std::move(*decoded);
       if (changed) {
         if (statemachine::NeedsResolution(job) && !round.facts.resolution) {
-          round.facts.resolution = ResolveJob(job, cache_, registry_);
+          auto resolution = Resolve(job);
+          if (!resolution.ok()) return Failed(resolution.status());
+          round.facts.resolution = std::move(*resolution);
         }
         continue;
       }
@@ -242,23 +255,34 @@ StatusOr<Observation> JobReconciler::CallAdapter(AdapterCall call, const api::Jo
     unknown.message = "this controller does not serve controllerName " + controllerName;
     return unknown;
   }
+  auto parameters = ParametersFor(job);
+  if (!parameters.ok()) {
+    if (parameters.status().code() != StatusCode::kFailedPrecondition) return parameters.status();
+    // Never guess another backend: without its snapshot the Job's backend is unknown.
+    unknown.reason = kReasonBackendSnapshotMissing;
+    unknown.message = parameters.status().message();
+    obs::Warn("backend snapshot missing: no adapter call",
+              With(JobFields(job), "error", unknown.message));
+    return unknown;
+  }
   auto began = clock_.SteadyNow();
   Observation result;
   switch (call) {
     case AdapterCall::kEnsure: {
-      auto request = BuildRequest(job);
+      auto request = BuildRequest(job, std::move(*parameters));
       if (!request.ok()) return request.status();
       result = adapter->Ensure(*request);
       break;
     }
     case AdapterCall::kObserve:
-      result = adapter->Observe(BuildKey(job));
+      result = adapter->Observe(BuildKey(job, std::move(*parameters)));
       break;
     case AdapterCall::kCancel:
-      result = adapter->Cancel(BuildKey(job));
+      result = adapter->Cancel(BuildKey(job, std::move(*parameters)));
       break;
     case AdapterCall::kDelete:
-      result = statemachine::DeleteObservation(adapter->Delete(BuildKey(job)));
+      result =
+          statemachine::DeleteObservation(adapter->Delete(BuildKey(job, std::move(*parameters))));
       break;
     case AdapterCall::kNone:
       return unknown;
@@ -318,11 +342,12 @@ StatusOr<std::string> JobReconciler::ReadReferencedValue(const std::string& ns,
                 std::string(kind) + " " + ns + "/" + ref.name + " has no key " + ref.key);
 }
 
-StatusOr<ExecutionRequest> JobReconciler::BuildRequest(const api::Job& job) {
+StatusOr<ExecutionRequest> JobReconciler::BuildRequest(const api::Job& job,
+                                                       nlohmann::json parameters) {
   ExecutionRequest request;
   request.job = job;
   request.jobClass = *job.status.resolvedJobClass;
-  request.parameters = BuildKey(job).parameters;
+  request.parameters = std::move(parameters);
   if (job.status.effectiveResources) request.resources = *job.status.effectiveResources;
   if (AdapterPassesReferences(request.jobClass.controllerName)) return request;
   const std::string& ns = job.metadata.namespace_;
@@ -349,18 +374,84 @@ StatusOr<ExecutionRequest> JobReconciler::BuildRequest(const api::Job& job) {
   return request;
 }
 
-ExecutionKey JobReconciler::BuildKey(const api::Job& job) const {
+ExecutionKey JobReconciler::BuildKey(const api::Job& job, nlohmann::json parameters) {
   ExecutionKey key;
   key.uid = job.metadata.uid;
   key.namespace_ = job.metadata.namespace_;
   key.name = job.metadata.name;
   if (job.status.execution) key.references = job.status.execution->references;
-  key.parameters = nlohmann::json::object();
-  if (job.status.resolvedJobClass && job.status.resolvedJobClass->parametersRef) {
-    const auto& ref = *job.status.resolvedJobClass->parametersRef;
-    if (auto params = cache_.GetParameters(ref.kind, ref.name)) key.parameters = *params;
-  }
+  key.parameters = std::move(parameters);
   return key;
+}
+
+StatusOr<statemachine::Resolution> JobReconciler::Resolve(const api::Job& job) {
+  statemachine::Resolution resolution = ResolveJob(job, cache_, registry_);
+  if (resolution.outcome != statemachine::Resolution::Outcome::kResolved ||
+      !resolution.jobClass.backendSnapshot) {
+    return resolution;
+  }
+  BackendSnapshot snapshot{resolution.jobClass.controllerName, resolution.pinnedParameters};
+  if (auto cached = cache_.GetBackendSnapshot(*resolution.jobClass.backendSnapshot);
+      cached && *cached == snapshot) {
+    return resolution;  // stored for an earlier Job
+  }
+  Status s = StoreBackendSnapshot(client_, options_.controllerNamespace, snapshot);
+  if (s.ok()) return resolution;
+  if (s.code() == StatusCode::kNotFound) {
+    return statemachine::Resolution::Pending(kReasonControllerNamespaceNotFound, s.message());
+  }
+  if (s.code() == StatusCode::kAlreadyExists) {
+    return statemachine::Resolution::Pending(kReasonBackendSnapshotConflict, s.message());
+  }
+  return s;
+}
+
+StatusOr<std::shared_ptr<const BackendSnapshot>> JobReconciler::ReadBackendSnapshot(
+    const std::string& name) {
+  if (auto cached = cache_.GetBackendSnapshot(name)) return cached;
+  // Not (yet) in the cache: stored a moment ago by this round, or gone. Ask the API server.
+  auto live = client_.Get(kConfigMaps, options_.controllerNamespace, name);
+  if (!live.ok()) {
+    if (live.status().code() == StatusCode::kNotFound) {
+      return std::shared_ptr<const BackendSnapshot>();
+    }
+    return live.status();
+  }
+  return DecodeBackendSnapshot(*live);
+}
+
+StatusOr<nlohmann::json> JobReconciler::ParametersFor(const api::Job& job) {
+  nlohmann::json parameters = nlohmann::json::object();
+  if (!job.status.resolvedJobClass) return parameters;
+  const api::ResolvedJobClass& resolved = *job.status.resolvedJobClass;
+  std::shared_ptr<const BackendSnapshot> snapshot;
+  if (resolved.backendSnapshot) {
+    const std::string& name = *resolved.backendSnapshot;
+    auto read = ReadBackendSnapshot(name);
+    if (!read.ok()) return read.status();
+    snapshot = std::move(*read);
+    // The name is a hash of the content: an object recreated with other values is not it.
+    if (snapshot == nullptr || BackendSnapshotName(*snapshot) != name) {
+      return Status(StatusCode::kFailedPrecondition,
+                    "the backend snapshot ConfigMap " + options_.controllerNamespace + "/" + name +
+                        (snapshot == nullptr ? " is missing"
+                                             : " does not hold the values its name stands for") +
+                        ": the backend this Job was accepted for is unknown (see "
+                        "docs/operations.md, BackendSnapshotMissing)");
+    }
+  }
+  if (resolved.parametersRef) {
+    const auto& ref = *resolved.parametersRef;
+    auto current = cache_.GetParameters(ref.kind, ref.name);
+    // Only the object the Job was accepted with counts: one created under the same name since
+    // (another uid) is not it. Jobs accepted before backend snapshots existed keep reading
+    // whatever the name holds, as they always did.
+    const bool sameObject =
+        current && current->value("/metadata/uid"_json_pointer, std::string()) == ref.uid;
+    if (current && (sameObject || !resolved.backendSnapshot)) parameters = *current;
+  }
+  if (snapshot == nullptr) return parameters;
+  return WithPinnedParameters(std::move(parameters), snapshot->pinned);
 }
 
 void JobReconciler::RecordEvents(const api::Job& job,

@@ -47,6 +47,9 @@ struct ReconcilerOptions {
   std::function<bool(std::string_view point, const api::Job& job)> crashHook;
   // Upper bound of decide/act iterations in one round (a safety net; the protocol needs ≤ 5).
   int maxSteps = 12;
+  // The controller's namespace: the backend snapshots are stored and read there
+  // (backend_snapshot.h). It must exist; the controller never creates namespaces.
+  std::string controllerNamespace = kDefaultControllerNamespace;
 };
 
 class JobReconciler {
@@ -64,8 +67,19 @@ class JobReconciler {
   StatusOr<api::Job> WriteStatus(const api::Job& job, const api::JobStatus& status);
   Status DeleteExpiredJob(const api::Job& job, api::Time now);
   StatusOr<Observation> CallAdapter(statemachine::AdapterCall call, const api::Job& job);
-  StatusOr<ExecutionRequest> BuildRequest(const api::Job& job);
-  ExecutionKey BuildKey(const api::Job& job) const;
+  // ResolveJob, then for a resolved Job stores its backend snapshot, so that the status write
+  // recording acceptance never names a snapshot that does not exist. A missing namespace or a
+  // conflicting object keeps the Job pending (Accepted=False) with a reason; other API errors end
+  // the round (retried with backoff).
+  StatusOr<statemachine::Resolution> Resolve(const api::Job& job);
+  StatusOr<ExecutionRequest> BuildRequest(const api::Job& job, nlohmann::json parameters);
+  static ExecutionKey BuildKey(const api::Job& job, nlohmann::json parameters);
+  // The parameters an adapter call of `job` gets: the parameters object it was accepted with
+  // (same uid) as the cache has it now, else {}, overlaid with the fields of its backend
+  // snapshot. kFailedPrecondition: the snapshot is gone (or does not hold what its name stands
+  // for); the Job must not fall back to the current parameters.
+  StatusOr<nlohmann::json> ParametersFor(const api::Job& job);
+  StatusOr<std::shared_ptr<const BackendSnapshot>> ReadBackendSnapshot(const std::string& name);
   StatusOr<std::string> ReadReferencedValue(const std::string& ns, const api::KeySelector& ref,
                                             bool secret, bool* found);
   void RecordEvents(const api::Job& job, const std::vector<statemachine::Event>& events);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "api/resources.h"
+#include "controller/backend_snapshot.h"
 
 namespace ayatori::controller {
 
@@ -121,7 +122,7 @@ Resolution ResolveJob(const api::Job& job, const ClusterCache& cache,
                                    (known.empty() ? "none" : known) + ")");
   }
 
-  api::ResolvedJobClass resolved{cls->metadata.name, cls->metadata.uid, controllerName, {}};
+  api::ResolvedJobClass resolved{cls->metadata.name, cls->metadata.uid, controllerName, {}, {}};
   nlohmann::json parameters = nlohmann::json::object();
   if (cls->spec.parametersRef) {
     const auto& ref = *cls->spec.parametersRef;
@@ -190,7 +191,14 @@ Resolution ResolveJob(const api::Job& job, const ClusterCache& cache,
   if (Status s = adapter->Validate(request); !s.ok()) {
     return Resolution::Rejected("BackendRejected", s.message());
   }
-  return Resolution::Resolved(resolved, *resources, adapter->Name());
+  // Written with the class, once: from now on the Job talks to this backend, whatever becomes of
+  // the parameters object (JobReconciler::ParametersFor). The status names the snapshot only;
+  // the reconciler stores the values before it writes the status (backend_snapshot.h).
+  BackendSnapshot snapshot{controllerName, adapter->PinnedParameters(parameters)};
+  resolved.backendSnapshot = BackendSnapshotName(snapshot);
+  Resolution resolution = Resolution::Resolved(resolved, *resources, adapter->Name());
+  resolution.pinnedParameters = std::move(snapshot.pinned);
+  return resolution;
 }
 
 }  // namespace ayatori::controller

@@ -90,6 +90,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -192,9 +193,12 @@ struct Resolution {
   Outcome outcome = Outcome::kPending;
   std::string reason;                   // PascalCase, for kPending / kRejected
   std::string message;                  // for humans; never Secret or ConfigMap values
-  api::ResolvedJobClass jobClass;       // kResolved: status.resolvedJobClass (with uids)
+  api::ResolvedJobClass jobClass;       // kResolved: status.resolvedJobClass (uids, snapshot)
   api::ResourceRequirements resources;  // kResolved: status.effectiveResources
   std::string adapter;                  // kResolved: status.execution.adapter ("docker", ...)
+  // kResolved: the values jobClass.backendSnapshot names (Adapter::PinnedParameters). Not part of
+  // the status: the controller stores them in the snapshot before it writes the status.
+  std::map<std::string, std::string> pinnedParameters;
 
   static Resolution Pending(std::string reason, std::string message);
   static Resolution Rejected(std::string reason, std::string message);

@@ -146,7 +146,8 @@ JobStatus FullStatus() {
   };
   s.resolvedJobClass =
       ResolvedJobClass{"sandboxed", "uid-class", kControllerOpenSandbox,
-                       ParametersRef{kGroup, "OpenSandboxExecutionParameters", "sb", "uid-params"}};
+                       ParametersRef{kGroup, "OpenSandboxExecutionParameters", "sb", "uid-params"},
+                       "ayatori-backend-0123456789abcdef"};
   s.effectiveResources =
       ResourceRequirements{{Quantity::MustParse("250m"), std::nullopt},
                            {Quantity::MustParse("2"), Quantity::MustParse("1Gi")}};
@@ -171,6 +172,7 @@ TEST(JsonTest, FullStatusRoundTripsWithWireNames) {
   EXPECT_EQ(j["execution"]["references"][1],
             json::parse(R"({"type": "Command", "id": "command-456"})"));
   EXPECT_EQ(j["resolvedJobClass"]["parametersRef"]["uid"], "uid-params");
+  EXPECT_EQ(j["resolvedJobClass"]["backendSnapshot"], "ayatori-backend-0123456789abcdef");
   EXPECT_EQ(j["startTime"], "2026-11-29T08:00:05Z");
   EXPECT_EQ(j["result"], json::parse(R"({"exitCode": 3, "reason": "ProcessFailed"})"));
 
@@ -205,6 +207,25 @@ TEST(JsonTest, EmptyAndAbsentFieldsAreOmitted) {
   EXPECT_EQ(j["spec"]["task"]["env"][0], json::parse(R"({"name": "EMPTY", "value": ""})"));
   EXPECT_EQ(j["spec"]["ttlSecondsAfterFinished"], 0);
   EXPECT_EQ(j["status"], json::parse(R"({"result": {"exitCode": 0}})"));
+}
+
+// A Job accepted before backend snapshots existed has none: absent on the wire, nullopt back.
+TEST(JsonTest, BackendSnapshotIsOptional) {
+  JobStatus old;
+  old.resolvedJobClass = ResolvedJobClass{"k", "", kControllerKubernetes, std::nullopt, {}};
+  const json u = StatusToJson(old);
+  EXPECT_FALSE(u["resolvedJobClass"].contains("backendSnapshot")) << u.dump();
+  StatusOr<JobStatus> uback = JobStatusFromJson(u);
+  ASSERT_TRUE(uback.ok()) << uback.status().ToString();
+  EXPECT_FALSE(uback->resolvedJobClass->backendSnapshot.has_value());
+
+  json bad = u;
+  bad["resolvedJobClass"]["backendSnapshot"] = 5;
+  StatusOr<JobStatus> wrong = JobStatusFromJson(bad);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("resolvedJobClass.backendSnapshot: expected a string"),
+            std::string::npos)
+      << wrong.status().message();
 }
 
 TEST(JsonTest, DecodingIgnoresUnknownFieldsAndNulls) {

@@ -68,7 +68,8 @@ api::Job TypicalAcceptedJob(int i) {
   job.status.resolvedJobClass = api::ResolvedJobClass{
       "default", "8aa4e2a4-8f1d-4c6b-9d2e-0a1b2c3d4e5f", api::kControllerDocker,
       api::ParametersRef{api::kGroup, "DockerExecutionParameters", "default",
-                         "c413e2a4-8f1d-4c6b-9d2e-0a1b2c3d4e5f"}};
+                         "c413e2a4-8f1d-4c6b-9d2e-0a1b2c3d4e5f"},
+      "ayatori-backend-5f0c2a9e41b7d3c8"};
   job.status.effectiveResources = job.spec.resources;
   job.status.execution = api::ExecutionStatus{
       "docker",

@@ -1,5 +1,6 @@
-// An in-memory ClusterCache for unit tests of the resolver: what the informers would hold,
-// filled by the test.
+// An in-memory ClusterCache for unit tests of the resolver and the reconciler: what the informers
+// would hold, filled by the test. Jobs come from a KubeClient (a FakeKubeClient) when the test
+// names one, as if the Job informer were always up to date.
 #pragma once
 
 #include <map>
@@ -8,7 +9,11 @@
 #include <string>
 #include <utility>
 
+#include "api/json.h"
+#include "ayatori/kube_client.h"
+#include "controller/backend_snapshot.h"
 #include "controller/cluster_cache.h"
+#include "controller/kinds.h"
 
 namespace ayatori::controller::testing {
 
@@ -17,6 +22,16 @@ class FakeClusterCache final : public ClusterCache {
   void AddJobClass(api::JobClass c) { classes_[c.metadata.name] = std::move(c); }
   void AddParameters(const std::string& kind, const std::string& name, nlohmann::json j) {
     parameters_[{kind, name}] = std::move(j);
+  }
+  void RemoveParameters(const std::string& kind, const std::string& name) {
+    parameters_.erase({kind, name});
+  }
+  void ServeJobsFrom(KubeClient* client) { jobs_ = client; }
+  // Backend snapshots: the labelled ConfigMaps `client` holds in `ns`, as if that informer were
+  // always up to date. Without this call the cache has none (the reconciler then reads them live).
+  void ServeBackendSnapshotsFrom(KubeClient* client, std::string ns) {
+    snapshots_ = client;
+    snapshotNamespace_ = std::move(ns);
   }
   void SetNamespaceDefault(const std::string& ns, const std::string& className) {
     namespaceDefaults_[ns] = className;
@@ -29,8 +44,13 @@ class FakeClusterCache final : public ClusterCache {
     configMaps_[{ns, name}] = ReferencedObjectInfo{"", std::move(keys)};
   }
 
-  std::shared_ptr<const api::Job> GetJob(const std::string&, const std::string&) const override {
-    return nullptr;
+  std::shared_ptr<const api::Job> GetJob(const std::string& ns,
+                                         const std::string& name) const override {
+    if (jobs_ == nullptr) return nullptr;
+    auto j = jobs_->Get(kJobs, ns, name);
+    if (!j.ok()) return nullptr;
+    auto job = api::JobFromJson(*j);
+    return job.ok() ? std::make_shared<const api::Job>(std::move(*job)) : nullptr;
   }
   std::shared_ptr<const api::JobClass> GetJobClass(const std::string& name) const override {
     auto it = classes_.find(name);
@@ -58,6 +78,15 @@ class FakeClusterCache final : public ClusterCache {
                                                            const std::string& name) const override {
     return Find(configMaps_, ns, name);
   }
+  std::shared_ptr<const BackendSnapshot> GetBackendSnapshot(
+      const std::string& name) const override {
+    if (snapshots_ == nullptr) return nullptr;
+    auto cm = snapshots_->Get(kConfigMaps, snapshotNamespace_, name);
+    if (!cm.ok()) return nullptr;
+    auto label = nlohmann::json::json_pointer("/metadata/labels") / kBackendSnapshotLabel;
+    if (!cm->contains(label) || (*cm)[label] != "true") return nullptr;
+    return DecodeBackendSnapshot(*cm);
+  }
 
  private:
   using Key = std::pair<std::string, std::string>;
@@ -68,6 +97,9 @@ class FakeClusterCache final : public ClusterCache {
     return it == m.end() ? nullptr : std::make_shared<const ReferencedObjectInfo>(it->second);
   }
 
+  KubeClient* jobs_ = nullptr;
+  KubeClient* snapshots_ = nullptr;
+  std::string snapshotNamespace_;
   std::map<std::string, api::JobClass> classes_;
   std::map<Key, nlohmann::json> parameters_;
   std::map<std::string, std::string> namespaceDefaults_;

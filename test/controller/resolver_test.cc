@@ -8,7 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "adapters/docker/docker_adapter.h"
 #include "adapters/testing/in_process_adapter.h"
+#include "api/json.h"
+#include "controller/backend_snapshot.h"
 #include "test/controller/fake_cluster_cache.h"
 
 namespace ayatori::controller {
@@ -120,6 +123,52 @@ TEST_F(ResolverTest, ResolvedWithParametersRefCarriesTheParametersUid) {
   EXPECT_EQ(r.jobClass.parametersRef->name, "p");
   EXPECT_EQ(r.jobClass.parametersRef->group, api::kGroup);
   EXPECT_EQ(r.jobClass.parametersRef->uid, "params-uid-1");
+  // The test backend pins nothing, and says so: a snapshot of nothing, not "no snapshot" (which
+  // means "accepted before snapshots existed").
+  EXPECT_TRUE(r.pinnedParameters.empty());
+  EXPECT_EQ(r.jobClass.backendSnapshot, BackendSnapshotName({adapters::kControllerTest, {}}));
+}
+
+// The Docker adapter's pinned fields, as the resolver records them: where the container lives and
+// the isolation it was accepted with, defaults filled in.
+TEST_F(ResolverTest, ResolvedDockerJobPinsEndpointNetworkModeAndRuntime) {
+  adapters::docker::DockerAdapterOptions options;
+  options.defaultEndpoint = "unix:///run/ayatori/default.sock";
+  registry_.Register(api::kControllerDocker,
+                     std::make_shared<adapters::docker::DockerAdapter>(options));
+  api::JobClass withParams = Class("docker", api::kControllerDocker);
+  withParams.spec.parametersRef =
+      api::ParametersRef{api::kGroup, "DockerExecutionParameters", "d", ""};
+  cache_.AddJobClass(withParams);
+  cache_.AddParameters("DockerExecutionParameters", "d",
+                       {{"kind", "DockerExecutionParameters"},
+                        {"metadata", {{"name", "d"}, {"uid", "d-uid"}}},
+                        {"spec",
+                         {{"endpoint", "tcp://127.0.0.1:2376"},
+                          {"networkMode", "host"},
+                          {"runtime", "runsc"},
+                          {"stopGracePeriodSeconds", 5},
+                          {"extraLabels", {{"team", "a"}}}}}});
+  Resolution r = Resolve(Job("docker"));
+  ASSERT_EQ(r.outcome, Outcome::kResolved) << r.reason << ": " << r.message;
+  const std::map<std::string, std::string> pinned{
+      {"endpoint", "tcp://127.0.0.1:2376"}, {"networkMode", "host"}, {"runtime", "runsc"}};
+  EXPECT_EQ(r.pinnedParameters, pinned);
+  // The status carries only the snapshot's name: a hash of the values, not the values.
+  EXPECT_EQ(r.jobClass.backendSnapshot, BackendSnapshotName({api::kControllerDocker, pinned}));
+  api::JobStatus accepted;
+  accepted.resolvedJobClass = r.jobClass;
+  EXPECT_EQ(api::StatusToJson(accepted).dump().find("127.0.0.1"), std::string::npos);
+
+  // No parametersRef: the adapter's default engine, network none, the engine's default runtime.
+  cache_.AddJobClass(Class("docker-defaults", api::kControllerDocker));
+  Resolution d = Resolve(Job("docker-defaults"));
+  ASSERT_EQ(d.outcome, Outcome::kResolved) << d.reason << ": " << d.message;
+  EXPECT_EQ(d.pinnedParameters,
+            (std::map<std::string, std::string>{{"endpoint", "unix:///run/ayatori/default.sock"},
+                                                {"networkMode", "none"},
+                                                {"runtime", ""}}));
+  EXPECT_NE(d.jobClass.backendSnapshot, r.jobClass.backendSnapshot);
 }
 
 TEST_F(ResolverTest, JobClassNotFound) {

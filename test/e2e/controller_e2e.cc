@@ -78,6 +78,9 @@ std::string EventsJson(const std::string& ns) {
   return r.out;
 }
 
+constexpr const char* kControllerNamespaceManifest =
+    R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ayatori-system"}})";
+
 bool InstallCrds() {
   std::string crds = testing::RequiredEnv("AYATORI_SOURCE_DIR") + "/config/crd/";
   auto r = Kubectl({"apply", "-f", crds});
@@ -87,6 +90,10 @@ bool InstallCrds() {
   }
   r = Kubectl({"wait", "--for=condition=established", "--timeout=60s", "-f", crds});
   EXPECT_EQ(r.exitCode, 0) << "CRDs not established: " << r.err;
+  if (r.exitCode != 0) return false;
+  // The controller's namespace (its backend snapshot ConfigMaps; it never creates namespaces).
+  r = Kubectl({"apply", "-f", "-"}, kControllerNamespaceManifest);
+  EXPECT_EQ(r.exitCode, 0) << "kubectl apply namespace ayatori-system: " << r.err;
   return r.exitCode == 0;
 }
 

@@ -78,6 +78,10 @@ const std::string kResolved =
     R"("controllerName":"execution.ayatori.ddupan.top/docker","parametersRef":)"
     R"({"group":"execution.ayatori.ddupan.top","kind":"DockerExecutionParameters",)"
     R"("name":"default","uid":"c4130000-0000-4000-8000-000000000002"}})";
+// A class resolved with its backend pinned (status.resolvedJobClass.backendSnapshot).
+const std::string kPinnedResolved =
+    R"("resolvedJobClass":{"name":"gold","controllerName":"execution.ayatori.ddupan.top/docker",)"
+    R"("backendSnapshot":"ayatori-backend-0123456789abcdef"})";
 const std::string kExecution =
     R"("execution":{"adapter":"docker","references":[{"type":"Container","id":"abc123"}]})";
 // The status of a Job whose process is running.
@@ -460,6 +464,39 @@ std::vector<Case> JobStatusCases() {
        .object = Job(kMinimalJob),
        .setup = {kStarted},
        .update = StatusJsonPatch(R"([{"op":"remove","path":"/status/resolvedJobClass"}])"),
+       .error = "status.resolvedJobClass cannot change once set"},
+      {.description = "backendSnapshot recorded with the class accepted",
+       .object = Job(kMinimalJob),
+       .update = StatusMerge(kPinnedResolved),
+       .expect = {{"{.status.resolvedJobClass.backendSnapshot}",
+                   "ayatori-backend-0123456789abcdef"}}},
+      {.description = "backendSnapshot that is not a snapshot name rejected",
+       .object = Job(kMinimalJob),
+       .update = StatusMerge(
+           R"("resolvedJobClass":{"name":"k","backendSnapshot":"unix:///run/engine-a.sock"})"),
+       .error = "status.resolvedJobClass.backendSnapshot"},
+      {.description = "pinned values are not part of the status (pruned)",
+       .object = Job(kMinimalJob),
+       .update = StatusMerge(
+           R"("resolvedJobClass":{"name":"k","pinnedParameters":{"endpoint":"unix:///x.sock"}})"),
+       .expect = {{"{.status.resolvedJobClass}", R"({"name":"k"})"}}},
+      {.description = "backendSnapshot change rejected",
+       .object = Job(kMinimalJob),
+       .setup = {StatusMerge(kPinnedResolved)},
+       .update = StatusMerge(
+           R"("resolvedJobClass":{"backendSnapshot":"ayatori-backend-fedcba9876543210"})"),
+       .error = "status.resolvedJobClass.backendSnapshot cannot change once set"},
+      {.description = "backendSnapshot removal rejected",
+       .object = Job(kMinimalJob),
+       .setup = {StatusMerge(kPinnedResolved)},
+       .update = StatusJsonPatch(
+           R"([{"op":"remove","path":"/status/resolvedJobClass/backendSnapshot"}])"),
+       .error = "status.resolvedJobClass.backendSnapshot cannot change once set"},
+      {.description = "backendSnapshot added to a class accepted without one rejected",
+       .object = Job(kMinimalJob),
+       .setup = {kStarted},
+       .update = StatusMerge(
+           R"("resolvedJobClass":{"backendSnapshot":"ayatori-backend-fedcba9876543210"})"),
        .error = "status.resolvedJobClass cannot change once set"},
       {.description = "execution removal rejected",
        .object = Job(kMinimalJob),

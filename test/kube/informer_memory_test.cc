@@ -182,7 +182,8 @@ std::shared_ptr<const api::Job> DecodeJob(const nlohmann::json& j) {
     job->status.conditions.push_back(std::move(cond));
   }
   const auto& rjc = st["resolvedJobClass"];
-  api::ResolvedJobClass r{S(rjc, "name"), S(rjc, "uid"), S(rjc, "controllerName"), std::nullopt};
+  api::ResolvedJobClass r{S(rjc, "name"), S(rjc, "uid"), S(rjc, "controllerName"), std::nullopt,
+                          std::nullopt};
   const auto& pr = rjc["parametersRef"];
   r.parametersRef = api::ParametersRef{S(pr, "group"), S(pr, "kind"), S(pr, "name"), S(pr, "uid")};
   job->status.resolvedJobClass = std::move(r);

@@ -44,7 +44,8 @@ api::Job Starting() {
   Set(j, api::kConditionAccepted, ConditionStatus::kTrue, kReasonValid);
   Set(j, api::kConditionScheduled, ConditionStatus::kTrue, kReasonBackendCreated);
   Set(j, api::kConditionSucceeded, ConditionStatus::kUnknown, kReasonScheduling);
-  j.status.resolvedJobClass = api::ResolvedJobClass{"standard", "c1", api::kControllerDocker, {}};
+  j.status.resolvedJobClass =
+      api::ResolvedJobClass{"standard", "c1", api::kControllerDocker, {}, {}};
   j.status.effectiveResources = api::ResourceRequirements{};
   j.status.execution = api::ExecutionStatus{"docker", {{"Container", "abc"}}};
   j.status.observedGeneration = 1;
@@ -120,7 +121,7 @@ TEST(Decide, HeaderExampleSequence) {
   Facts facts;
   facts.now = kNow;
   facts.resolution = Resolution::Resolved(
-      api::ResolvedJobClass{"standard", "c1", api::kControllerDocker, {}}, {}, "docker");
+      api::ResolvedJobClass{"standard", "c1", api::kControllerDocker, {}, {}}, {}, "docker");
 
   Plan p = Decide(j, facts);
   EXPECT_EQ(p.finalizer, FinalizerChange::kAdd);
@@ -228,7 +229,8 @@ TEST(Decide, StartTimeOnlyWithScheduled) {
   j.metadata.finalizers = {api::kFinalizer};
   Set(j, api::kConditionAccepted, ConditionStatus::kTrue, kReasonValid);
   Set(j, api::kConditionSucceeded, ConditionStatus::kUnknown, kReasonScheduling);
-  j.status.resolvedJobClass = api::ResolvedJobClass{"standard", "c1", api::kControllerDocker, {}};
+  j.status.resolvedJobClass =
+      api::ResolvedJobClass{"standard", "c1", api::kControllerDocker, {}, {}};
   Observation o = Obs(ExecutionPhase::kRunning);  // no references: cannot be Scheduled
   o.startedAt = kNow;
   Plan p = Decide(j, With(AdapterCall::kEnsure, o));

@@ -293,6 +293,18 @@ void ControllerHarness::Setup() {
     setupError_ = "the CRDs did not become Established: " + established.out + established.err;
     return;
   }
+  // The controller's namespace (backend snapshots), as an installation has it: the controller
+  // never creates namespaces.
+  nlohmann::json controllerNs = {{"apiVersion", "v1"},
+                                 {"kind", "Namespace"},
+                                 {"metadata", {{"name", controller::kDefaultControllerNamespace}}}};
+  if (auto created = client_->Create(controller::kNamespaces, "", controllerNs, {});
+      !created.ok() && created.status().code() != StatusCode::kAlreadyExists) {
+    setupError_ = "cannot create namespace " +
+                  std::string(controller::kDefaultControllerNamespace) + ": " +
+                  created.status().ToString();
+    return;
+  }
   if (Status s = ApplyJobClass(kTestJobClass); !s.ok()) {
     setupError_ = "cannot create JobClass test: " + s.ToString();
     return;

@@ -135,6 +135,15 @@ Status DockerAdapter::Validate(const ExecutionRequest& request) {
   return ValidateRequest(request, *params);
 }
 
+std::map<std::string, std::string> DockerAdapter::PinnedParameters(
+    const nlohmann::json& parameters) const {
+  auto params = ParseDockerParameters(parameters);
+  if (!params.ok()) return {};  // Validate refused these parameters: the Job is not accepted
+  return {{"endpoint", params->endpoint.empty() ? options_.defaultEndpoint : params->endpoint},
+          {"networkMode", params->networkMode},
+          {"runtime", params->runtime}};
+}
+
 StatusOr<std::optional<nlohmann::json>> DockerAdapter::Inspect(EngineClient& client,
                                                                const std::string& id) {
   auto r = client.Call("GET", "/containers/" + EngineClient::Escape(id) + "/json");

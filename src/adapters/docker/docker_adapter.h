@@ -53,6 +53,11 @@ class DockerAdapter final : public Adapter, public LogSource {
   Status Start(std::function<void(const std::string&, const std::string&)> notify) override;
   void Stop() override;
   Status Validate(const ExecutionRequest& request) override;
+  // endpoint (the default one when the parameters name none), networkMode, runtime: where the
+  // container lives and the isolation it was accepted with. tlsSecretRef, pullPolicy,
+  // extraLabels and stopGracePeriodSeconds are read at each call.
+  std::map<std::string, std::string> PinnedParameters(
+      const nlohmann::json& parameters) const override;
   Observation Ensure(const ExecutionRequest& request) override;
   Observation Observe(const ExecutionKey& key) override;
   Observation Cancel(const ExecutionKey& key) override;

@@ -64,6 +64,9 @@ class KubernetesAdapter final : public Adapter {
   // Pure: the parameters decode, the labels/annotations/nodeSelector they add are valid, the Job
   // has an identity and an image.
   Status Validate(const ExecutionRequest& request) override;
+  // PinnedParameters: none (the default). No parameter chooses where the batch Job goes: always
+  // the Job's namespace of the cluster `client` talks to.
+
   // Creates the batch Job (one POST). AlreadyExists -> GET it and adopt it only if it carries
   // this UID's label and a controller ownerReference to this Job; otherwise kFailed
   // BackendRejected: the name is derived from the UID, so the object is a stranger's (or a

@@ -253,6 +253,13 @@ class KubernetesControllerE2E : public ::testing::Test {
       setupError_ = "CRDs not established: " + r.err;
       return;
     }
+    // The controller's namespace (its backend snapshot ConfigMaps; it never creates namespaces).
+    r = Kubectl({"apply", "-f", "-"},
+                R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ayatori-system"}})");
+    if (r.exitCode != 0) {
+      setupError_ = "kubectl apply namespace ayatori-system: " + r.err;
+      return;
+    }
     json params = {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
                    {"kind", "KubernetesExecutionParameters"},
                    {"metadata", {{"name", kClass}}},
