@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "adapters/docker/container.h"
-#include "adapters/docker/json_get.h"
+#include "ayatori/json_get.h"
 #include "adapters/docker/registry_auth.h"
 #include "api/json.h"
 
@@ -11,8 +11,6 @@ namespace ayatori::adapters::opensandbox {
 
 namespace {
 
-using docker::GetObject;
-using docker::GetString;
 using nlohmann::json;
 using std::chrono::milliseconds;
 

@@ -5,7 +5,7 @@
 #include <set>
 
 #include "adapters/docker/container.h"
-#include "adapters/docker/json_get.h"
+#include "ayatori/json_get.h"
 #include "adapters/docker/registry_auth.h"
 #include "api/json.h"
 
@@ -13,8 +13,6 @@ namespace ayatori::adapters::opensandbox {
 
 namespace {
 
-using docker::GetObject;
-using docker::GetString;
 using nlohmann::json;
 
 // Docker's lower bounds (the server's Docker runtime passes these to the engine as they are).
