@@ -222,9 +222,10 @@ int main(int argc, char** argv) {
     le.leaseDuration = *leaseDuration;
     le.renewDeadline = *renewDeadline;
     le.retryPeriod = *retryPeriod;
-    le.onStartedLeading = [&](std::stop_token) {
+    // The identity by value: `le` ends with this block, the elector thread runs on a copy.
+    le.onStartedLeading = [&, identity = le.identity](const std::stop_token&) {
       leading = true;
-      obs::Info("became leader", {{"identity", le.identity}});
+      obs::Info("became leader", {{"identity", identity}});
       if (Status s = jobController.Start(); !s.ok()) {
         obs::Error("controller did not start", {{"error", s.ToString()}});
       }
