@@ -185,9 +185,9 @@ StatusOr<api::Job> JobReconciler::PatchFinalizers(const api::Job& job,
                            {{"resourceVersion", job.metadata.resourceVersion},
                             {"finalizers", finalizers.empty() ? nlohmann::json(nullptr)
                                                               : nlohmann::json(finalizers)}}}};
+  CountWrite(job, "finalizer");  // before the request: whoever sees the write sees it counted
   auto r = client_.Patch(kJobs, job.metadata.namespace_, job.metadata.name, PatchType::kMerge,
                          patch, {});
-  CountWrite(job, "finalizer");
   if (!r.ok()) return r.status();
   return api::JobFromJson(*r);
 }
@@ -200,8 +200,8 @@ StatusOr<api::Job> JobReconciler::WriteStatus(const api::Job& job, const api::Jo
                            {"namespace", job.metadata.namespace_},
                            {"resourceVersion", job.metadata.resourceVersion}}},
                          {"status", api::StatusToJson(status)}};
-  auto r = client_.UpdateStatus(kJobs, job.metadata.namespace_, body, {});
   CountWrite(job, "status");
+  auto r = client_.UpdateStatus(kJobs, job.metadata.namespace_, body, {});
   if (!r.ok()) return r.status();
   return api::JobFromJson(*r);
 }
@@ -220,8 +220,8 @@ Status JobReconciler::DeleteExpiredJob(const api::Job& job, api::Time now) {
   }
   DeleteOptions options;
   options.preconditionUid = job.metadata.uid;
-  Status s = client_.Delete(kJobs, job.metadata.namespace_, job.metadata.name, options);
   CountWrite(job, "delete");
+  Status s = client_.Delete(kJobs, job.metadata.namespace_, job.metadata.name, options);
   if (s.ok()) obs::Info("TTL expired, Job deleted", JobFields(job));
   if (s.code() == StatusCode::kNotFound || s.code() == StatusCode::kConflict) return Status::Ok();
   return s;
