@@ -198,9 +198,9 @@ StatusOr<api::Job> JobReconciler::PatchFinalizers(const api::Job& job,
                            {{"resourceVersion", job.metadata.resourceVersion},
                             {"finalizers", finalizers.empty() ? nlohmann::json(nullptr)
                                                               : nlohmann::json(finalizers)}}}};
+  CountWrite("finalizer");  // before the request: whoever sees the write sees it counted
   auto r = client_.Patch(kJobs, job.metadata.namespace_, job.metadata.name, PatchType::kMerge,
                          patch, {});
-  CountWrite("finalizer");
   if (!r.ok()) return r.status();
   return api::JobFromJson(*r);
 }
@@ -213,8 +213,8 @@ StatusOr<api::Job> JobReconciler::WriteStatus(const api::Job& job, const api::Jo
                            {"namespace", job.metadata.namespace_},
                            {"resourceVersion", job.metadata.resourceVersion}}},
                          {"status", api::StatusToJson(status)}};
-  auto r = client_.UpdateStatus(kJobs, job.metadata.namespace_, body, {});
   CountWrite("status");
+  auto r = client_.UpdateStatus(kJobs, job.metadata.namespace_, body, {});
   if (!r.ok()) return r.status();
   return api::JobFromJson(*r);
 }
@@ -233,8 +233,8 @@ Status JobReconciler::DeleteExpiredJob(const api::Job& job, api::Time now) {
   }
   DeleteOptions options;
   options.preconditionUid = job.metadata.uid;
-  Status s = client_.Delete(kJobs, job.metadata.namespace_, job.metadata.name, options);
   CountWrite("delete");
+  Status s = client_.Delete(kJobs, job.metadata.namespace_, job.metadata.name, options);
   if (s.ok()) obs::Info("TTL expired, Job deleted", JobFields(job));
   if (s.code() == StatusCode::kNotFound || s.code() == StatusCode::kConflict) return Status::Ok();
   return s;
