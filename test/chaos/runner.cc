@@ -740,6 +740,7 @@ class Round {
   void CollectKubernetesFacts(std::vector<JobFacts>& facts, RoundLog& log);
   void Cleanup(RoundLog& log);
   std::vector<std::string> BackendLeftovers();
+  bool NodeRunsPods();
 
   const RoundOptions& o_;
   Plan plan_;
@@ -1113,6 +1114,30 @@ void Round::CollectKubernetesFacts(std::vector<JobFacts>& facts, RoundLog& log) 
   }
 }
 
+// A bare pod (no Ayatori Job behind it) that kwok should run for a second and complete: whether
+// the simulated node survived the round.
+bool Round::NodeRunsPods() {
+  json pod = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata", {{"name", "chaos-node-canary"}, {"namespace", ns_}}},
+              {"spec",
+               {{"restartPolicy", "Never"},
+                {"containers",
+                 {{{"name", "canary"},
+                   {"image", "busybox:1.36"},
+                   {"env", {{{"name", "TESTENV_RUN_FOR"}, {"value", "1s"}}}}}}}}}};
+  const ResourceRef pods = adapters::kubernetes::PodsResource();
+  if (!client_->Create(pods, ns_, pod, {}).ok()) return false;
+  bool ran = testing::Eventually(
+      [&] {
+        auto p = client_->Get(pods, ns_, "chaos-node-canary");
+        return p.ok() && Str(*p, "/status/phase") == "Succeeded";
+      },
+      60s, 500ms);
+  (void)client_->Delete(pods, ns_, "chaos-node-canary", {});
+  return ran;
+}
+
 std::vector<std::string> Round::BackendLeftovers() {
   std::set<std::string> uids;
   for (const auto& t : jobs_) {
@@ -1254,6 +1279,14 @@ StatusOr<RoundResult> Round::Run() {
                        : "settle deadline passed; collecting the facts");
   result.facts = CollectFacts(log);
   log.duration = Since(t0_);
+  if (!NodeRunsPods()) {
+    log.setupProblems.push_back(
+        "the kwok node no longer runs pods (a canary pod did not complete within 60 s; see "
+        "kwok.log in " +
+        o_.testenvDir +
+        "/logs): the Kubernetes Jobs' fate says nothing about "
+        "the controller");
+  }
   Cleanup(log);
 
   replicas_->Stop();
