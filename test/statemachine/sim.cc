@@ -5,6 +5,7 @@
 
 #include "api/conditions.h"
 #include "api/json.h"
+#include "controller/backend_snapshot.h"
 #include "controller/controller.h"
 #include "controller/kinds.h"
 #include "kube/config.h"
@@ -363,6 +364,13 @@ class SimCache final : public controller::ClusterCache {
   std::shared_ptr<const controller::ReferencedObjectInfo> GetConfigMap(
       const std::string& ns, const std::string& name) const override {
     return KeysOf(h_.server.Peek(controller::kConfigMaps, ns, name));
+  }
+  // The backend snapshots the reconciler stored, read as the controller's label-selected
+  // informer decodes them.
+  std::shared_ptr<const controller::BackendSnapshot> GetBackendSnapshot(
+      const std::string& name) const override {
+    auto j = h_.server.Peek(controller::kConfigMaps, controller::kDefaultControllerNamespace, name);
+    return j ? controller::DecodeBackendSnapshot(*j) : nullptr;
   }
 
  private:
