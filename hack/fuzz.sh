@@ -27,6 +27,9 @@ die() { log "$*"; exit 1; }
   die "FUZZ_SECONDS must be a positive number of seconds, not '$SECONDS_PER_TARGET'"
 
 if [ -f "$BUILD/CMakeCache.txt" ]; then
+  # Checked here, before the option lands in the cache and breaks the next configure of the tree.
+  grep -q '^CMAKE_CXX_COMPILER:.*clang' "$BUILD/CMakeCache.txt" ||
+    die "$BUILD is not a clang build tree; libFuzzer needs one (use a new FUZZ_BUILD_DIR)"
   cmake -S "$ROOT" -B "$BUILD" -DAYATORI_FUZZ=ON >/dev/null
 else
   command -v clang++-14 >/dev/null || die "clang++-14 is missing (make deps installs it)"

@@ -199,9 +199,10 @@ Status MergeFile(const std::string& path, bool mustExist, Merged* m) {
     return Status::Ok();
   }
   auto text = ReadFile(path);
-  if (!text.ok())
+  if (!text.ok()) {
     return Status(StatusCode::kInvalidArgument,
                   "kubeconfig " + path + ": " + text.status().message());
+  }
   return MergeText(*text, path, m);
 }
 
@@ -260,8 +261,9 @@ StatusOr<RestConfig> Build(const Merged& m, const ConfigLoadOptions& options) {
   }
   RestConfig cfg;
   std::string clusterName, userName;
-  if (Status s = ScalarField(ctx->second.node, "cluster", ctxWhere, &clusterName); !s.ok())
+  if (Status s = ScalarField(ctx->second.node, "cluster", ctxWhere, &clusterName); !s.ok()) {
     return s;
+  }
   if (Status s = ScalarField(ctx->second.node, "user", ctxWhere, &userName); !s.ok()) return s;
   if (Status s = ScalarField(ctx->second.node, "namespace", ctxWhere, &cfg.namespace_); !s.ok()) {
     return s;
@@ -491,13 +493,15 @@ StatusOr<RestConfig> LoadInClusterConfig(const ConfigLoadOptions& options) {
   const std::string dir = options.serviceAccountDir;
   cfg.bearerTokenFile = dir + "/token";
   auto token = ReadFile(cfg.bearerTokenFile);
-  if (!token.ok())
+  if (!token.ok()) {
     return Status(StatusCode::kFailedPrecondition,
                   "in-cluster config: token: " + token.status().message());
+  }
   auto ca = ReadFile(dir + "/ca.crt");
-  if (!ca.ok())
+  if (!ca.ok()) {
     return Status(StatusCode::kFailedPrecondition,
                   "in-cluster config: ca.crt: " + ca.status().message());
+  }
   if (CountCertificates(*ca) == 0) {
     return Status(StatusCode::kInvalidArgument,
                   "in-cluster config: " + dir + "/ca.crt contains no PEM certificate");
