@@ -3,9 +3,9 @@
 #include <algorithm>
 
 #include "adapters/docker/container.h"
-#include "ayatori/json_get.h"
 #include "adapters/docker/registry_auth.h"
 #include "api/json.h"
+#include "ayatori/json_get.h"
 
 namespace ayatori::adapters::opensandbox {
 
