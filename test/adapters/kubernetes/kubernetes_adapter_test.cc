@@ -275,8 +275,15 @@ TEST_F(KubernetesAdapterTest, ACachedResultThePodNoLongerConfirmsIsReadWhole) {
   Observation ensured = adapter_->Ensure(Request());
   json pod = CreatePod("Failed", Exited(3));
   ExecutionKey key = Key(ensured.references);
-  ASSERT_TRUE(
-      Eventually([&] { return adapter_->Observe(key).phase == ExecutionPhase::kFailed; }, 5s));
+  // Until the watch has delivered the pod, Observe reads the Job and the pods fresh (and answers
+  // Failed too); once it has, the cached result costs only the pod's confirming GET.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        client_.ClearActions();
+        return adapter_->Observe(key).phase == ExecutionPhase::kFailed && Reads() == 1 &&
+               client_.CountActions("get", "pods") == 1;
+      },
+      5s));
 
   // The pod disappears from the apiserver before the watch says so: its GET finds nothing, so
   // the batch Job and the pods are read fresh, and the result is not trusted from the cache.
