@@ -82,7 +82,7 @@ class FinishWatcher {
     auto list = client_.List(kJobs, ns_, {});
     if (!list.ok()) return list.status();
     resourceVersion_ = list->resourceVersion;
-    thread_ = std::jthread([this](std::stop_token stop) { Run(stop); });
+    thread_ = std::jthread([this](const std::stop_token& stop) { Run(stop); });
     return Status::Ok();
   }
 
@@ -103,7 +103,7 @@ class FinishWatcher {
   }
 
  private:
-  void Run(std::stop_token stop) {
+  void Run(const std::stop_token& stop) {
     while (!stop.stop_requested()) {
       WatchOptions options;
       options.resourceVersion = resourceVersion_;
@@ -150,6 +150,7 @@ int RunQuietly(const std::vector<std::string>& argv) {
   posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
   std::vector<std::string> args = argv;
   std::vector<char*> argp;
+  argp.reserve(args.size() + 1);
   for (auto& a : args) argp.push_back(a.data());
   argp.push_back(nullptr);
   pid_t pid = -1;

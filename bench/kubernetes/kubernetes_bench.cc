@@ -22,6 +22,7 @@
 #include <atomic>
 #include <chrono>
 #include <cinttypes>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -236,7 +237,7 @@ class Tracker {
 // of `ref` in `ns` passes through `visit` as it is first listed and on every change. `listed`
 // counts down once, after the first list.
 void WatchLoop(KubeClient& client, const ResourceRef& ref, const std::string& ns,
-               std::stop_token stop, const std::function<void(const json&)>& visit,
+               const std::stop_token& stop, const std::function<void(const json&)>& visit,
                std::latch& listed) {
   std::string rv;
   bool firstList = true;
@@ -322,7 +323,7 @@ class Probe {
     r.method = "GET";
     r.url = url;
     r.timeout = 30s;
-    if (auth && !bearer_.empty()) r.headers.push_back({"Authorization", "Bearer " + bearer_});
+    if (auth && !bearer_.empty()) r.headers.emplace_back("Authorization", "Bearer " + bearer_);
     auto resp = t.Do(r);
     if (!resp.ok() || resp->status != 200) {
       std::fprintf(
@@ -359,7 +360,7 @@ class Probe {
 class RssSampler {
  public:
   explicit RssSampler(int pid)
-      : pid_(pid), thread_([this](std::stop_token stop) {
+      : pid_(pid), thread_([this](const std::stop_token& stop) {
           while (!stop.stop_requested()) {
             int64_t r = RssKiB(pid_);
             int64_t p = peak_.load();
@@ -399,7 +400,7 @@ struct SideResult {
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return -1;
   std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+  size_t i = static_cast<size_t>(std::lround(p * static_cast<double>(v.size() - 1)));
   return v[std::min(i, v.size() - 1)];
 }
 
@@ -472,7 +473,7 @@ std::vector<std::pair<std::string, int>> Processes(const Options& o) {
   for (std::string p; std::getline(list, p, ',');) {
     size_t colon = p.rfind(':');
     if (colon == std::string::npos) continue;
-    out.push_back({p.substr(0, colon), std::atoi(p.c_str() + colon + 1)});
+    out.emplace_back(p.substr(0, colon), std::atoi(p.c_str() + colon + 1));
   }
   return out;
 }
@@ -491,12 +492,12 @@ SideResult RunSide(const Options& o, bool ayatori, KubeClient& creator, KubeClie
   Tracker tracker(o.n);
   std::latch listed(2);  // before the threads that count it down, so it outlives them
   std::vector<std::jthread> watches;
-  watches.emplace_back([&](std::stop_token stop) {
+  watches.emplace_back([&](const std::stop_token& stop) {
     WatchLoop(
         watcher, ayatori ? kAyatoriJobs : kBatchJobs, ns, stop,
         [&](const json& j) { tracker.OnJob(j, ayatori); }, listed);
   });
-  watches.emplace_back([&](std::stop_token stop) {
+  watches.emplace_back([&](const std::stop_token& stop) {
     WatchLoop(
         watcher, kPods, ns, stop, [&](const json& p) { tracker.OnPod(p, ayatori); }, listed);
   });
@@ -526,6 +527,7 @@ SideResult RunSide(const Options& o, bool ayatori, KubeClient& creator, KubeClie
   const int64_t firstSent = NowMs();
   {
     std::vector<std::jthread> creators;
+    creators.reserve(static_cast<size_t>(o.creators));
     for (int w = 0; w < o.creators; ++w) {
       creators.emplace_back([&] {
         for (int i = next++; i < o.n; i = next++) {
@@ -642,7 +644,7 @@ std::string Kib(int64_t kib) { return kib < 0 ? "-" : std::to_string(kib / 1024)
 
 void PrintBreakdown(const SideResult& r, int n) {
   std::vector<std::pair<double, std::string>> rows;
-  for (const auto& [k, v] : r.apiDelta) rows.push_back({v, k});
+  for (const auto& [k, v] : r.apiDelta) rows.emplace_back(v, k);
   std::sort(rows.rbegin(), rows.rend());
   std::printf("  %s: apiserver requests per Job by verb and resource (top 14)\n", r.name.c_str());
   for (size_t i = 0; i < rows.size() && i < 14; ++i) {
@@ -777,7 +779,8 @@ void Report(const Options& o, const std::vector<SideResult>& sides) {
         return s.machineTotal > 0 ? Fixed(s.machineBusy - listed, 1) : std::string("-");
       },
       0, 0, false);
-  for (const auto& [name, pid] : Processes(o)) {
+  for (const auto& process : Processes(o)) {
+    const std::string& name = process.first;  // not a structured binding: the lambda captures it
     std::string label = "  CPU s of " + name;
     row(
         label.c_str(),
@@ -903,6 +906,7 @@ int main(int argc, char** argv) {
     }
   }
   std::vector<SideResult> results;
+  results.reserve(sideNames.size());
   for (const auto& side : sideNames) {
     results.push_back(
         RunSide(o, side == "ayatori", *creator, *watcher, probe, "bench-" + side + "-" + suffix));

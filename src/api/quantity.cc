@@ -191,7 +191,7 @@ int64_t Quantity::Value() const {
 
 std::strong_ordering Quantity::operator<=>(const Quantity& other) const {
   // Two's complement order: the signed high word first, then the unsigned low word.
-  if (auto c = nanos_hi_ <=> other.nanos_hi_; c != 0) return c;
+  if (auto c = nanos_hi_ <=> other.nanos_hi_; std::is_neq(c)) return c;
   return nanos_lo_ <=> other.nanos_lo_;
 }
 

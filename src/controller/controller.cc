@@ -107,7 +107,7 @@ std::shared_ptr<const ReferencedObjectInfo> DecodeReferenced(const nlohmann::jso
 
 std::function<std::shared_ptr<const nlohmann::json>(const nlohmann::json&)> DecodeParameters(
     std::string endpointOverride) {
-  return [endpointOverride](const nlohmann::json& j) {
+  return [endpointOverride = std::move(endpointOverride)](const nlohmann::json& j) {
     auto copy = std::make_shared<nlohmann::json>(j);
     if (!endpointOverride.empty() && copy->value("kind", "") == "DockerExecutionParameters") {
       (*copy)["spec"]["endpoint"] = endpointOverride;
@@ -142,7 +142,7 @@ InformerClusterCache::InformerClusterCache(KubeClient& client, std::string docke
       openSandboxParameters(client, kOpenSandboxParameters, Named("opensandboxexecutionparameters"),
                             DecodeParameters("")),
       dockerParameters(client, kDockerParameters, Named("dockerexecutionparameters"),
-                       DecodeParameters(dockerEndpointOverride)),
+                       DecodeParameters(std::move(dockerEndpointOverride))),
       namespaces(client, kNamespaces, Named("namespaces"), DecodeNamespace),
       secrets(client, kSecrets, Named("secrets"), DecodeReferenced),
       configMaps(client, kConfigMaps, Named("configmaps"), DecodeReferenced),

@@ -192,7 +192,7 @@ ReconcileResult JobReconciler::Step(RoundState& round) {
 }
 
 StatusOr<api::Job> JobReconciler::PatchFinalizers(const api::Job& job,
-                                                  std::vector<std::string> finalizers) {
+                                                  const std::vector<std::string>& finalizers) {
   // A merge patch carrying metadata.resourceVersion is refused with 409 when the Job changed.
   nlohmann::json patch = {{"metadata",
                            {{"resourceVersion", job.metadata.resourceVersion},

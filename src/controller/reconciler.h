@@ -63,7 +63,8 @@ class JobReconciler {
  private:
   struct RoundState;
   ReconcileResult Step(RoundState& round);
-  StatusOr<api::Job> PatchFinalizers(const api::Job& job, std::vector<std::string> finalizers);
+  StatusOr<api::Job> PatchFinalizers(const api::Job& job,
+                                     const std::vector<std::string>& finalizers);
   StatusOr<api::Job> WriteStatus(const api::Job& job, const api::JobStatus& status);
   Status DeleteExpiredJob(const api::Job& job, api::Time now);
   StatusOr<Observation> CallAdapter(statemachine::AdapterCall call, const api::Job& job);

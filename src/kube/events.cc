@@ -29,7 +29,7 @@ const char* TypeName(EventType t) { return t == EventType::kWarning ? "Warning" 
 EventRecorder::EventRecorder(KubeClient& client, const Clock& clock, EventRecorderOptions options)
     : client_(client), clock_(clock), options_(std::move(options)) {
   lastExpiry_ = clock_.SteadyNow();
-  thread_ = std::jthread([this](std::stop_token stop) { Loop(stop); });
+  thread_ = std::jthread([this](const std::stop_token& stop) { Loop(stop); });
 }
 
 EventRecorder::~EventRecorder() {
@@ -357,7 +357,7 @@ void EventRecorder::Write(const SeriesId& id, std::unique_ptr<EventContent> cont
   if (!result.ok()) Log("writing an Event failed: " + result.ToString());
 }
 
-void EventRecorder::Loop(std::stop_token stop) {
+void EventRecorder::Loop(const std::stop_token& stop) {
   std::unique_lock lock(mu_);
   while (!stop.stop_requested()) {
     auto seriesDue = [&] {

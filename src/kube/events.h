@@ -134,7 +134,7 @@ class EventRecorder {
     EventContent content;
   };
 
-  void Loop(std::stop_token stop);
+  void Loop(const std::stop_token& stop);
   // Writes the create (content set) or the count (content empty) of one series.
   void Write(const SeriesId& id, std::unique_ptr<EventContent> content);
   nlohmann::json EventJson(const EventContent& c, const std::string& ns,

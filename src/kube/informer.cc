@@ -97,7 +97,7 @@ void InformerCore::Start() {
     if (stopped_) return;
   }
   if (thread_.joinable()) return;
-  thread_ = std::jthread([this](std::stop_token stop) { Run(stop); });
+  thread_ = std::jthread([this](const std::stop_token& stop) { Run(stop); });
 }
 
 void InformerCore::Stop() {
@@ -206,7 +206,7 @@ InformerCore::Object InformerCore::Decode(nlohmann::json& obj) {
   }
 }
 
-bool InformerCore::SleepFor(std::stop_token stop, std::chrono::milliseconds d) {
+bool InformerCore::SleepFor(const std::stop_token& stop, std::chrono::milliseconds d) {
   std::mutex m;
   std::condition_variable_any cv;
   std::unique_lock lock(m);
@@ -214,7 +214,7 @@ bool InformerCore::SleepFor(std::stop_token stop, std::chrono::milliseconds d) {
   return !stop.stop_requested();
 }
 
-Status InformerCore::ListAndReplace(std::stop_token stop) {
+Status InformerCore::ListAndReplace(const std::stop_token& stop) {
   std::unordered_map<std::string, Entry> fresh;
   uint64_t decodeErrors = 0;
   ListOptions lo;
@@ -333,7 +333,7 @@ bool InformerCore::HandleEvent(WatchEvent&& ev) {
   return true;
 }
 
-Status InformerCore::WatchOnce(std::stop_token stop) {
+Status InformerCore::WatchOnce(const std::stop_token& stop) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   const int64_t base = std::max<int64_t>(1, options_.watchTimeout.count());
   WatchOptions wo;
@@ -359,7 +359,7 @@ Status InformerCore::WatchOnce(std::stop_token stop) {
   return s;
 }
 
-void InformerCore::Run(std::stop_token stop) {
+void InformerCore::Run(const std::stop_token& stop) {
   std::chrono::milliseconds backoff = options_.initialBackoff;
   auto growBackoff = [&] { backoff = std::min(backoff * 2, options_.maxBackoff); };
   bool needList = true;

@@ -128,13 +128,13 @@ class InformerCore {
     std::unordered_map<std::string, std::vector<std::string>> keys;
   };
 
-  void Run(std::stop_token stop);
-  Status ListAndReplace(std::stop_token stop);
-  Status WatchOnce(std::stop_token stop);
+  void Run(const std::stop_token& stop);
+  Status ListAndReplace(const std::stop_token& stop);
+  Status WatchOnce(const std::stop_token& stop);
   bool HandleEvent(WatchEvent&& ev);
   Object Decode(nlohmann::json& obj);
   void Log(const std::string& line) const;
-  bool SleepFor(std::stop_token stop, std::chrono::milliseconds d);
+  bool SleepFor(const std::stop_token& stop, std::chrono::milliseconds d);
   static void AddToIndex(Index& idx, const std::string& key, const Object& obj);
   void IndexAddLocked(const std::string& key, const Object& obj);
   void IndexRemoveLocked(const std::string& key, const Object& obj);

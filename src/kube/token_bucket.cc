@@ -39,7 +39,7 @@ std::chrono::nanoseconds TokenBucket::Reserve() {
       std::chrono::duration<double>(-tokens_ / qps_));
 }
 
-bool TokenBucket::Wait(std::stop_token stop) {
+bool TokenBucket::Wait(const std::stop_token& stop) {
   auto delay = Reserve();
   if (delay <= std::chrono::nanoseconds(0)) return !stop.stop_requested();
   std::mutex m;

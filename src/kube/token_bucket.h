@@ -21,7 +21,7 @@ class TokenBucket {
   // wait before using it (zero when it was available). Reservations queue up fairly.
   std::chrono::nanoseconds Reserve();
   // Reserve() and sleep for the delay (real time); false if `stop` was requested meanwhile.
-  bool Wait(std::stop_token stop = {});
+  bool Wait(const std::stop_token& stop = {});
 
   double qps() const { return qps_; }
   int burst() const { return burst_; }

@@ -23,7 +23,6 @@ int Rank(AdapterCall call) {
     case AdapterCall::kNone:
       return 0;
     case AdapterCall::kEnsure:
-      return 1;
     case AdapterCall::kObserve:
       return 1;
     case AdapterCall::kCancel:

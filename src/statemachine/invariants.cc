@@ -23,7 +23,7 @@ void CheckAlone(const api::JobStatus& s, std::vector<std::string>& out) {
   const api::Condition* succeeded = api::FindCondition(s.conditions, api::kConditionSucceeded);
   const bool empty = s == api::JobStatus{};
   if (!empty && succeeded == nullptr) {
-    out.push_back("status has no Succeeded condition (a non-terminal Job must say Unknown)");
+    out.emplace_back("status has no Succeeded condition (a non-terminal Job must say Unknown)");
   }
   if (IsFinal(succeeded) && !s.completionTime) {
     out.push_back("Succeeded=" + Describe(succeeded) + " without completionTime");
@@ -40,7 +40,7 @@ void CheckAlone(const api::JobStatus& s, std::vector<std::string>& out) {
                   Seconds(*s.startTime));
   }
   if (s.startTime && !api::IsConditionTrue(s.conditions, api::kConditionScheduled)) {
-    out.push_back("startTime is set but Scheduled is not True");
+    out.emplace_back("startTime is set but Scheduled is not True");
   }
 }
 
@@ -65,9 +65,9 @@ std::vector<std::string> CheckInvariants(const api::JobStatus& before,
     if (sa == nullptr || sa->status != sb->status || sa->reason != sb->reason) {
       out.push_back("terminal Succeeded=" + Describe(sb) + " changed to " + Describe(sa));
     }
-    if (after.result != before.result) out.push_back("result changed after the terminal state");
+    if (after.result != before.result) out.emplace_back("result changed after the terminal state");
     if (!before.startTime && after.startTime) {
-      out.push_back("startTime set after the terminal state");
+      out.emplace_back("startTime set after the terminal state");
     }
   }
   CheckSetOnce("startTime", before.startTime, after.startTime, out);
@@ -77,23 +77,23 @@ std::vector<std::string> CheckInvariants(const api::JobStatus& before,
 
   if (api::IsConditionTrue(before.conditions, api::kConditionScheduled) &&
       !api::IsConditionTrue(after.conditions, api::kConditionScheduled)) {
-    out.push_back("Scheduled=True reverted");
+    out.emplace_back("Scheduled=True reverted");
   }
   if (api::IsConditionTrue(before.conditions, api::kConditionAccepted) &&
       !api::IsConditionTrue(after.conditions, api::kConditionAccepted)) {
-    out.push_back("Accepted=True reverted");
+    out.emplace_back("Accepted=True reverted");
   }
   if (before.execution) {
     if (!after.execution) {
-      out.push_back("execution removed");
+      out.emplace_back("execution removed");
     } else {
       if (!before.execution->adapter.empty() &&
           after.execution->adapter != before.execution->adapter) {
-        out.push_back("execution.adapter replaced");
+        out.emplace_back("execution.adapter replaced");
       }
       if (!before.execution->references.empty() &&
           after.execution->references != before.execution->references) {
-        out.push_back("execution.references replaced");
+        out.emplace_back("execution.references replaced");
       }
     }
   }

@@ -538,7 +538,7 @@ TEST(TimeTest, ParsesRfc3339) {
   const Time eight =
       Time(std::chrono::sys_days(std::chrono::year(2026) / 11 / 29)) + std::chrono::hours(8);
   struct Case {
-    const char* text;
+    const char* text = nullptr;
     Time want;
   };
   const Case cases[] = {

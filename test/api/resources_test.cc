@@ -50,11 +50,11 @@ ResourcePolicy Policy(const Four& defaults, const char* minCpu = nullptr,
 }
 
 struct ResolveCase {
-  const char* name;
+  const char* name = nullptr;
   std::optional<ResourceRequirements> job;
   ResourcePolicy policy;
-  const char* want;   // Describe() of the result, or nullptr when an error is expected
-  const char* error;  // the exact error message
+  const char* want = nullptr;   // Describe() of the result, or nullptr when an error is expected
+  const char* error = nullptr;  // the exact error message
 };
 
 TEST(ResolveResourcesTest, Table) {

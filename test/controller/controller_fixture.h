@@ -19,13 +19,13 @@ using api::ConditionStatus;
 
 inline std::function<bool(const api::Job&)> SucceededIs(ConditionStatus status,
                                                         std::string reason) {
-  return [status, reason](const api::Job& j) {
+  return [status, reason = std::move(reason)](const api::Job& j) {
     return HasCondition(j, api::kConditionSucceeded, status, reason);
   };
 }
 
 inline std::function<bool(const api::Job&)> AcceptedIs(ConditionStatus status, std::string reason) {
-  return [status, reason](const api::Job& j) {
+  return [status, reason = std::move(reason)](const api::Job& j) {
     return HasCondition(j, api::kConditionAccepted, status, reason);
   };
 }

@@ -191,9 +191,10 @@ TEST(CrdTest, StatusIsWrittenOnlyThroughTheStatusSubresource) {
   EXPECT_EQ(GetJsonPath(kJobs, ns, "j", "{.status.observedGeneration}"), "1");
 
   // A spec update carrying status changes the spec and leaves the status alone.
-  r = RunKubectl({"patch", kJobs, "j", "-n", ns, "--type=merge", "-p",
-                  R"({"spec":{"ttlSecondsAfterFinished":30},"status":{"observedGeneration":5,)"
-                  R"("result":{"reason":"Forged"}}})"});
+  const std::string specAndStatus =
+      R"({"spec":{"ttlSecondsAfterFinished":30},"status":{"observedGeneration":5,)"
+      R"("result":{"reason":"Forged"}}})";
+  r = RunKubectl({"patch", kJobs, "j", "-n", ns, "--type=merge", "-p", specAndStatus});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_EQ(GetJsonPath(kJobs, ns, "j", "{.spec.ttlSecondsAfterFinished}"), "30");
   EXPECT_EQ(GetJsonPath(kJobs, ns, "j", "{.status.observedGeneration}"), "1");
@@ -327,10 +328,12 @@ class ConfirmBackendLostPolicyTest : public ::testing::Test {
     ASSERT_EQ(CreateJob(ns_, "j").exitCode, 0);
     ASSERT_EQ(CreateJob(ns_, "running").exitCode, 0);
     // The controller reports j as ResultUnknown: the only state in which a confirmation counts.
+    const std::string resultUnknown =
+        R"({"status":{"conditions":[{"type":"Succeeded","status":"Unknown",)"
+        R"("reason":"ResultUnknown","message":"backend unreachable",)"
+        R"("observedGeneration":1,"lastTransitionTime":"2026-01-01T00:00:00Z"}]}})";
     r = RunKubectl({"patch", kJobs, "j", "-n", ns_, "--subresource=status", "--type=merge", "-p",
-                    R"({"status":{"conditions":[{"type":"Succeeded","status":"Unknown",)"
-                    R"("reason":"ResultUnknown","message":"backend unreachable",)"
-                    R"("observedGeneration":1,"lastTransitionTime":"2026-01-01T00:00:00Z"}]}})"});
+                    resultUnknown});
     ASSERT_EQ(r.exitCode, 0) << r.err;
     // The users of group testenv-users may edit Jobs of this namespace, nothing more.
     r = RunKubectl({"create", "role", "job-editor", "-n", ns_, "--verb=get,create,patch,update",

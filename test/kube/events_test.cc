@@ -19,7 +19,6 @@ namespace {
 using namespace std::chrono_literals;
 using testing::FakeClock;
 using testing::FakeKubeClient;
-using ::testing::HasSubstr;
 
 class EventsTest : public ::testing::Test {
  protected:
@@ -247,7 +246,7 @@ TEST_F(EventsTest, KeepsLittleMemoryPerRegardingObject) {
   constexpr int kObjects = 10000;
   FakeCountingKubeClient counting;
   EventRecorderOptions o = Options();
-  o.queueCapacity = 2 * kObjects;
+  o.queueCapacity = size_t{2} * kObjects;
   EventRecorder rec(counting, clock_, o);
   std::vector<ObjectReference> refs;
   refs.reserve(kObjects);

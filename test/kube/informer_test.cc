@@ -43,7 +43,7 @@ std::shared_ptr<const Item> DecodeItem(const nlohmann::json& j) {
 }
 
 nlohmann::json ConfigMap(const std::string& ns, const std::string& name, const std::string& value,
-                         std::map<std::string, std::string> labels = {}) {
+                         const std::map<std::string, std::string>& labels = {}) {
   nlohmann::json j = {{"apiVersion", "v1"},
                       {"kind", "ConfigMap"},
                       {"metadata", {{"name", name}, {"namespace", ns}}},

@@ -33,12 +33,12 @@ struct Replica {
     c.renewDeadline = 2s;
     c.retryPeriod = 500ms;
     c.releaseOnCancel = release;
-    c.onStartedLeading = [this](std::stop_token) { ++started; };
+    c.onStartedLeading = [this](const std::stop_token&) { ++started; };
     c.onStoppedLeading = [this] { ++stopped; };
     c.log = [](const std::string&) {};
     EXPECT_TRUE(LeaderElector::Validate(c).ok());
     elector = std::make_unique<LeaderElector>(client, SystemClock::Instance(), c);
-    thread = std::jthread([this](std::stop_token st) { elector->Run(st); });
+    thread = std::jthread([this](const std::stop_token& st) { elector->Run(st); });
   }
   void Stop() {
     thread.request_stop();

@@ -71,6 +71,7 @@ TEST(WorkqueueTest, NoKeyIsProcessedByTwoWorkersAtOnce) {
   std::set<std::string> inFlight;
   std::atomic<int> overlaps{0}, processed{0};
   std::vector<std::thread> workers;
+  workers.reserve(4);
   for (int w = 0; w < 4; ++w) {
     workers.emplace_back([&] {
       for (;;) {

@@ -35,6 +35,7 @@ Status ControllerProcess::Spawn(const std::vector<std::string>& argv, const std:
   // (the test process has threads).
   std::vector<std::string> argvStrings = argv;
   std::vector<char*> args;
+  args.reserve(argvStrings.size() + 1);
   for (auto& a : argvStrings) args.push_back(a.data());
   args.push_back(nullptr);
   const char* logFile = logPath_.c_str();

@@ -43,10 +43,12 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, const std::string
   for (char** e = environ; *e != nullptr; ++e) envStrings.emplace_back(*e);
   for (const auto& e : extraEnv) envStrings.push_back(e);
   std::vector<char*> envp;
+  envp.reserve(envStrings.size() + 1);
   for (auto& e : envStrings) envp.push_back(e.data());
   envp.push_back(nullptr);
   std::vector<std::string> args = argv;
   std::vector<char*> argp;
+  argp.reserve(args.size() + 1);
   for (auto& a : args) argp.push_back(a.data());
   argp.push_back(nullptr);
 

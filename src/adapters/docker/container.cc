@@ -15,7 +15,7 @@ namespace {
 using nlohmann::json;
 
 // Docker's lower bounds (daemon/daemon_unix.go): 6 MB for Memory and MemoryReservation, 0.01 CPU.
-constexpr int64_t kMinMemoryBytes = 6 * 1024 * 1024;
+constexpr int64_t kMinMemoryBytes = int64_t{6} * 1024 * 1024;
 constexpr int64_t kMinCpuMilli = 10;
 
 constexpr std::string_view kReservedLabelPrefix = "execution.ayatori.ddupan.top/";
@@ -64,9 +64,10 @@ Status ValidateRequest(const ExecutionRequest& request, const api::DockerExecuti
                    "\" is not supported: use none (no network) or host");
   }
   for (char c : p.runtime) {
-    if (!IsNameChar(c))
+    if (!IsNameChar(c)) {
       return Invalid("DockerExecutionParameters runtime \"" + p.runtime +
                      "\" is not a runtime name");
+    }
   }
   for (const auto& [k, v] : p.extraLabels) {
     if (std::string_view(k).substr(0, kReservedLabelPrefix.size()) == kReservedLabelPrefix) {

@@ -250,9 +250,9 @@ StatusOr<HttpResponse> EngineClient::Call(std::string_view method, const std::st
 namespace {
 
 struct StreamState {
-  const std::function<void(long)>* onStatus;
-  const std::function<bool(std::string_view)>* onData;
-  CURL* curl;
+  const std::function<void(long)>* onStatus = nullptr;
+  const std::function<bool(std::string_view)>* onData = nullptr;
+  CURL* curl = nullptr;
   bool statusReported = false;
   bool endedByCaller = false;
 

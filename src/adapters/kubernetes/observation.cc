@@ -319,6 +319,7 @@ Observation ObserveExecutionFromJson(const std::optional<json>& batchJob,
   std::optional<BatchJobFacts> job;
   if (batchJob) job = BatchJobFactsFromJson(*batchJob);
   std::vector<PodFacts> facts;
+  facts.reserve(pods.size());
   for (const auto& p : pods) facts.push_back(PodFactsFromJson(p));
   return ObserveExecution(job, facts, now, imagePullFailureTimeout, expectedBatchJobUid);
 }
@@ -359,6 +360,7 @@ Observation ObserveCancellation(const std::vector<PodFacts>& pods, api::Time now
 
 Observation ObserveCancellationFromJson(const std::vector<json>& pods, api::Time now) {
   std::vector<PodFacts> facts;
+  facts.reserve(pods.size());
   for (const auto& p : pods) facts.push_back(PodFactsFromJson(p));
   return ObserveCancellation(facts, now);
 }

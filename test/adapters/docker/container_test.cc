@@ -282,7 +282,7 @@ TEST(ObservationFromInspectTest, MapsEngineStates) {
   Observation done = ObservationFromInspect(Inspect("exited", 3));
   EXPECT_EQ(done.startedAt, started);
   EXPECT_EQ(done.finishedAt, finished);
-  EXPECT_NE(done.message.find("3"), std::string::npos);
+  EXPECT_NE(done.message.find('3'), std::string::npos);
   EXPECT_FALSE(ObservationFromInspect(Inspect("created", 0)).startedAt.has_value());
 }
 

@@ -242,6 +242,8 @@ TEST_F(DockerE2ETest, ConcurrentEnsuresCreateExactlyOneContainer) {
   auto r = Request({"/bin/sleep", "30"}, {}, {{"stopGracePeriodSeconds", 0}});
   std::vector<std::future<Observation>> results;
   std::vector<std::unique_ptr<DockerAdapter>> adapters;
+  results.reserve(4);
+  adapters.reserve(4);
   for (int i = 0; i < 4; ++i) adapters.push_back(std::make_unique<DockerAdapter>());
   for (auto& a : adapters) {
     results.push_back(std::async(std::launch::async, [&a, &r] { return a->Ensure(r); }));

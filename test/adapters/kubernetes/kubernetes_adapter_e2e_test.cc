@@ -67,7 +67,7 @@ class KubernetesAdapterE2E : public ::testing::Test {
     adapter_ = std::make_unique<KubernetesAdapter>(*client_);
     Status s = adapter_->Start([this](const std::string& ns, const std::string& name) {
       std::lock_guard lock(mu_);
-      notified_.push_back({ns + "/" + name, std::chrono::system_clock::now()});
+      notified_.emplace_back(ns + "/" + name, std::chrono::system_clock::now());
     });
     ASSERT_TRUE(s.ok()) << s.ToString();
   }
