@@ -126,7 +126,7 @@ format-check:
 # through the files that include them. Any warning fails; clang-tidy's per-file "N warnings
 # generated" counts (suppressed ones, in library headers) are left out of the output.
 TIDY_JOBS ?= $(shell nproc)
-TIDY_SOURCES = git ls-files 'src/*.cc' 'cmd/*.cc' 'test/*.cc' 'bench/*.cc' 'examples/*.cc'
+TIDY_SOURCES = git ls-files 'src/*.cc' 'cmd/*.cc' 'test/*.cc' 'bench/*.cc' 'examples/*.cc' 'fuzz/*.cc'
 tidy: configure
 	@$(TIDY_SOURCES) | xargs -P$(TIDY_JOBS) -n1 clang-tidy -p $(BUILD_DIR) --quiet \
 	    --warnings-as-errors='*' >$(BUILD_DIR)/tidy.log 2>&1; status=$$?; \

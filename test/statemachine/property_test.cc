@@ -78,15 +78,17 @@ class World {
         break;
       case 9:
         if (!job) break;
-        if (Chance(0.5))
+        if (Chance(0.5)) {
           h_.backend.CompleteRequestedStop(uid, h_.Now());
-        else if (Chance(0.1))
+        } else if (Chance(0.1)) {
           h_.backend.StopExternally(uid, h_.Now());
-        else if (Chance(0.1) && job->status.execution && !job->status.execution->references.empty())
+        } else if (Chance(0.1) && job->status.execution &&
+                   !job->status.execution->references.empty()) {
           // Only once its references are persisted: a backend that loses an execution whose
           // Ensure answer was lost makes the next Ensure's UID lookup find nothing and create
           // again; no controller can tell that from "never created" (spec: lookup by UID).
           h_.backend.Lose(uid);
+        }
         break;
       case 10:
         if (Chance(0.3)) h_.backend.unreachable = !h_.backend.unreachable;
@@ -117,10 +119,11 @@ class World {
         }
         break;
       case 15:
-        if (Chance(0.5))
+        if (Chance(0.5)) {
           h_.cluster.classes.insert("gold");
-        else
+        } else {
           h_.cluster.classes.erase("gold");
+        }
         h_.cluster.resourcesOutOfRange = Chance(0.05);
         break;
       case 16:

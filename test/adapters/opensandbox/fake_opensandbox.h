@@ -85,7 +85,7 @@ class FakeOpenSandbox final : public kube::HttpTransport {
     cutStream_ = cutAfterEvents;
   }
   void FinishCommand(const std::string& id, int exitCode, std::string error = "",
-                     std::string output = "") {
+                     const std::string& output = "") {
     std::lock_guard lock(mu_);
     auto& c = commands_[id];
     c.running = false;
