@@ -201,7 +201,7 @@ Verdict Judge(const Plan& plan, const std::vector<JobFacts>& facts, const RoundL
       violation(label + ": not finished at the end of the round: Succeeded " +
                 (f.succeeded.empty() ? "absent" : f.succeeded) +
                 (reason == "ResultUnknown" ? " (stuck in ResultUnknown)" : "") + " \"" + f.message +
-                "\"");
+                "\"" + (f.process.detail.empty() ? "" : "; backend record: " + f.process.detail));
       continue;
     }
     if (std::find(truth.acceptable.begin(), truth.acceptable.end(), f.succeeded) ==

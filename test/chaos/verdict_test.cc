@@ -212,6 +212,7 @@ TEST(ChaosJudge, UnfinishedJobsAreViolations) {
             1)
       << All(v);
   EXPECT_EQ(v.outcomes["unfinished"], 1);
+  EXPECT_EQ(Count(v, "backend record: container exited 0"), 1) << All(v);
 }
 
 TEST(ChaosJudge, MoreThanOneExecutionPerUidIsAViolation) {
