@@ -136,13 +136,25 @@ Plan MakePlan(int jobs, uint64_t seed) {
   apiserver.at = r.Millis(w * 50 / 100, w * 80 / 100);
   apiserver.downtime = r.Millis(5s, 10s);
   apiserver.at = std::max(apiserver.at, dockerd.at + dockerd.downtime + 3s);
-  plan.chaosWindow = std::max(plan.chaosWindow, apiserver.at + apiserver.downtime + 5s);
+  // Kills go on for a while after the outage (in which there are none).
+  plan.chaosWindow = std::max(plan.chaosWindow, apiserver.at + apiserver.downtime + 15s);
   plan.disruptions = {dockerd, apiserver};
   for (milliseconds t = r.Millis(2s, 6s); t < plan.chaosWindow; t += r.Millis(4s, 12s)) {
+    // No kill from shortly before the apiserver goes down until it is back (it takes a few
+    // seconds to start): a leader must be there (a killed one is replaced within about 5 s) to
+    // lose its Lease to the outage itself.
+    if (t + kLeaderSettles > apiserver.at && t < apiserver.at + apiserver.downtime + 3s) continue;
     Disruption kill;  // kKillReplica
     kill.at = t;
     kill.leader = !r.OneIn(3);
     kill.replica = static_cast<int>(r.Uniform(0, 1));
+    plan.disruptions.push_back(kill);
+  }
+  // At least two kills (a short round may have drawn fewer): after the apiserver is back.
+  for (int k = 0; plan.disruptions.size() < 4; ++k) {
+    Disruption kill;
+    kill.at = apiserver.at + apiserver.downtime + 3s + 5s * k;
+    kill.leader = true;
     plan.disruptions.push_back(kill);
   }
   std::stable_sort(plan.disruptions.begin(), plan.disruptions.end(),

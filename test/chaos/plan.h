@@ -67,10 +67,15 @@ struct Plan {
 };
 
 inline constexpr std::chrono::seconds kActWithoutStartAfter{30};
+// How long before the apiserver outage no replica is killed: enough for a killed leader to be
+// replaced (lease duration 4 s + retry period 1 s + a margin), so the outage meets a leader.
+inline constexpr std::chrono::seconds kLeaderSettles{8};
 
 // `jobs` Jobs, half on each backend (Docker gets the odd one), the kinds in turn so that every
 // kind appears on both backends once there are 12 Jobs or more; a replica is killed every 4-12 s
-// during the chaos window, the leader two times in three; dockerd and then kube-apiserver each go
+// during the chaos window (none from kLeaderSettles before the apiserver outage until 3 s after
+// it, at least two),
+// the leader two times in three; dockerd and then kube-apiserver each go
 // down once (3-8 s, 5-10 s) in it. `jobs` < 1 is treated as 1.
 Plan MakePlan(int jobs, uint64_t seed);
 

@@ -119,6 +119,12 @@ TEST(ChaosPlan, DockerdThenTheApiserverGoDownOnceWhileReplicasAreKilled) {
       }
     }
     ASSERT_EQ(dockerd.size(), 1u);
+    for (const auto& d : p.disruptions) {
+      if (d.type != Disruption::Type::kKillReplica) continue;
+      EXPECT_FALSE(d.at + kLeaderSettles > apiserver[0].at &&
+                   d.at < apiserver[0].at + apiserver[0].downtime + 3s)
+          << "a kill at " << d.at.count() << " ms: the apiserver outage must meet a leader";
+    }
     leaderKills += std::count_if(
         p.disruptions.begin(), p.disruptions.end(),
         [](const Disruption& d) { return d.type == Disruption::Type::kKillReplica && d.leader; });

@@ -19,6 +19,7 @@
 #include <stop_token>
 #include <thread>
 
+#include "adapters/docker/container.h"
 #include "adapters/docker/engine.h"
 #include "adapters/kubernetes/kubernetes_adapter.h"
 #include "api/types.h"
@@ -26,6 +27,7 @@
 #include "kube/config.h"
 #include "kube/resource.h"
 #include "kube/rest_client.h"
+#include "kube/time_format.h"
 #include "test/support/controller_process.h"
 #include "test/support/process.h"
 #include "test/support/wait.h"
@@ -51,6 +53,12 @@ constexpr const char* kRetryPeriod = "1s";
 // growing CrashLoopBackOff, which would only make the round slower).
 constexpr milliseconds kReplicaRestartDelay = 1s;
 constexpr milliseconds kJobPoll = 1s;
+
+using TimePoint = std::chrono::system_clock::time_point;
+
+std::string Format(const std::optional<TimePoint>& t) {
+  return t ? kube::FormatMicroTime(*t) : std::string("an unknown time");
+}
 
 milliseconds Since(SteadyClock::time_point t0) {
   return std::chrono::duration_cast<milliseconds>(SteadyClock::now() - t0);
@@ -439,6 +447,11 @@ class DockerEventLog {
     std::lock_guard<std::mutex> lock(mu_);
     return created_;
   }
+  // When the container of each Job UID was renamed for a cancel.
+  std::map<std::string, TimePoint> CancelRequested() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return cancelRequested_;
+  }
   int reconnects() {
     std::lock_guard<std::mutex> lock(mu_);
     return reconnects_;
@@ -464,6 +477,12 @@ class DockerEventLog {
       since_ = buf;
     }
     if (action == "create" && !uid.empty() && !id.empty()) created_[uid].insert(id);
+    // The Docker adapter's Cancel renames the container first (container.h): the stop request.
+    if (action == "rename" && !uid.empty() && nanos > 0 && cancelRequested_.count(uid) == 0 &&
+        Str(e, "/Actor/Attributes/name") == adapters::docker::CancelledContainerName(uid)) {
+      cancelRequested_[uid] = TimePoint(
+          std::chrono::duration_cast<TimePoint::duration>(std::chrono::nanoseconds(nanos)));
+    }
   }
 
   void Loop(const std::stop_token& stop) {
@@ -517,6 +536,7 @@ class DockerEventLog {
   std::mutex mu_;
   std::string since_;
   std::map<std::string, std::set<std::string>> created_;
+  std::map<std::string, TimePoint> cancelRequested_;
   int reconnects_ = 0;
   bool connected_ = false;
   std::jthread thread_;
@@ -551,22 +571,34 @@ class PodWatch {
     return gaps_;
   }
 
-  ProcessRecord RecordOf(const std::string& uid) {
+  // `stopRequested`: when the batch Job was deleted (the cancel), if it was.
+  ProcessRecord RecordOf(const std::string& uid, std::optional<TimePoint> stopRequested) {
     std::lock_guard<std::mutex> lock(mu_);
     ProcessRecord r;
     r.known = incomplete_.count(uid) == 0;
     for (const auto& [name, pod] : pods_) {
       if (pod.uid != uid) continue;
-      r.detail += (r.detail.empty() ? "pod " : "; pod ") + name +
-                  (pod.exitCode < 0 ? " never seen ending"
-                                    : " ended with exit code " + std::to_string(pod.exitCode) +
-                                          " at " + pod.finishedAt) +
-                  (pod.deletionRequested.empty() ? ", not deleted"
-                                                 : ", deleted at " + pod.deletionRequested);
+      std::string line = "pod " + name;
+      line += pod.exitCode < 0 ? " never seen ending"
+                               : " ended with exit code " + std::to_string(pod.exitCode) + " at " +
+                                     Format(pod.finishedAt);
+      line += pod.deletionRequested ? ", its deletion requested at " + Format(pod.deletionRequested)
+                                    : ", never deleted";
+      r.detail += (r.detail.empty() ? "" : "; ") + line;
       if (pod.exitCode < 0) continue;
-      if (!r.exited || pod.exitCode == 0) r.exitCode = pod.exitCode;
+      if (!r.exited || pod.exitCode == 0) {
+        r.exitCode = pod.exitCode;
+        // Both times are whole seconds (the stop request of the batch Job is exact): the end is
+        // before the stop only if its second ended before the stop was asked for.
+        std::optional<TimePoint> stop = stopRequested;
+        if (pod.deletionRequested && (!stop || *pod.deletionRequested < *stop)) {
+          stop = pod.deletionRequested;
+        }
+        r.stopRequestedBeforeEnd = stop && (!pod.finishedAt || *pod.finishedAt + 1s > *stop);
+      }
       r.exited = true;
     }
+    if (stopRequested) r.detail += "; the batch Job deleted at " + Format(stopRequested);
     if (!r.known) r.detail += " (the watch missed part of this Job's pods)";
     return r;
   }
@@ -576,8 +608,8 @@ class PodWatch {
     std::string uid;
     int exitCode = -1;  // once it ended
     bool present = true;
-    std::string finishedAt;         // of the terminated container, when it ended
-    std::string deletionRequested;  // deletionTimestamp minus the grace period, when deleted
+    std::optional<TimePoint> finishedAt;         // of the terminated container
+    std::optional<TimePoint> deletionRequested;  // deletionTimestamp minus the grace period
   };
 
   void Apply(const json& pod, bool deleted) {
@@ -587,10 +619,12 @@ class PodWatch {
     Pod& p = pods_[name];
     p.uid = uid;
     p.present = !deleted;
-    if (p.deletionRequested.empty() && !Str(pod, "/metadata/deletionTimestamp").empty()) {
-      p.deletionRequested =
-          Str(pod, "/metadata/deletionTimestamp") + " - " +
-          std::to_string(pod.value("/metadata/deletionGracePeriodSeconds"_json_pointer, 0)) + "s";
+    if (!p.deletionRequested) {
+      if (auto t = kube::ParseTime(Str(pod, "/metadata/deletionTimestamp"))) {
+        p.deletionRequested =
+            *t - std::chrono::seconds(
+                     pod.value("/metadata/deletionGracePeriodSeconds"_json_pointer, int64_t{0}));
+      }
     }
     if (p.exitCode >= 0) return;  // the first end seen is the end
     const std::string phase = Str(pod, "/status/phase");
@@ -599,7 +633,7 @@ class PodWatch {
         pod.at(terminated).contains("exitCode") &&
         pod.at(terminated)["exitCode"].is_number_integer()) {
       p.exitCode = pod.at(terminated)["exitCode"].get<int>();
-      p.finishedAt = pod.at(terminated).value("finishedAt", "");
+      p.finishedAt = kube::ParseTime(pod.at(terminated).value("finishedAt", ""));
     } else if (phase == "Succeeded") {
       p.exitCode = 0;
     }
@@ -678,8 +712,9 @@ class PodWatch {
 // records create and delete of batch/v1 Jobs), which outlives the apiserver restart.
 
 struct AuditCounts {
-  std::map<std::string, int> created;  // Ayatori Job UID -> batch Jobs created (HTTP 201)
-  int conflicts = 0;                   // creations refused with 409 (the name exists)
+  std::map<std::string, int> created;        // Ayatori Job UID -> batch Jobs created (HTTP 201)
+  int conflicts = 0;                         // creations refused with 409 (the name exists)
+  std::map<std::string, TimePoint> deleted;  // Ayatori Job UID -> first accepted delete request
 };
 
 StatusOr<AuditCounts> ReadAudit(const std::string& path, const std::string& ns) {
@@ -690,14 +725,21 @@ StatusOr<AuditCounts> ReadAudit(const std::string& path, const std::string& ns) 
   for (std::string line; std::getline(in, line);) {
     json e = json::parse(line, nullptr, false);
     if (!e.is_object() || e.value("stage", "") != "ResponseComplete" ||
-        e.value("verb", "") != "create" || Str(e, "/objectRef/resource") != "jobs" ||
-        Str(e, "/objectRef/apiGroup") != "batch" || Str(e, "/objectRef/namespace") != ns) {
+        Str(e, "/objectRef/resource") != "jobs" || Str(e, "/objectRef/apiGroup") != "batch" ||
+        Str(e, "/objectRef/namespace") != ns) {
       continue;
     }
     const std::string name = Str(e, "/objectRef/name");
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string uid = name.substr(prefix.size());
+    const std::string verb = e.value("verb", "");
     const int code = e.value("/responseStatus/code"_json_pointer, 0);
-    if (code == 201 && name.rfind(prefix, 0) == 0) counts.created[name.substr(prefix.size())]++;
-    if (code == 409) counts.conflicts++;
+    if (verb == "create" && code == 201) counts.created[uid]++;
+    if (verb == "create" && code == 409) counts.conflicts++;
+    auto at = kube::ParseTime(Str(e, "/requestReceivedTimestamp"));
+    if (verb == "delete" && code / 100 == 2 && at && counts.deleted.count(uid) == 0) {
+      counts.deleted[uid] = *at;
+    }
   }
   return counts;
 }
@@ -1044,6 +1086,7 @@ void Round::CollectDockerFacts(std::vector<JobFacts>& facts, RoundLog& log) {
     return;
   }
   auto created = events_->Created();
+  auto cancels = events_->CancelRequested();
   for (size_t i = 0; i < facts.size(); ++i) {
     JobFacts& f = facts[i];
     if (plan_.jobs[i].backend != Backend::kDocker || f.uid.empty()) continue;
@@ -1062,9 +1105,16 @@ void Round::CollectDockerFacts(std::vector<JobFacts>& facts, RoundLog& log) {
       f.process.known = true;
       f.process.exited = state == "exited" || state == "dead";
       f.process.exitCode = now[0].value("/State/ExitCode"_json_pointer, -1);
-      f.process.detail = "container " + Str(now[0], "/Name") + " " + state + " exit code " +
-                         std::to_string(f.process.exitCode) + " at " +
-                         Str(now[0], "/State/FinishedAt");
+      auto finished = kube::ParseTime(Str(now[0], "/State/FinishedAt"));
+      auto renamed = cancels.find(f.uid);
+      if (renamed != cancels.end()) {
+        f.process.stopRequestedBeforeEnd = !finished || renamed->second <= *finished;
+      }
+      f.process.detail =
+          "container " + Str(now[0], "/Name") + " " + state + " exit code " +
+          std::to_string(f.process.exitCode) + " at " + Str(now[0], "/State/FinishedAt") +
+          (renamed == cancels.end() ? ", never renamed for a cancel"
+                                    : ", renamed for the cancel at " + Format(renamed->second));
     } else if (ids.empty()) {
       f.process.known = true;  // never created: never ran
     }
@@ -1110,7 +1160,9 @@ void Round::CollectKubernetesFacts(std::vector<JobFacts>& facts, RoundLog& log) 
     }
     f.executionsLeft = batchJobs[f.uid];
     f.activeLeft = activePods[f.uid];
-    f.process = pods_->RecordOf(f.uid);
+    std::optional<TimePoint> stop;
+    if (audit.ok() && audit->deleted.count(f.uid) != 0) stop = audit->deleted.at(f.uid);
+    f.process = pods_->RecordOf(f.uid, stop);
   }
 }
 

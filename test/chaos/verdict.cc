@@ -78,8 +78,13 @@ Truth TruthOf(const JobPlan& job, const ProcessRecord& process) {
                 std::nullopt,
                 "cancelled about when it exits 0; the backend's record is incomplete"};
       }
+      if (process.exited && process.exitCode == 0 && !process.stopRequestedBeforeEnd) {
+        return {{kSucceeded}, 0, "the backend recorded that the process exited 0 before the stop"};
+      }
       if (process.exited && process.exitCode == 0) {
-        return {{kSucceeded}, 0, "the backend recorded that the process exited 0 by itself"};
+        return {{kSucceeded, kCancelled},
+                std::nullopt,
+                "the backend recorded that the process exited 0 while it was being stopped"};
       }
       return {{kCancelled},
               std::nullopt,
@@ -186,7 +191,7 @@ Verdict Judge(const Plan& plan, const std::vector<JobFacts>& facts, const RoundL
       if (!f.process.known) {
         ++v.raceUnverified;
       } else if (f.process.exited && f.process.exitCode == 0) {
-        ++v.raceWonByProcess;
+        ++(f.process.stopRequestedBeforeEnd ? v.raceTied : v.raceWonByProcess);
       } else {
         ++v.raceWonByCancel;
       }
@@ -196,7 +201,7 @@ Verdict Judge(const Plan& plan, const std::vector<JobFacts>& facts, const RoundL
       violation(label + ": not finished at the end of the round: Succeeded " +
                 (f.succeeded.empty() ? "absent" : f.succeeded) +
                 (reason == "ResultUnknown" ? " (stuck in ResultUnknown)" : "") + " \"" + f.message +
-                "\"");
+                "\"" + (f.process.detail.empty() ? "" : "; backend record: " + f.process.detail));
       continue;
     }
     if (std::find(truth.acceptable.begin(), truth.acceptable.end(), f.succeeded) ==
@@ -297,9 +302,10 @@ std::string FormatReport(const Plan& plan, const std::vector<JobFacts>& facts, c
   }
   out << "\n";
   out << "cancel races: won by the process " << verdict.raceWonByProcess << ", by the cancel "
-      << verdict.raceWonByCancel << ", unverified " << verdict.raceUnverified
-      << "; cancels and deletes while running " << verdict.actedWhileRunning
-      << ", before the process started " << verdict.actedBeforeStart << "\n";
+      << verdict.raceWonByCancel << ", exit 0 while being stopped " << verdict.raceTied
+      << ", unverified " << verdict.raceUnverified << "; cancels and deletes while running "
+      << verdict.actedWhileRunning << ", before the process started " << verdict.actedBeforeStart
+      << "\n";
   out << "executions per Job UID:";
   const char* separator = " ";
   for (const auto& [e, c] : verdict.executionsPerUid) {

@@ -20,7 +20,10 @@ struct ProcessRecord {
   bool known = false;   // false: the record may be incomplete (then no conclusion is drawn)
   bool exited = false;  // the process ran and ended, by itself or stopped
   int exitCode = -1;    // when exited
-  std::string detail;   // what the record says, for messages (pod names, times)
+  // The record shows the stop requested no later than the end, at the records' precision (whole
+  // seconds for pods): whether the process ended by itself cannot be told.
+  bool stopRequestedBeforeEnd = false;
+  std::string detail;  // what the record says, for messages (pod names, times)
 };
 
 // What the round saw of one Job at its end (after the settle phase).
@@ -101,8 +104,9 @@ struct Truth {
 
 // kExit0 True/Completed 0, kExit3 False/ProcessFailed 3, kDeadline False/DeadlineExceeded,
 // kCancel False/Cancelled; kCancelRace from the backend's record: True/Completed 0 when the
-// process exited 0 by itself, False/Cancelled when it never ran or was stopped, either when the
-// record is unknown.
+// process exited 0 before the stop was requested, False/Cancelled when it never ran or was
+// stopped (exit code not 0), either when it exited 0 while being stopped or the record is
+// unknown.
 Truth TruthOf(const JobPlan& job, const ProcessRecord& process);
 
 // Reasons a Job of this harness can only get from a broken backend or a lost execution.
@@ -114,7 +118,9 @@ struct Verdict {
   // unfinished, other.
   std::map<std::string, int> outcomes;
   std::map<int, int> executionsPerUid;  // executions created -> Jobs (-1: unknown)
-  int raceWonByProcess = 0, raceWonByCancel = 0, raceUnverified = 0;
+  // kCancelRace: exited 0 before the stop request, stopped, exited 0 while being stopped (either
+  // result stands), no complete record.
+  int raceWonByProcess = 0, raceWonByCancel = 0, raceTied = 0, raceUnverified = 0;
   int actedBeforeStart = 0, actedWhileRunning = 0;
   int sawResultUnknown = 0;
   bool ok() const { return violations.empty(); }

@@ -19,7 +19,7 @@ JobPlan Job(const std::string& name, Backend b, Kind k) {
 }
 
 ProcessRecord Exited(int code) {
-  return {true, true, code, "container exited " + std::to_string(code)};
+  return {true, true, code, false, "container exited " + std::to_string(code)};
 }
 
 // A finished Job with one execution that the backend recorded ending with `processExit`.
@@ -109,10 +109,18 @@ TEST(ChaosTruth, FromTheSpecOrForARaceFromTheBackendsRecord) {
   EXPECT_EQ(TruthOf(race, Exited(0)).acceptable, std::vector<std::string>{"True/Completed"});
   EXPECT_EQ(TruthOf(race, Exited(0)).exitCode, 0);
   EXPECT_EQ(TruthOf(race, Exited(137)).acceptable, std::vector<std::string>{"False/Cancelled"});
-  EXPECT_EQ(TruthOf(race, ProcessRecord{true, false, -1, "no container"}).acceptable,
+  EXPECT_EQ(TruthOf(race, ProcessRecord{true, false, -1, false, "no container"}).acceptable,
             std::vector<std::string>{"False/Cancelled"});
   EXPECT_EQ(TruthOf(race, unknown).acceptable,
             (std::vector<std::string>{"True/Completed", "False/Cancelled"}));
+  // Exit 0 no earlier than the stop request: it may have ended by itself or on the stop.
+  ProcessRecord tied = Exited(0);
+  tied.stopRequestedBeforeEnd = true;
+  EXPECT_EQ(TruthOf(race, tied).acceptable,
+            (std::vector<std::string>{"True/Completed", "False/Cancelled"}));
+  ProcessRecord killed = Exited(137);
+  killed.stopRequestedBeforeEnd = true;
+  EXPECT_EQ(TruthOf(race, killed).acceptable, std::vector<std::string>{"False/Cancelled"});
 }
 
 TEST(ChaosTruth, OnlyTheFourPlannedReasonsAreNotOutages) {
@@ -177,6 +185,15 @@ TEST(ChaosJudge, ARaceTheProcessWonMustBeSucceeded) {
   v = f.Judge();
   EXPECT_TRUE(v.ok()) << All(v);
   EXPECT_EQ(v.raceWonByProcess, 1);
+  // Exiting 0 while being stopped: either result stands.
+  f.facts[4].process.stopRequestedBeforeEnd = true;
+  v = f.Judge();
+  EXPECT_TRUE(v.ok()) << All(v);
+  EXPECT_EQ(v.raceTied, 1);
+  f.facts[4].succeeded = "False/Cancelled";
+  f.facts[4].exitCode.reset();
+  v = f.Judge();
+  EXPECT_TRUE(v.ok()) << All(v);
   // Without a complete record either result stands.
   f.facts[4].process = ProcessRecord{};
   v = f.Judge();
@@ -195,6 +212,7 @@ TEST(ChaosJudge, UnfinishedJobsAreViolations) {
             1)
       << All(v);
   EXPECT_EQ(v.outcomes["unfinished"], 1);
+  EXPECT_EQ(Count(v, "backend record: container exited 0"), 1) << All(v);
 }
 
 TEST(ChaosJudge, MoreThanOneExecutionPerUidIsAViolation) {
