@@ -8,7 +8,8 @@ FUZZ_SECONDS ?= 60
 .PHONY: all deps configure build testenv test test-unit test-integration test-e2e demo demo-down \
         demo-kubernetes demo-kubernetes-down demo-opensandbox demo-opensandbox-down \
         bench-opensandbox format format-check tidy bench bench-kubernetes bench-startup clean \
-        configure-asan configure-tsan test-asan test-tsan fuzz fuzz-ci chaos
+        configure-asan configure-tsan test-asan test-tsan fuzz fuzz-ci chaos \
+        image install-manifests
 
 all: build
 
@@ -20,6 +21,18 @@ configure: deps
 
 build: configure
 	@cmake --build $(BUILD_DIR)
+
+# The controller image, offline (hack/image.sh): the stripped binary, the Debian libraries it loads,
+# CA certificates and a non-root user, no shell; `docker import`ed as ayatori/controller:<version>
+# into $$DOCKER_HOST, else into the project's dockerd (hack/dockerd.sh). Prints its size.
+image: configure
+	@cmake --build $(BUILD_DIR) --target ayatori-controller
+	@AYATORI_BUILD_DIR=$(BUILD_DIR) hack/image.sh build
+
+# Everything a cluster needs in one file (config/default: CRDs, namespace, RBAC, admission
+# policy, Deployment, metrics Service), like kubebuilder's build-installer; see docs/install.md.
+install-manifests:
+	@hack/install-manifests.sh dist/install.yaml
 
 # Builds (once per machine, cached outside the repository) the pinned control-plane binaries.
 testenv: deps
