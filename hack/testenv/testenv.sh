@@ -14,8 +14,14 @@
 #   testenv.sh bindir            print the cache directory of the binaries
 #
 # kube-apiserver keeps an audit log (JSON lines in $D/logs/audit.log, TESTENV_AUDIT_LOG in env.sh)
-# of the create and delete requests for batch/v1 Jobs only: a record that survives restarts of
-# the apiserver, from which the chaos run (test/chaos/) counts the executions made per Ayatori Job.
+# of the create and delete requests for batch/v1 Jobs: a record that survives restarts of the
+# apiserver, from which the chaos run (test/chaos/) counts the executions made per Ayatori Job.
+# It also records every request of the ServiceAccounts of the namespace ayatori-system (the
+# controller installed from dist/install.yaml), with its response code: test/install/ reads it to
+# prove that the shipped RBAC denies none of them.
+#
+# The admission plugin OwnerReferencesPermissionEnforcement is on, as in clusters that enforce
+# it: an ownerReference with blockOwnerDeletion needs "update" on the owner's finalizers.
 #
 # Binaries live outside the repository in ~/.cache/ayatori/testenv/<key>/bin, key = hash of the
 # tools modules, the Go version and the link flags: built once per machine, reused by every clone.
@@ -145,7 +151,7 @@ EOF
   chmod 600 "$KC"
 }
 
-# Only the create and delete requests of batch/v1 Jobs are recorded (see the header).
+# What the audit log records: see the header.
 audit_policy() {
   cat >"$D/audit-policy.yaml" <<EOF
 apiVersion: audit.k8s.io/v1
@@ -157,6 +163,8 @@ rules:
   resources:
   - group: batch
     resources: [jobs]
+- level: Metadata
+  userGroups: ["system:serviceaccounts:ayatori-system"]
 - level: None
 EOF
 }
@@ -176,6 +184,7 @@ start_apiserver() {
     --service-account-signing-key-file="$PKI/sa.key" --service-cluster-ip-range=10.96.0.0/24 \
     --authorization-mode=RBAC --allow-privileged=true \
     --disable-admission-plugins=ServiceAccount,TaintNodesByCondition \
+    --enable-admission-plugins=OwnerReferencesPermissionEnforcement \
     --enable-priority-and-fairness=false --profiling=false --v=1 \
     --audit-policy-file="$D/audit-policy.yaml" --audit-log-path="$D/logs/audit.log" \
     --audit-log-format=json
