@@ -120,14 +120,26 @@ std::string HttpStatus(const std::string& url) {
   return r.out;
 }
 
-// The objects of a multi-document YAML file, as JSON (kubectl converts them).
+// The objects of a multi-document YAML file, as JSON: kubectl converts them and prints one JSON
+// document per object.
 std::vector<json> ObjectsOf(const std::string& yamlPath) {
   auto r = Kubectl({"create", "--dry-run=client", "-o", "json", "-f", yamlPath});
   EXPECT_EQ(r.exitCode, 0) << r.err;
-  json j = json::parse(r.out, nullptr, false);
-  if (j.is_discarded()) return {};
-  if (j.value("kind", "") == "List") return j["items"].get<std::vector<json>>();
-  return {j};
+  std::vector<json> objects;
+  std::istringstream in(r.out);
+  while ((in >> std::ws).peek() != std::char_traits<char>::eof()) {
+    json j;
+    try {
+      in >> j;  // one value, not the whole stream (json::parse would insist on its end)
+    } catch (const json::exception& e) {
+      ADD_FAILURE() << "kubectl printed something else than JSON for " << yamlPath << ": "
+                    << e.what();
+      break;
+    }
+    objects.push_back(std::move(j));
+  }
+  EXPECT_FALSE(objects.empty()) << "no objects in " << yamlPath;
+  return objects;
 }
 
 // One audit record of the ServiceAccount's requests (hack/testenv/testenv.sh's audit policy).
@@ -316,6 +328,9 @@ class InstallTest : public ::testing::Test {
 
   void TearDown() override {
     controller_.Kill();
+    // The roles as shipped again, whatever a test removed from them.
+    auto restored = Kubectl({"apply", "-f", installYaml_});
+    EXPECT_EQ(restored.exitCode, 0) << restored.err;
     for (const auto& ns : namespaces_) {
       // Jobs left by a failed test: their finalizers go as admin (the controller is gone).
       auto r = Kubectl({"get", kJobResource, "-n", ns, "-o", "name"});
@@ -503,8 +518,10 @@ TEST_F(InstallTest, ServiceAccountRunsJobsOnBothBackendsWithoutADeniedRequest) {
 
   // Every verb granted was used (or is one of kVerbsNotRequested): no rule grants more than the
   // controller needs.
+  const std::vector<Rule> rules = ControllerRules();
+  ASSERT_GE(rules.size(), 10U) << "the controller's roles in " << installYaml_;
   std::vector<std::string> unused;
-  for (const Rule& rule : ControllerRules()) {
+  for (const Rule& rule : rules) {
     for (const auto& group : rule.rule["apiGroups"]) {
       for (const auto& resource : rule.rule["resources"]) {
         for (const auto& verb : rule.rule["verbs"]) {
@@ -754,8 +771,8 @@ TEST_F(InstallTest, ConfirmBackendLostPolicyAsShipped) {
       ns, "lost",
       [](const json& j) { return e2e::ConditionSummary(j, "Succeeded") == "False/BackendLost"; },
       60s, "Succeeded False/BackendLost");
-  r = Kubectl({"delete", kJobResource, "lost", "-n", ns, "--timeout=60s"});
-  EXPECT_EQ(r.exitCode, 0) << r.err;
+  // Deleting it would wait for the unreachable engine (the cleanup retries; docs/operations.md
+  // has the runbook): TearDown removes the finalizer as an administrator.
 }
 
 }  // namespace
