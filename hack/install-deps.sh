@@ -14,6 +14,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # test environment and demo
   openssl curl python3 python3-venv procps iproute2 busybox-static docker.io docker-registry apache2-utils
+  # the controller image (hack/image.sh): its CA bundle
+  ca-certificates
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
