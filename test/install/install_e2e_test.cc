@@ -41,7 +41,6 @@ using e2e::Apply;
 using e2e::Create;
 using e2e::Docker;
 using e2e::FixtureDockerHost;
-using e2e::Get;
 using e2e::json;
 using e2e::kJobResource;
 using e2e::Kubectl;
@@ -501,11 +500,36 @@ TEST_F(InstallTest, ServiceAccountRunsJobsOnBothBackendsWithoutADeniedRequest) {
                                LogPath(), 60s);
   ASSERT_TRUE(s.ok()) << s.ToString();
   CreateScenario(ns);
+  // A Kubernetes Job whose batch Job is deleted with its pod orphaned before it is cancelled: the
+  // garbage collector will not delete that pod, the controller does (the "pods delete" verb).
+  auto orphan = Create(e2e::JobManifest(
+      ns, "kube-orphan", kKubernetesClass,
+      {{"image", kBusybox}, {"env", {{{"name", "TESTENV_RUN_FOR"}, {"value", "300s"}}}}}));
+  ASSERT_TRUE(orphan);
+  const std::string orphanSelector =
+      std::string(e2e::kJobUidLabel) + "=" + orphan->value("/metadata/uid"_json_pointer, "");
   std::set<std::string> cancelled;
   ASSERT_TRUE(Eventually([&] { return CancelStarted(ns, &cancelled); }, 90s, 200ms))
       << "docker-cancel and kube-cancel never started";
-  // The TTL deletes the successful Jobs (after the result was checked below by the controller's
-  // own Event); the cancelled ones end Cancelled.
+  e2e::WaitForJob(
+      ns, "kube-orphan", [](const json& j) { return j.contains("/status/startTime"_json_pointer); },
+      90s, "kube-orphan started");
+  auto r = Kubectl({"delete", "jobs.batch", "-n", ns, "-l", orphanSelector, "--cascade=orphan",
+                    "--wait=true", "--timeout=60s"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  r = Kubectl({"get", "pods", "-n", ns, "-l", orphanSelector, "-o", "name"});
+  ASSERT_NE(r.out, "") << "the orphaned pod is gone already: " << r.err;
+  r = Kubectl({"patch", kJobResource, "kube-orphan", "-n", ns, "--type=merge", "-p",
+               R"({"spec":{"desiredState":"Cancelled"}})"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return Kubectl({"get", "pods", "-n", ns, "-l", orphanSelector, "-o", "name"}).out.empty();
+      },
+      60s, 200ms))
+      << "the orphaned pod of the cancelled Job was not deleted";
+  // The cancelled Jobs end Cancelled; the successful ones are deleted by their TTL, so their
+  // results are read from the controller's Events below.
   for (const char* name : {"docker-cancel", "kube-cancel"}) {
     e2e::WaitForJob(
         ns, name,
@@ -533,7 +557,7 @@ TEST_F(InstallTest, ServiceAccountRunsJobsOnBothBackendsWithoutADeniedRequest) {
       << events.out.substr(0, 3000);
   EXPECT_EQ(events.out.find(secret_), std::string::npos) << "the Secret's value is in an Event";
   // The cancelled Jobs go away through the controller (finalizers, backend cleanup).
-  auto r = Kubectl({"delete", kJobResource, "--all", "-n", ns, "--timeout=60s"});
+  r = Kubectl({"delete", kJobResource, "--all", "-n", ns, "--timeout=60s"});
   EXPECT_EQ(r.exitCode, 0) << r.err;
   // SIGTERM: the Lease is given back (an update).
   EXPECT_TRUE(controller_.Stop(30s));
