@@ -5,8 +5,13 @@
 //
 //   right CA, client certificate and key  -> the Job succeeds, with a Secret env value forwarded
 //   a CA that did not sign the engine's   -> the Job stays unfinished and says why (the engine's
-//     certificate                           certificate is not trusted), no container is created
-//   tcp:// without TLS nor insecure: true -> refused at acceptance: Accepted=False/InsecureEndpoint
+//     certificate                           certificate is not trusted), no container is created;
+//                                           once the Secret is fixed it runs and succeeds
+//   tcp:// without TLS                    -> the CRD refuses the parameters; with insecure: true
+//                                           the Job is accepted, waits (the port speaks HTTPS),
+//                                           and runs once tlsSecretRef is added
+// (The controller's own refusal, Accepted=False/InsecureEndpoint:
+// test/controller/resolver_test.cc.)
 //
 // No key material, no Secret value and no endpoint appear in the Jobs' status, the Events or the
 // controller's log.
