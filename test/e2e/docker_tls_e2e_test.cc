@@ -13,8 +13,8 @@
 // (The controller's own refusal, Accepted=False/InsecureEndpoint:
 // test/controller/resolver_test.cc.)
 //
-// No key material, no Secret value and no endpoint appear in the Jobs' status, the Events or the
-// controller's log.
+// No key material and no Secret value appear in the Jobs' status, the Events or the controller's
+// log; the endpoint appears in neither the status nor the Events.
 #include <gtest/gtest.h>
 
 #include <fstream>
