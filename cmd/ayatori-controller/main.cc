@@ -282,6 +282,7 @@ int main(int argc, char** argv) {
   adapters::AdapterRegistry registry;
   adapters::docker::DockerAdapterOptions dockerOptions;
   if (!f.dockerEndpoint.empty()) dockerOptions.defaultEndpoint = f.dockerEndpoint;
+  dockerOptions.tlsSource = adapters::docker::SecretTlsSource(*client);
   registry.Register(api::kControllerDocker,
                     std::make_shared<adapters::docker::DockerAdapter>(dockerOptions));
   adapters::kubernetes::KubernetesAdapterOptions k8sOptions;

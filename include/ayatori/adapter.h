@@ -110,6 +110,12 @@ class Adapter {
   // Checks, before the Job is accepted, that the backend can honour the request (resources,
   // image auth, parameters). A non-OK status is a permanent refusal with a clear message.
   virtual Status Validate(const ExecutionRequest& request) = 0;
+  // The stable condition reason of a refusal by Validate(request): BackendRejected unless the
+  // adapter names a more precise one (Docker: InsecureEndpoint).
+  virtual std::string RefusalReason(const ExecutionRequest& request) const {
+    (void)request;
+    return "BackendRejected";
+  }
 
   // The fields of the parameters' spec that decide which backend holds a Job's execution and
   // what it is (Docker: the engine endpoint, network mode, runtime), with the values they have

@@ -56,4 +56,17 @@ std::string ToString(DesiredState state) {
   return state == DesiredState::kCancelled ? "Cancelled" : "Running";
 }
 
+std::optional<int32_t> ApplyTtlPolicy(std::optional<int32_t> requested,
+                                      const std::optional<TtlPolicy>& policy) {
+  if (!policy) return requested;
+  std::optional<int32_t> ttl = requested ? requested : policy->defaultSeconds;
+  if (ttl && policy->maximumSeconds && *ttl > *policy->maximumSeconds) {
+    ttl = policy->maximumSeconds;
+  }
+  // A maximum without a default still bounds a Job that asks for nothing: "keep forever" is
+  // more than any maximum.
+  if (!ttl && policy->maximumSeconds) ttl = policy->maximumSeconds;
+  return ttl;
+}
+
 }  // namespace ayatori::api

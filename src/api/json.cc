@@ -87,6 +87,7 @@ Decoded Decode(const json& j, JobSpec& out);
 Decoded Decode(const json& j, ConditionStatus& out);
 Decoded Decode(const json& j, Condition& out);
 Decoded Decode(const json& j, ParametersRef& out);
+Decoded Decode(const json& j, TtlPolicy& out);
 Decoded Decode(const json& j, ResolvedJobClass& out);
 Decoded Decode(const json& j, ExecutionReference& out);
 Decoded Decode(const json& j, ExecutionStatus& out);
@@ -367,9 +368,14 @@ Decoded Decode(const json& j, ParametersRef& out) {
       .Done();
 }
 
+Decoded Decode(const json& j, TtlPolicy& out) {
+  return ObjectDecoder(j)("default", out.defaultSeconds)("maximum", out.maximumSeconds).Done();
+}
+
 Decoded Decode(const json& j, ResolvedJobClass& out) {
   return ObjectDecoder(j)("name", out.name)("uid", out.uid)("controllerName", out.controllerName)(
-             "parametersRef", out.parametersRef)("backendSnapshot", out.backendSnapshot)
+             "parametersRef", out.parametersRef)("backendSnapshot", out.backendSnapshot)(
+             "ttlSecondsAfterFinished", out.ttlSecondsAfterFinished)
       .Done();
 }
 
@@ -389,7 +395,8 @@ Decoded Decode(const json& j, JobStatus& out) {
   return ObjectDecoder(j)("observedGeneration", out.observedGeneration)(
              "conditions", out.conditions)("resolvedJobClass", out.resolvedJobClass)(
              "effectiveResources", out.effectiveResources)("execution", out.execution)(
-             "startTime", out.startTime)("completionTime", out.completionTime)("result", out.result)
+             "ttlSecondsAfterFinished", out.ttlSecondsAfterFinished)("startTime", out.startTime)(
+             "completionTime", out.completionTime)("result", out.result)
       .Done();
 }
 
@@ -408,7 +415,8 @@ Decoded Decode(const json& j, ResourcePolicy& out) {
 
 Decoded Decode(const json& j, JobClassSpec& out) {
   return ObjectDecoder(j)("controllerName", out.controllerName)("parametersRef", out.parametersRef)(
-             "resources", out.resources)("secretEnvForwarding", out.secretEnvForwarding)
+             "resources", out.resources)("secretEnvForwarding", out.secretEnvForwarding)(
+             "ttlSecondsAfterFinished", out.ttlSecondsAfterFinished)
       .Done();
 }
 
@@ -462,7 +470,7 @@ Decoded Decode(const json& j, PullPolicy& out) { return DecodeEnum(j, kPullPolic
 Decoded Decode(const json& j, DockerExecutionParameters& out) {
   return DecodeParameters(j, "DockerExecutionParameters", out, [&out](const json& spec) {
     return ObjectDecoder(spec)("endpoint", out.endpoint)("tlsSecretRef", out.tlsSecretRef)(
-               "networkMode", out.networkMode)("runtime", out.runtime)(
+               "insecure", out.insecure)("networkMode", out.networkMode)("runtime", out.runtime)(
                "pullPolicy", out.pullPolicy)("extraLabels", out.extraLabels)(
                "stopGracePeriodSeconds", out.stopGracePeriodSeconds)
         .Done();
@@ -723,6 +731,12 @@ void to_json(json& j, const ParametersRef& v) {
   PutString(j, "uid", v.uid);
 }
 
+void to_json(json& j, const TtlPolicy& v) {
+  j = json::object();
+  PutOptional(j, "default", v.defaultSeconds);
+  PutOptional(j, "maximum", v.maximumSeconds);
+}
+
 void to_json(json& j, const ResolvedJobClass& v) {
   j = json::object();
   j["name"] = v.name;
@@ -730,6 +744,7 @@ void to_json(json& j, const ResolvedJobClass& v) {
   j["controllerName"] = v.controllerName;
   PutOptional(j, "parametersRef", v.parametersRef);
   PutOptional(j, "backendSnapshot", v.backendSnapshot);
+  PutOptional(j, "ttlSecondsAfterFinished", v.ttlSecondsAfterFinished);
 }
 
 void to_json(json& j, const ExecutionReference& v) { j = json{{"type", v.type}, {"id", v.id}}; }
@@ -753,6 +768,7 @@ void to_json(json& j, const JobStatus& v) {
   PutOptional(j, "resolvedJobClass", v.resolvedJobClass);
   PutOptional(j, "effectiveResources", v.effectiveResources);
   PutOptional(j, "execution", v.execution);
+  PutOptional(j, "ttlSecondsAfterFinished", v.ttlSecondsAfterFinished);
   PutOptional(j, "startTime", v.startTime);
   PutOptional(j, "completionTime", v.completionTime);
   PutOptional(j, "result", v.result);
@@ -780,6 +796,7 @@ void to_json(json& j, const JobClassSpec& v) {
   PutOptional(j, "parametersRef", v.parametersRef);
   if (v.resources != ResourcePolicy{}) j["resources"] = v.resources;
   j["secretEnvForwarding"] = v.secretEnvForwarding;
+  PutOptional(j, "ttlSecondsAfterFinished", v.ttlSecondsAfterFinished);
 }
 
 void to_json(json& j, const JobClass& v) {
@@ -839,6 +856,7 @@ void to_json(json& j, const DockerExecutionParameters& v) {
   json spec = json::object();
   spec["endpoint"] = v.endpoint;
   PutOptional(spec, "tlsSecretRef", v.tlsSecretRef);
+  if (v.insecure) spec["insecure"] = true;
   spec["networkMode"] = v.networkMode;
   PutString(spec, "runtime", v.runtime);
   spec["pullPolicy"] = v.pullPolicy;
@@ -871,6 +889,7 @@ void from_json(const json& j, JobSpec& v) { DecodeOrThrow(j, v, "JobSpec"); }
 void from_json(const json& j, ConditionStatus& v) { DecodeOrThrow(j, v, "ConditionStatus"); }
 void from_json(const json& j, Condition& v) { DecodeOrThrow(j, v, "Condition"); }
 void from_json(const json& j, ParametersRef& v) { DecodeOrThrow(j, v, "ParametersRef"); }
+void from_json(const json& j, TtlPolicy& v) { DecodeOrThrow(j, v, "TtlPolicy"); }
 void from_json(const json& j, ResolvedJobClass& v) { DecodeOrThrow(j, v, "ResolvedJobClass"); }
 void from_json(const json& j, ExecutionReference& v) { DecodeOrThrow(j, v, "ExecutionReference"); }
 void from_json(const json& j, ExecutionStatus& v) { DecodeOrThrow(j, v, "ExecutionStatus"); }

@@ -135,6 +135,8 @@ void to_json(nlohmann::json& j, const Condition& v);
 void from_json(const nlohmann::json& j, Condition& v);
 void to_json(nlohmann::json& j, const ParametersRef& v);
 void from_json(const nlohmann::json& j, ParametersRef& v);
+void to_json(nlohmann::json& j, const TtlPolicy& v);
+void from_json(const nlohmann::json& j, TtlPolicy& v);
 void to_json(nlohmann::json& j, const ResolvedJobClass& v);
 void from_json(const nlohmann::json& j, ResolvedJobClass& v);
 void to_json(nlohmann::json& j, const ExecutionReference& v);

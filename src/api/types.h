@@ -149,6 +149,19 @@ struct ParametersRef {
   bool operator==(const ParametersRef&) const = default;
 };
 
+// A JobClass's policy for spec.ttlSecondsAfterFinished (docs/jobclass.md § TTL): the TTL of a
+// Job that sets none, and the most a Job may ask for. Either may be absent.
+struct TtlPolicy {
+  std::optional<int32_t> defaultSeconds;  // "default" on the wire
+  std::optional<int32_t> maximumSeconds;  // "maximum" on the wire
+  bool operator==(const TtlPolicy&) const = default;
+};
+
+// The TTL in force for a Job that asks for `requested` under `policy`: its own value capped at
+// the maximum, else the default (capped too); nullopt (never deleted) when neither is set.
+std::optional<int32_t> ApplyTtlPolicy(std::optional<int32_t> requested,
+                                      const std::optional<TtlPolicy>& policy);
+
 struct ResolvedJobClass {
   std::string name;
   std::string uid;
@@ -161,6 +174,9 @@ struct ResolvedJobClass {
   // Only the name is in the Job: the values are backend configuration, which the Job API never
   // shows. nullopt: accepted before snapshots existed; such a Job reads the parameters by name.
   std::optional<std::string> backendSnapshot;
+  // The class's TTL policy at acceptance: later edits of the class do not change accepted Jobs.
+  // (Initialized so that the aggregate initializations that predate it stay complete.)
+  std::optional<TtlPolicy> ttlSecondsAfterFinished = std::nullopt;
   bool operator==(const ResolvedJobClass&) const = default;
 };
 
@@ -188,6 +204,9 @@ struct JobStatus {
   std::optional<ResolvedJobClass> resolvedJobClass;
   std::optional<ResourceRequirements> effectiveResources;
   std::optional<ExecutionStatus> execution;
+  // The TTL in force (ApplyTtlPolicy of spec.ttlSecondsAfterFinished and the policy in
+  // resolvedJobClass), kept current when the spec's value changes. Absent: never deleted.
+  std::optional<int32_t> ttlSecondsAfterFinished;
   std::optional<Time> startTime;
   std::optional<Time> completionTime;
   std::optional<JobResult> result;
@@ -215,6 +234,7 @@ struct JobClassSpec {
   std::optional<ParametersRef> parametersRef;  // uid unused here
   ResourcePolicy resources;
   SecretEnvForwarding secretEnvForwarding = SecretEnvForwarding::kDenied;
+  std::optional<TtlPolicy> ttlSecondsAfterFinished = std::nullopt;
   bool operator==(const JobClassSpec&) const = default;
 };
 
@@ -277,9 +297,14 @@ enum class PullPolicy { kIfNotPresent, kAlways, kNever };
 struct DockerExecutionParameters {
   ObjectMeta metadata;
   std::string endpoint = "unix:///var/run/docker.sock";  // or tcp://host:port
-  std::optional<SecretKeyReference> tlsSecretRef;        // Secret with ca.crt, tls.crt, tls.key
-  std::string networkMode = "none";                      // none | host
-  std::string runtime;                                   // e.g. runc, runsc; empty = engine default
+  // Secret with the CA that signed the engine's certificate and the client certificate and key
+  // (ca.pem, cert.pem, key.pem or ca.crt, tls.crt, tls.key; docs/jobclass.md); its key is unused.
+  std::optional<SecretKeyReference> tlsSecretRef;
+  // tcp:// without tlsSecretRef and http:// are plain HTTP, which carries forwarded Secret values
+  // in the clear: refused at acceptance unless this is true.
+  bool insecure = false;
+  std::string networkMode = "none";  // none | host
+  std::string runtime;               // e.g. runc, runsc; empty = engine default
   PullPolicy pullPolicy = PullPolicy::kIfNotPresent;
   std::map<std::string, std::string> extraLabels;
   int64_t stopGracePeriodSeconds = 10;

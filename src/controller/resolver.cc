@@ -123,6 +123,9 @@ Resolution ResolveJob(const api::Job& job, const ClusterCache& cache,
   }
 
   api::ResolvedJobClass resolved{cls->metadata.name, cls->metadata.uid, controllerName, {}, {}};
+  // Pinned with the class: the TTL policy an accepted Job lives under (statemachine
+  // EffectiveTtlSeconds) does not change when the class is edited later.
+  resolved.ttlSecondsAfterFinished = cls->spec.ttlSecondsAfterFinished;
   nlohmann::json parameters = nlohmann::json::object();
   if (cls->spec.parametersRef) {
     const auto& ref = *cls->spec.parametersRef;
@@ -189,7 +192,7 @@ Resolution ResolveJob(const api::Job& job, const ClusterCache& cache,
   request.parameters = parameters;
   request.resources = *resources;
   if (Status s = adapter->Validate(request); !s.ok()) {
-    return Resolution::Rejected("BackendRejected", s.message());
+    return Resolution::Rejected(adapter->RefusalReason(request), s.message());
   }
   // Written with the class, once: from now on the Job talks to this backend, whatever becomes of
   // the parameters object (JobReconciler::ParametersFor). The status names the snapshot only;

@@ -138,6 +138,7 @@ class Decider {
   void Terminate(ConditionStatus status, const std::string& reason, std::string message,
                  std::optional<int32_t> exitCode, std::optional<api::Time> finishedAt);
   void ApplyJobFacts();
+  void SetTtl();
   void ApplyResolution(const Resolution& r);
   void SetActiveReason();
   AdapterCall NextCall();
@@ -406,6 +407,14 @@ AdapterCall Decider::NextCall() {
   return haveReferences ? AdapterCall::kObserve : AdapterCall::kEnsure;
 }
 
+// status.ttlSecondsAfterFinished shows the TTL in force once the Job is accepted, and follows
+// edits of spec.ttlSecondsAfterFinished (the one spec field besides desiredState that may change).
+void Decider::SetTtl() {
+  if (!st_.resolvedJobClass) return;
+  st_.ttlSecondsAfterFinished = api::ApplyTtlPolicy(job_.spec.ttlSecondsAfterFinished,
+                                                    st_.resolvedJobClass->ttlSecondsAfterFinished);
+}
+
 void Decider::SetTimers() {
   auto until = [&](api::Time t) { return std::max(seconds(1), t - now_); };
   if (Terminal()) {
@@ -479,6 +488,7 @@ Plan Decider::Run() {
   }
   ApplyJobFacts();
   SetActiveReason();
+  SetTtl();
   plan_.call = NextCall();
   SetTimers();
   Normalize();

@@ -71,11 +71,16 @@ bool DeadlineExpired(const api::Job& job, api::Time now) {
   return at && !IsTerminal(job.status) && *at <= now;
 }
 
+std::optional<int32_t> EffectiveTtlSeconds(const api::Job& job) {
+  if (!job.status.resolvedJobClass) return job.spec.ttlSecondsAfterFinished;
+  return api::ApplyTtlPolicy(job.spec.ttlSecondsAfterFinished,
+                             job.status.resolvedJobClass->ttlSecondsAfterFinished);
+}
+
 std::optional<api::Time> TtlDeadline(const api::Job& job) {
-  if (!IsTerminal(job.status) || !job.status.completionTime || !job.spec.ttlSecondsAfterFinished) {
-    return std::nullopt;
-  }
-  return *job.status.completionTime + std::chrono::seconds(*job.spec.ttlSecondsAfterFinished);
+  std::optional<int32_t> ttl = EffectiveTtlSeconds(job);
+  if (!IsTerminal(job.status) || !job.status.completionTime || !ttl) return std::nullopt;
+  return *job.status.completionTime + std::chrono::seconds(*ttl);
 }
 
 bool TtlExpired(const api::Job& job, api::Time now) {

@@ -155,7 +155,11 @@ std::optional<api::Time> DeadlineAt(const api::Job& job);
 // Not terminal and DeadlineAt(job) <= now.
 bool DeadlineExpired(const api::Job& job, api::Time now);
 
-// completionTime + ttlSecondsAfterFinished for a terminal Job (Succeeded, Failed, Cancelled) that
+// The TTL in force: spec.ttlSecondsAfterFinished under the JobClass policy recorded at acceptance
+// (status.resolvedJobClass.ttlSecondsAfterFinished, api::ApplyTtlPolicy); the spec's value alone
+// for a Job that was never accepted. Decide keeps status.ttlSecondsAfterFinished equal to it.
+std::optional<int32_t> EffectiveTtlSeconds(const api::Job& job);
+// completionTime + EffectiveTtlSeconds for a terminal Job (Succeeded, Failed, Cancelled) that
 // has a completionTime; nullopt otherwise (non-terminal Jobs, ResultUnknown, no TTL).
 std::optional<api::Time> TtlDeadline(const api::Job& job);
 // The Job may be deleted by the TTL controller: TtlDeadline(job) <= now and the Job is not

@@ -113,5 +113,28 @@ TEST(ConditionsTest, WireNames) {
   EXPECT_EQ(ToString(DesiredState::kCancelled), "Cancelled");
 }
 
+// A JobClass's TTL policy on a Job's spec.ttlSecondsAfterFinished (docs/jobclass.md § TTL).
+TEST(ApplyTtlPolicy, DefaultWhenUnsetCappedAtMaximum) {
+  using T = std::optional<int32_t>;
+  // No policy: the spec's value, unset kept unset (never deleted).
+  EXPECT_EQ(ApplyTtlPolicy(T(), std::nullopt), T());
+  EXPECT_EQ(ApplyTtlPolicy(T(5), std::nullopt), T(5));
+  const TtlPolicy both{600, 3600};
+  EXPECT_EQ(ApplyTtlPolicy(T(), both), T(600));
+  EXPECT_EQ(ApplyTtlPolicy(T(0), both), T(0));
+  EXPECT_EQ(ApplyTtlPolicy(T(3600), both), T(3600));
+  EXPECT_EQ(ApplyTtlPolicy(T(3601), both), T(3600));
+  EXPECT_EQ(ApplyTtlPolicy(T(2147483647), both), T(3600));
+  const TtlPolicy defaultOnly{600, std::nullopt};
+  EXPECT_EQ(ApplyTtlPolicy(T(), defaultOnly), T(600));
+  EXPECT_EQ(ApplyTtlPolicy(T(86400), defaultOnly), T(86400));
+  // A maximum alone also bounds a Job that asks for nothing ("keep forever" exceeds it).
+  const TtlPolicy maximumOnly{std::nullopt, 3600};
+  EXPECT_EQ(ApplyTtlPolicy(T(), maximumOnly), T(3600));
+  EXPECT_EQ(ApplyTtlPolicy(T(10), maximumOnly), T(10));
+  // A default above the maximum (the CRD refuses it) is capped all the same.
+  EXPECT_EQ(ApplyTtlPolicy(T(), TtlPolicy{7200, 3600}), T(3600));
+}
+
 }  // namespace
 }  // namespace ayatori::api

@@ -145,6 +145,7 @@ TEST_F(ResolverTest, ResolvedDockerJobPinsEndpointNetworkModeAndRuntime) {
                         {"metadata", {{"name", "d"}, {"uid", "d-uid"}}},
                         {"spec",
                          {{"endpoint", "tcp://127.0.0.1:2376"},
+                          {"tlsSecretRef", {{"namespace", "ayatori-system"}, {"name", "tls"}}},
                           {"networkMode", "host"},
                           {"runtime", "runsc"},
                           {"stopGracePeriodSeconds", 5},
@@ -169,6 +170,57 @@ TEST_F(ResolverTest, ResolvedDockerJobPinsEndpointNetworkModeAndRuntime) {
                                                 {"networkMode", "none"},
                                                 {"runtime", ""}}));
   EXPECT_NE(d.jobClass.backendSnapshot, r.jobClass.backendSnapshot);
+}
+
+// The class's TTL policy travels with the resolved class: the state machine applies it from the
+// status, so later edits of the class do not change accepted Jobs.
+TEST_F(ResolverTest, ResolvedClassCarriesTheTtlPolicy) {
+  api::JobClass c = Class("short-lived", adapters::kControllerTest);
+  c.spec.ttlSecondsAfterFinished = api::TtlPolicy{300, 3600};
+  cache_.AddJobClass(c);
+  Resolution r = Resolve(Job("short-lived"));
+  ASSERT_EQ(r.outcome, Outcome::kResolved) << r.reason << ": " << r.message;
+  EXPECT_EQ(r.jobClass.ttlSecondsAfterFinished, (api::TtlPolicy{300, 3600}));
+  Resolution none = Resolve(Job("test"));
+  ASSERT_EQ(none.outcome, Outcome::kResolved);
+  EXPECT_FALSE(none.jobClass.ttlSecondsAfterFinished);
+}
+
+// Plain HTTP to an engine would carry forwarded Secret values in the clear: refused at
+// acceptance with a reason of its own, unless the parameters say insecure: true.
+TEST_F(ResolverTest, PlainHttpDockerEndpointRefusedUnlessInsecure) {
+  registry_.Register(api::kControllerDocker, std::make_shared<adapters::docker::DockerAdapter>());
+  auto addClass = [&](const std::string& name, const nlohmann::json& spec) {
+    api::JobClass c = Class(name, api::kControllerDocker);
+    c.spec.parametersRef = api::ParametersRef{api::kGroup, "DockerExecutionParameters", name, ""};
+    cache_.AddJobClass(c);
+    cache_.AddParameters("DockerExecutionParameters", name,
+                         {{"kind", "DockerExecutionParameters"},
+                          {"metadata", {{"name", name}, {"uid", name + "-uid"}}},
+                          {"spec", spec}});
+  };
+  addClass("plain-tcp", {{"endpoint", "tcp://127.0.0.1:2375"}});
+  addClass("plain-http", {{"endpoint", "http://127.0.0.1:2375"}});
+  addClass("http-with-tls", {{"endpoint", "http://127.0.0.1:2375"},
+                             {"tlsSecretRef", {{"namespace", "ns"}, {"name", "tls"}}},
+                             {"insecure", true}});
+  addClass("insecure-tcp", {{"endpoint", "tcp://127.0.0.1:2375"}, {"insecure", true}});
+  addClass("tls-tcp", {{"endpoint", "tcp://127.0.0.1:2376"},
+                       {"tlsSecretRef", {{"namespace", "ns"}, {"name", "tls"}}}});
+  addClass("https", {{"endpoint", "https://127.0.0.1:2376"}});
+
+  for (const char* name : {"plain-tcp", "plain-http", "http-with-tls"}) {
+    Resolution r = Resolve(Job(name));
+    EXPECT_EQ(r.outcome, Outcome::kRejected) << name;
+    EXPECT_EQ(r.reason, "InsecureEndpoint") << name << ": " << r.message;
+    EXPECT_NE(r.message.find("plain HTTP"), std::string::npos) << r.message;
+    // The Job API does not show backend configuration.
+    EXPECT_EQ(r.message.find("127.0.0.1"), std::string::npos) << r.message;
+  }
+  for (const char* name : {"insecure-tcp", "tls-tcp", "https"}) {
+    Resolution r = Resolve(Job(name));
+    EXPECT_EQ(r.outcome, Outcome::kResolved) << name << ": " << r.reason << ": " << r.message;
+  }
 }
 
 TEST_F(ResolverTest, JobClassNotFound) {

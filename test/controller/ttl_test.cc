@@ -86,6 +86,33 @@ TEST_F(Ttl, NoTtlKeepsTheJob) {
   EXPECT_EQ(H().SuccessfulJobDeletes(ns_, "kept"), 0);
 }
 
+// The JobClass's TTL policy (docs/jobclass.md § TTL): a Job that sets no TTL gets the class
+// default, one that asks for more than the maximum gets the maximum; the status shows the TTL in
+// force and the policy it came from, and the Job is deleted after that TTL.
+TEST_F(Ttl, ClassDefaultAndMaximumAppliedAndShownInStatus) {
+  const std::string cls = ns_ + "-ttl";
+  ASSERT_TRUE(
+      H().ApplyJobClass(cls, {{"ttlSecondsAfterFinished", {{"default", 2}, {"maximum", 3}}}}).ok());
+  const nlohmann::json quick = {{"env", Env({{"AYATORI_TEST_RUN_SECONDS", "0"}})}};
+  api::Job byDefault = Create("by-default", {{"jobClassName", cls}, {"task", quick}});
+  api::Job capped = Create(
+      "capped", {{"jobClassName", cls}, {"ttlSecondsAfterFinished", 100000}, {"task", quick}});
+  ASSERT_TRUE(WaitFor("by-default", SucceededIs(ConditionStatus::kTrue, "Completed"),
+                      "Succeeded=True", &byDefault));
+  ASSERT_TRUE(WaitFor("capped", SucceededIs(ConditionStatus::kTrue, "Completed"), "Succeeded=True",
+                      &capped));
+  EXPECT_EQ(byDefault.status.ttlSecondsAfterFinished, 2) << Describe(byDefault);
+  EXPECT_EQ(capped.status.ttlSecondsAfterFinished, 3) << Describe(capped);
+  ASSERT_TRUE(capped.status.resolvedJobClass);
+  EXPECT_EQ(capped.status.resolvedJobClass->ttlSecondsAfterFinished, (api::TtlPolicy{2, 3}));
+  // The Job's own spec is not rewritten: the policy is visible in the status instead.
+  EXPECT_FALSE(byDefault.spec.ttlSecondsAfterFinished);
+  EXPECT_EQ(capped.spec.ttlSecondsAfterFinished, 100000);
+  ExpectDeletedAtTtl("by-default", byDefault, 2);
+  ExpectDeletedAtTtl("capped", capped, 3);
+  EXPECT_TRUE(H().DeleteJobClass(cls).ok());
+}
+
 // Spec row: TTL | controller 在等待 TTL 时重启 | informer 恢复计时，最终删除一次.
 TEST_F(Ttl, ControllerRestartsWhileWaiting) {
   api::Job job = Create("restart", {{"ttlSecondsAfterFinished", 3},

@@ -361,6 +361,56 @@ TEST(Ttl, OnlyTerminalJobsWithCompletionTime) {
   EXPECT_FALSE(TtlExpired(j, kNow + seconds(100)));
 }
 
+// The JobClass's TTL policy: recorded at acceptance, the TTL in force shown in the status and
+// used for the deletion, following edits of the spec's value but not of the class.
+TEST(Ttl, ClassPolicyAppliedAtAcceptanceAndShownInStatus) {
+  api::ResolvedJobClass cls{"standard", "c1", api::kControllerDocker, {}, {}};
+  cls.ttlSecondsAfterFinished = api::TtlPolicy{600, 3600};
+  auto accept = [&](std::optional<int32_t> requested) {
+    api::Job j = NewJob();
+    j.spec.ttlSecondsAfterFinished = requested;
+    Facts facts;
+    facts.now = kNow;
+    facts.resolution = Resolution::Resolved(cls, {}, "docker");
+    Plan p = Decide(j, facts);
+    EXPECT_TRUE(p.status);
+    if (p.status) j.status = *p.status;
+    return j;
+  };
+  api::Job unset = accept(std::nullopt);
+  ASSERT_TRUE(unset.status.resolvedJobClass);
+  EXPECT_EQ(unset.status.resolvedJobClass->ttlSecondsAfterFinished, cls.ttlSecondsAfterFinished);
+  EXPECT_EQ(unset.status.ttlSecondsAfterFinished, 600);          // the class default
+  EXPECT_EQ(accept(7200).status.ttlSecondsAfterFinished, 3600);  // capped at the maximum
+  EXPECT_EQ(accept(60).status.ttlSecondsAfterFinished, 60);      // the Job's own, within bounds
+  EXPECT_EQ(accept(0).status.ttlSecondsAfterFinished, 0);
+
+  // Finished: deleted after the TTL in force, not after the (unset) spec value.
+  api::Job done = Running(kNow - seconds(5));
+  done.status.resolvedJobClass = cls;
+  Set(done, api::kConditionSucceeded, ConditionStatus::kTrue, kReasonCompleted);
+  done.status.completionTime = kNow;
+  done.status.result = api::JobResult{0, kReasonCompleted};
+  EXPECT_EQ(EffectiveTtlSeconds(done), 600);
+  EXPECT_EQ(TtlDeadline(done), kNow + seconds(600));
+  EXPECT_FALSE(TtlExpired(done, kNow + seconds(599)));
+  EXPECT_TRUE(TtlExpired(done, kNow + seconds(600)));
+  Plan p = Decide(done, Facts{kNow, {}, {}});
+  ASSERT_TRUE(p.status);  // the status now shows the TTL in force
+  EXPECT_EQ(p.status->ttlSecondsAfterFinished, 600);
+  EXPECT_EQ(p.requeueAfter, seconds(600));
+  // The user extends it beyond the maximum: capped, and the status says so.
+  done.status = *p.status;
+  done.spec.ttlSecondsAfterFinished = 100000;
+  EXPECT_EQ(TtlDeadline(done), kNow + seconds(3600));
+  p = Decide(done, Facts{kNow, {}, {}});
+  ASSERT_TRUE(p.status);
+  EXPECT_EQ(p.status->ttlSecondsAfterFinished, 3600);
+  // Nothing changed: no status write.
+  done.status = *p.status;
+  EXPECT_FALSE(Decide(done, Facts{kNow, {}, {}}).status);
+}
+
 // ---------------------------------------------------------------------------------------------
 
 TEST(CheckInvariants, AcceptsTheNormalLifecycle) {

@@ -25,6 +25,8 @@ inline constexpr const char* kReasonImagePullFailed = "ImagePullFailed";
 inline constexpr const char* kReasonBackendRejected = "BackendRejected";
 inline constexpr const char* kReasonStartFailed = "StartFailed";  // the entrypoint could not run
 inline constexpr const char* kReasonBackendUnreachable = "BackendUnreachable";
+// Acceptance refused: the engine would be spoken to in plain HTTP without `insecure: true`.
+inline constexpr const char* kReasonInsecureEndpoint = "InsecureEndpoint";
 inline constexpr const char* kReasonUnexpectedState = "UnexpectedBackendState";
 
 // Env vars every execution gets (DESIGN.md § Correlation).

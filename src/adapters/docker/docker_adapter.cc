@@ -71,34 +71,76 @@ DockerAdapter::DockerAdapter(DockerAdapterOptions options) : options_(std::move(
 
 DockerAdapter::~DockerAdapter() { Stop(); }
 
-std::shared_ptr<EngineClient> DockerAdapter::ClientFor(const std::string& endpoint, Status& error) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = clients_.find(endpoint);
-  if (it == clients_.end()) {
-    auto parsed = ParseEngineEndpoint(endpoint, !options_.tls.empty());
-    if (!parsed.ok()) {
-      error = parsed.status();
-      return nullptr;
+std::shared_ptr<EngineClient> DockerAdapter::ClientFor(const std::string& endpoint,
+                                                       const std::string& tlsName,
+                                                       const TlsMaterial& tls, Status& error) {
+  const std::string key = tlsName.empty() ? endpoint : endpoint + " tls:" + tlsName;
+  std::unique_ptr<EventWatcher> replaced;
+  std::shared_ptr<EngineClient> client;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = clients_.find(key);
+    if (it == clients_.end() || !(it->second.tls == tls)) {
+      auto parsed = ParseEngineEndpoint(endpoint, !tls.empty());
+      if (!parsed.ok()) {
+        error = parsed.status();
+        return nullptr;
+      }
+      // New, or the Secret was rotated: a new client, and a watcher that uses it.
+      auto fresh = std::make_shared<EngineClient>(
+          *parsed, tls, options_.maxApiVersion,
+          EngineTimeouts{options_.connectTimeout, options_.requestTimeout});
+      clients_[key] = Client{fresh, tls};
+      if (auto w = watchers_.find(key); w != watchers_.end()) {
+        replaced = std::move(w->second);
+        watchers_.erase(w);
+      }
+      it = clients_.find(key);
     }
-    auto client = std::make_shared<EngineClient>(
-        *parsed, options_.tls, options_.maxApiVersion,
-        EngineTimeouts{options_.connectTimeout, options_.requestTimeout});
-    it = clients_.emplace(endpoint, std::move(client)).first;
+    client = it->second.client;
+    // Every engine the adapter talks to is watched once Start() ran, not only the default one.
+    if (notify_ && watchers_.count(key) == 0) {
+      watchers_[key] = std::make_unique<EventWatcher>(client, notify_, options_.maxEventsBackoff);
+    }
   }
-  // Every engine the adapter talks to is watched once Start() ran, not only the default one.
-  if (notify_ && watchers_.count(endpoint) == 0) {
-    watchers_[endpoint] =
-        std::make_unique<EventWatcher>(it->second, notify_, options_.maxEventsBackoff);
-  }
-  return it->second;
+  if (replaced) replaced->Stop();  // outside the lock: it joins the watcher's thread
+  return client;
 }
+
+namespace {
+
+// The endpoint the parameters name, or the adapter's default.
+std::string EndpointOf(const api::DockerExecutionParameters& params, const std::string& fallback) {
+  return params.endpoint.empty() ? fallback : params.endpoint;
+}
+
+}  // namespace
 
 StatusOr<DockerAdapter::Target> DockerAdapter::TargetFor(const nlohmann::json& parameters) {
   auto params = ParseDockerParameters(parameters);
   if (!params.ok()) return params.status();
-  std::string endpoint = params->endpoint.empty() ? options_.defaultEndpoint : params->endpoint;
+  const std::string endpoint = EndpointOf(*params, options_.defaultEndpoint);
+  TlsMaterial tls = options_.tls;
+  std::string tlsName;
+  if (params->tlsSecretRef) {
+    if (!options_.tlsSource) {
+      return Status(StatusCode::kInvalidArgument,
+                    "docker engine TLS: this controller cannot read tlsSecretRef Secrets");
+    }
+    auto loaded = options_.tlsSource(*params->tlsSecretRef);
+    if (!loaded.ok()) return Status(StatusCode::kUnavailable, loaded.status().message());
+    tls = std::move(*loaded);
+    tlsName = params->tlsSecretRef->namespace_ + "/" + params->tlsSecretRef->name;
+  }
+  // Checked at every call, not only at acceptance: parameters edited since must not send a
+  // create request (forwarded Secret values) in the clear.
+  if (IsPlainNetworkEndpoint(endpoint, !tls.empty()) && !params->insecure) {
+    return Status(StatusCode::kInvalidArgument,
+                  "the docker endpoint of the parameters is plain HTTP: set tlsSecretRef (or "
+                  "insecure: true) in the DockerExecutionParameters");
+  }
   Status error;
-  auto client = ClientFor(endpoint, error);
+  auto client = ClientFor(endpoint, tlsName, tls, error);
   if (client == nullptr) return error;
   return Target{std::move(client), std::move(*params)};
 }
@@ -111,7 +153,7 @@ Status DockerAdapter::Start(std::function<void(const std::string&, const std::st
     notify_ = std::move(notify);
   }
   Status error;
-  if (ClientFor(options_.defaultEndpoint, error) == nullptr) return error;
+  if (ClientFor(options_.defaultEndpoint, "", options_.tls, error) == nullptr) return error;
   return Status::Ok();
 }
 
@@ -128,18 +170,44 @@ void DockerAdapter::Stop() {
 Status DockerAdapter::Validate(const ExecutionRequest& request) {
   auto params = ParseDockerParameters(request.parameters);
   if (!params.ok()) return params.status();
-  std::string endpoint = params->endpoint.empty() ? options_.defaultEndpoint : params->endpoint;
-  if (auto parsed = ParseEngineEndpoint(endpoint, !options_.tls.empty()); !parsed.ok()) {
-    return parsed.status();
+  const std::string endpoint = EndpointOf(*params, options_.defaultEndpoint);
+  const bool tls = params->tlsSecretRef.has_value() || !options_.tls.empty();
+  if (params->tlsSecretRef && endpoint.starts_with("http://")) {
+    return Status(StatusCode::kInvalidArgument,
+                  "the docker endpoint of the parameters is http:// (plain HTTP) but they name a "
+                  "tlsSecretRef: use tcp:// or https://");
   }
+  if (IsPlainNetworkEndpoint(endpoint, tls) && !params->insecure) {
+    // The endpoint stays out of the message: the Job API never shows backend configuration.
+    return Status(StatusCode::kInvalidArgument,
+                  "the docker endpoint of the JobClass's parameters is plain HTTP (tcp:// without "
+                  "tlsSecretRef, or http://), which would carry the container's environment "
+                  "(forwarded Secret values included) unencrypted: set tlsSecretRef in the "
+                  "DockerExecutionParameters, or insecure: true to accept that");
+  }
+  if (auto parsed = ParseEngineEndpoint(endpoint, tls); !parsed.ok()) return parsed.status();
   return ValidateRequest(request, *params);
+}
+
+std::string DockerAdapter::RefusalReason(const ExecutionRequest& request) const {
+  auto params = ParseDockerParameters(request.parameters);
+  if (params.ok()) {
+    const std::string endpoint = EndpointOf(*params, options_.defaultEndpoint);
+    const bool tls = params->tlsSecretRef.has_value() || !options_.tls.empty();
+    const bool plain = IsPlainNetworkEndpoint(endpoint, tls) && !params->insecure;
+    // http:// with a tlsSecretRef asks for TLS where there is none, insecure or not.
+    if (plain || (params->tlsSecretRef && endpoint.starts_with("http://"))) {
+      return kReasonInsecureEndpoint;
+    }
+  }
+  return Adapter::RefusalReason(request);
 }
 
 std::map<std::string, std::string> DockerAdapter::PinnedParameters(
     const nlohmann::json& parameters) const {
   auto params = ParseDockerParameters(parameters);
   if (!params.ok()) return {};  // Validate refused these parameters: the Job is not accepted
-  return {{"endpoint", params->endpoint.empty() ? options_.defaultEndpoint : params->endpoint},
+  return {{"endpoint", EndpointOf(*params, options_.defaultEndpoint)},
           {"networkMode", params->networkMode},
           {"runtime", params->runtime}};
 }
@@ -239,7 +307,14 @@ Observation DockerAdapter::Ensure(const ExecutionRequest& request) {
 
 Observation DockerAdapter::EnsureExecution(const ExecutionRequest& request) {
   auto target = TargetFor(request.parameters);
-  if (!target.ok()) return Failed(kReasonBackendRejected, target.status().message());
+  if (!target.ok()) {
+    // Parameters that can never work fail the Job; a TLS Secret that cannot be read now may be
+    // fixed by its administrator, and the Job waits for that.
+    if (target.status().code() == StatusCode::kInvalidArgument) {
+      return Failed(kReasonBackendRejected, target.status().message());
+    }
+    return Unknown(target.status().message());
+  }
   EngineClient& client = *target->client;
   if (auto st = ValidateRequest(request, target->params); !st.ok()) {
     return Failed(kReasonBackendRejected, st.message());

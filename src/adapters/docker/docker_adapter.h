@@ -22,6 +22,7 @@
 #include "adapters/docker/engine.h"
 #include "adapters/docker/events.h"
 #include "adapters/docker/logs.h"
+#include "adapters/docker/tls_secret.h"
 #include "api/types.h"
 #include "ayatori/adapter.h"
 
@@ -30,8 +31,11 @@ namespace ayatori::adapters::docker {
 struct DockerAdapterOptions {
   // Used when the parameters name no endpoint.
   std::string defaultEndpoint = "unix:///var/run/docker.sock";
-  // Client TLS for tcp:// endpoints: the contents of the Secret that the parameters'
-  // tlsSecretRef names, loaded by the caller. Empty = plain HTTP.
+  // Reads the Secret that the parameters' tlsSecretRef names (SecretTlsSource); required when a
+  // class names one.
+  TlsSource tlsSource;
+  // Client TLS for tcp:// endpoints of parameters that name no tlsSecretRef. Empty = none: such
+  // an endpoint is plain HTTP, accepted only with `insecure: true`.
   TlsMaterial tls;
   // Highest Engine API version used; an older engine's own version is used instead.
   std::string maxApiVersion = "1.41";
@@ -53,6 +57,8 @@ class DockerAdapter final : public Adapter, public LogSource {
   Status Start(std::function<void(const std::string&, const std::string&)> notify) override;
   void Stop() override;
   Status Validate(const ExecutionRequest& request) override;
+  // InsecureEndpoint for plain HTTP (tcp:// without TLS, http://) without `insecure: true`.
+  std::string RefusalReason(const ExecutionRequest& request) const override;
   // endpoint (the default one when the parameters name none), networkMode, runtime: where the
   // container lives and the isolation it was accepted with. tlsSecretRef, pullPolicy,
   // extraLabels and stopGracePeriodSeconds are read at each call.
@@ -71,8 +77,13 @@ class DockerAdapter final : public Adapter, public LogSource {
     api::DockerExecutionParameters params;
   };
   Observation EnsureExecution(const ExecutionRequest& request);
+  // The engine client of the parameters. kInvalidArgument: the parameters can never work;
+  // anything else (the TLS Secret cannot be read) may pass.
   StatusOr<Target> TargetFor(const nlohmann::json& parameters);
-  std::shared_ptr<EngineClient> ClientFor(const std::string& endpoint, Status& error);
+  // One client per endpoint and TLS Secret; replaced (with its event watcher) when the Secret's
+  // material changed.
+  std::shared_ptr<EngineClient> ClientFor(const std::string& endpoint, const std::string& tlsName,
+                                          const TlsMaterial& tls, Status& error);
   // The container of `uid` as GET /containers/{id}/json returns it; nullopt when there is none.
   StatusOr<std::optional<nlohmann::json>> FindContainer(
       EngineClient& client, const std::string& uid,
@@ -86,9 +97,13 @@ class DockerAdapter final : public Adapter, public LogSource {
 
   DockerAdapterOptions options_;
   std::mutex mu_;
-  std::map<std::string, std::shared_ptr<EngineClient>> clients_;   // by endpoint
+  struct Client {
+    std::shared_ptr<EngineClient> client;
+    TlsMaterial tls;
+  };
+  std::map<std::string, Client> clients_;                          // by ClientKey
   NotifyFn notify_;                                                // set by Start
-  std::map<std::string, std::unique_ptr<EventWatcher>> watchers_;  // by endpoint
+  std::map<std::string, std::unique_ptr<EventWatcher>> watchers_;  // by ClientKey
 };
 
 }  // namespace ayatori::adapters::docker

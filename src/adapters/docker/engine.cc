@@ -21,8 +21,28 @@ size_t AppendBody(char* data, size_t size, size_t n, void* user) {
   return size * n;
 }
 
+// The engine or our TLS material failed the handshake: said as such, since waiting will not fix
+// it (libcurl's detail names the certificate problem, never key material).
+const char* TlsProblem(CURLcode code) {
+  switch (code) {
+    case CURLE_PEER_FAILED_VERIFICATION:
+      return "docker engine TLS: the engine's certificate is not trusted by the configured CA";
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CACERT_BADFILE:
+      return "docker engine TLS: the client certificate, key or CA cannot be used";
+    case CURLE_SSL_CONNECT_ERROR:
+      return "docker engine TLS: the handshake failed (a client certificate the engine does not "
+             "accept, or none)";
+    default:
+      return nullptr;
+  }
+}
+
 Status TransportError(CURLcode code, const char* detail) {
-  std::string message = std::string("docker engine unreachable: ") + curl_easy_strerror(code);
+  const char* tls = TlsProblem(code);
+  std::string message = tls != nullptr
+                            ? std::string(tls)
+                            : std::string("docker engine unreachable: ") + curl_easy_strerror(code);
   if (detail != nullptr && *detail != '\0') message += std::string(" (") + detail + ")";
   return Status(
       code == CURLE_OPERATION_TIMEDOUT ? StatusCode::kDeadlineExceeded : StatusCode::kUnavailable,
@@ -86,6 +106,10 @@ StatusOr<EngineEndpoint> ParseEngineEndpoint(std::string_view endpoint, bool tls
   }
   out.baseUrl = scheme + std::string(rest);
   return out;
+}
+
+bool IsPlainNetworkEndpoint(std::string_view endpoint, bool tls) {
+  return endpoint.starts_with("http://") || (endpoint.starts_with("tcp://") && !tls);
 }
 
 std::string EngineErrorMessage(const HttpResponse& response) {

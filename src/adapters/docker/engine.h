@@ -19,7 +19,8 @@
 namespace ayatori::adapters::docker {
 
 // PEM material for tcp:// endpoints with TLS (the Secret behind DockerExecutionParameters'
-// tlsSecretRef: ca.crt, tls.crt, tls.key). Empty = plain HTTP.
+// tlsSecretRef, adapters/docker/tls_secret.h). Empty = plain HTTP. The CA verifies the engine's
+// certificate; the client certificate and key are what an engine run with --tlsverify demands.
 struct TlsMaterial {
   std::string caPem;
   SensitiveString certPem;
@@ -27,6 +28,7 @@ struct TlsMaterial {
   bool empty() const {
     return caPem.empty() && certPem.reveal().empty() && keyPem.reveal().empty();
   }
+  bool operator==(const TlsMaterial&) const = default;
 };
 
 // Where the engine listens, parsed from unix:///path, tcp://host:port, http(s)://host:port.
@@ -35,6 +37,8 @@ struct EngineEndpoint {
   std::string baseUrl;     // "http://localhost" for unix sockets, else scheme://host:port
 };
 StatusOr<EngineEndpoint> ParseEngineEndpoint(std::string_view endpoint, bool tls);
+// Whether requests to `endpoint` cross the network unencrypted: http://, or tcp:// without TLS.
+bool IsPlainNetworkEndpoint(std::string_view endpoint, bool tls);
 
 struct HttpResponse {
   long status = 0;
