@@ -136,16 +136,13 @@ format-check:
 	@git ls-files '*.h' '*.cc' | xargs clang-format --dry-run --Werror
 
 # clang-tidy (.clang-tidy) on every .cc of the project, TIDY_JOBS at a time; the headers are checked
-# through the files that include them. Any warning fails; clang-tidy's per-file "N warnings
-# generated" counts (suppressed ones, in library headers) are left out of the output.
+# through the files that include them. Any warning fails. hack/tidy.py remembers clean results per
+# machine, keyed by the preprocessed source, flags, configuration and clang-tidy version, so an
+# unchanged file is not checked twice (~/.cache/ayatori/tidy; delete it to check all again).
 TIDY_JOBS ?= $(shell nproc)
 TIDY_SOURCES = git ls-files 'src/*.cc' 'cmd/*.cc' 'test/*.cc' 'bench/*.cc' 'examples/*.cc' 'fuzz/*.cc'
 tidy: configure
-	@$(TIDY_SOURCES) | xargs -P$(TIDY_JOBS) -n1 clang-tidy -p $(BUILD_DIR) --quiet \
-	    --warnings-as-errors='*' >$(BUILD_DIR)/tidy.log 2>&1; status=$$?; \
-	  grep -vE '^[0-9]+ (warning|error)s? (and [0-9]+ errors? )?generated\.$$' $(BUILD_DIR)/tidy.log; \
-	  if [ $$status -ne 0 ]; then echo "tidy: clang-tidy found problems (above)" >&2; exit 1; fi; \
-	  echo "tidy: $$($(TIDY_SOURCES) | wc -l) files clean"
+	@hack/tidy.py $(BUILD_DIR) $(TIDY_JOBS) $$($(TIDY_SOURCES))
 
 clean:
 	@rm -rf $(BUILD_DIR) $(ASAN_BUILD_DIR) $(TSAN_BUILD_DIR)
