@@ -24,8 +24,16 @@ Observation FakeBackend::Describe(const FakeExecution& e) const {
   o.finishedAt = e.finishedAt;
   o.exitCode = e.exitCode;
   o.reason = e.reason;
+  o.message = e.message;
   o.references = e.references;
   return o;
+}
+
+void FakeBackend::Hold(const std::string& uid, std::string reason, std::string message) {
+  auto it = executions_.find(uid);
+  if (it == executions_.end() || it->second.phase != ExecutionPhase::kPending) return;
+  it->second.reason = std::move(reason);
+  it->second.message = std::move(message);
 }
 
 Observation FakeBackend::Unreachable() const {
@@ -159,6 +167,8 @@ void FakeBackend::Start(const std::string& uid, Time at) {
   if (it == executions_.end() || it->second.phase != ExecutionPhase::kPending) return;
   it->second.phase = ExecutionPhase::kRunning;
   it->second.startedAt = at;
+  it->second.reason.clear();  // what held it up is over
+  it->second.message.clear();
   Record(it->second);
 }
 

@@ -22,7 +22,15 @@ Observation Unknown(const std::string& message) {
   return o;
 }
 
-Observation Unreachable(const Status& st) { return Unknown(st.message()); }
+// A transport error quotes libcurl's detail, which names the engine's address; the Job API never
+// shows endpoints (docs/api.md), so only the kind of failure goes into the observation.
+Observation Unreachable(const Status& st) {
+  std::string message = st.message();
+  if (message.starts_with(kTransportErrorPrefix)) {
+    if (size_t detail = message.find(" ("); detail != std::string::npos) message.resize(detail);
+  }
+  return Unknown(message);
+}
 
 Observation Failed(const char* reason, const std::string& message) {
   Observation o;

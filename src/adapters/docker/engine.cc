@@ -22,7 +22,7 @@ size_t AppendBody(char* data, size_t size, size_t n, void* user) {
 }
 
 Status TransportError(CURLcode code, const char* detail) {
-  std::string message = std::string("docker engine unreachable: ") + curl_easy_strerror(code);
+  std::string message = std::string(kTransportErrorPrefix) + curl_easy_strerror(code);
   if (detail != nullptr && *detail != '\0') message += std::string(" (") + detail + ")";
   return Status(
       code == CURLE_OPERATION_TIMEDOUT ? StatusCode::kDeadlineExceeded : StatusCode::kUnavailable,

@@ -18,6 +18,10 @@
 
 namespace ayatori::adapters::docker {
 
+// How the message of a failed connection to the engine starts: "<prefix><libcurl's error>
+// (<libcurl's detail, which names the address>)".
+inline constexpr const char* kTransportErrorPrefix = "docker engine unreachable: ";
+
 // PEM material for tcp:// endpoints with TLS (the Secret behind DockerExecutionParameters'
 // tlsSecretRef: ca.crt, tls.crt, tls.key). Empty = plain HTTP.
 struct TlsMaterial {
