@@ -408,7 +408,8 @@ Decoded Decode(const json& j, ResourcePolicy& out) {
 
 Decoded Decode(const json& j, JobClassSpec& out) {
   return ObjectDecoder(j)("controllerName", out.controllerName)("parametersRef", out.parametersRef)(
-             "resources", out.resources)("secretEnvForwarding", out.secretEnvForwarding)
+             "resources", out.resources)("secretEnvForwarding", out.secretEnvForwarding)(
+             "startTimeoutSeconds", out.startTimeoutSeconds)
       .Done();
 }
 
@@ -780,6 +781,7 @@ void to_json(json& j, const JobClassSpec& v) {
   PutOptional(j, "parametersRef", v.parametersRef);
   if (v.resources != ResourcePolicy{}) j["resources"] = v.resources;
   j["secretEnvForwarding"] = v.secretEnvForwarding;
+  PutOptional(j, "startTimeoutSeconds", v.startTimeoutSeconds);
 }
 
 void to_json(json& j, const JobClass& v) {

@@ -215,6 +215,9 @@ struct JobClassSpec {
   std::optional<ParametersRef> parametersRef;  // uid unused here
   ResourcePolicy resources;
   SecretEnvForwarding secretEnvForwarding = SecretEnvForwarding::kDenied;
+  // A Job of this class whose task has not started this long after acceptance is stopped and
+  // fails with reason StartTimeout. Unset: it waits as long as it takes.
+  std::optional<int64_t> startTimeoutSeconds;
   bool operator==(const JobClassSpec&) const = default;
 };
 

@@ -112,6 +112,9 @@ ReconcileResult JobReconciler::Reconcile(const std::string& ns, const std::strin
 ReconcileResult JobReconciler::Step(RoundState& round) {
   api::Job& job = round.job;
   for (int step = 0; step < options_.maxSteps; ++step) {
+    if (!round.facts.startTimeout && job.status.resolvedJobClass) {
+      round.facts.startTimeout = StartTimeoutOf(*job.status.resolvedJobClass);
+    }
     statemachine::Plan plan = statemachine::Decide(job, round.facts);
     round.facts.result.reset();
     if (!plan.invariantViolations.empty()) {
@@ -501,6 +504,17 @@ void JobReconciler::CountWrite(const char* what) {
                   "API writes made for Jobs (finalizer patches, status updates, TTL deletes).",
                   {{"kind", what}})
       .Inc();
+}
+
+std::optional<std::chrono::seconds> JobReconciler::StartTimeoutOf(
+    const api::ResolvedJobClass& resolved) const {
+  auto cls = cache_.GetJobClass(resolved.name);
+  // Only the class the Job was accepted with: one recreated under the name since is not it.
+  if (cls == nullptr || cls->metadata.uid != resolved.uid || !cls->spec.startTimeoutSeconds ||
+      *cls->spec.startTimeoutSeconds <= 0) {
+    return std::nullopt;
+  }
+  return std::chrono::seconds(*cls->spec.startTimeoutSeconds);
 }
 
 std::optional<std::chrono::seconds> JobReconciler::WaitingMessageHold(const std::string& uid) {

@@ -91,6 +91,8 @@ class JobReconciler {
   // The rate limit of waiting messages (statemachine::kWaitingMessageInterval), by Job UID, on
   // the injected clock's steady time: how long a new message must still wait, and the write.
   std::optional<std::chrono::seconds> WaitingMessageHold(const std::string& uid);
+  // The startTimeoutSeconds of the JobClass `resolved` names, if it is still that class.
+  std::optional<std::chrono::seconds> StartTimeoutOf(const api::ResolvedJobClass& resolved) const;
   void WaitingMessageWritten(const std::string& uid);
   void ForgetWaitingMessage(const std::string& uid);
 

@@ -89,9 +89,10 @@ int ConditionOrder(const std::string& type) {
 }
 
 enum class StopCause {
-  kNone,      // nobody asked the execution to stop
-  kCancel,    // desiredState=Cancelled or deletion
-  kDeadline,  // activeDeadlineSeconds expired
+  kNone,          // nobody asked the execution to stop
+  kCancel,        // desiredState=Cancelled or deletion
+  kDeadline,      // activeDeadlineSeconds expired
+  kStartTimeout,  // the class's startTimeoutSeconds expired before the task started
 };
 
 class Decider {
@@ -117,9 +118,21 @@ class Decider {
     std::optional<api::Time> at = DeadlineAtNow();
     return at && *at <= now_;
   }
+  // Accepted=True's transition + startTimeout, while the task has not started.
+  std::optional<api::Time> StartDeadlineAt() const {
+    if (!facts_.startTimeout || *facts_.startTimeout <= seconds(0) || st_.startTime) {
+      return std::nullopt;
+    }
+    const Condition* accepted = api::FindCondition(st_.conditions, api::kConditionAccepted);
+    if (accepted == nullptr || accepted->status != ConditionStatus::kTrue) return std::nullopt;
+    return accepted->lastTransitionTime + *facts_.startTimeout;
+  }
   StopCause Cause() const {
     if (Deleting() || Cancelled()) return StopCause::kCancel;
     if (DeadlinePassed()) return StopCause::kDeadline;
+    if (std::optional<api::Time> at = StartDeadlineAt(); at && *at <= now_) {
+      return StopCause::kStartTimeout;
+    }
     return StopCause::kNone;
   }
 
@@ -224,6 +237,18 @@ void Decider::ApplyStopped(const Observation& o) {
           "Stopped after activeDeadlineSeconds=" + std::to_string(*job_.spec.activeDeadlineSeconds),
           o.exitCode, o.finishedAt);
       return;
+    case StopCause::kStartTimeout: {
+      std::string message = "The task did not start within startTimeoutSeconds=" +
+                            std::to_string(facts_.startTimeout->count()) +
+                            " of the Job's acceptance";
+      const Condition* s = Succeeded();
+      if (s != nullptr && s->reason == kReasonScheduling && !s->message.empty()) {
+        message += " (" + s->message + ")";  // what it was waiting for
+      }
+      Terminate(ConditionStatus::kFalse, kReasonStartTimeout, std::move(message), o.exitCode,
+                o.finishedAt);
+      return;
+    }
     case StopCause::kNone:
       Terminate(ConditionStatus::kFalse, kReasonExecutionStopped,
                 o.message.empty() ? "The backend stopped the execution" : o.message, o.exitCode,
@@ -299,10 +324,13 @@ void Decider::ApplyResult(const CallResult& r) {
               o.message.empty() ? "The task exited 0" : o.message, o.exitCode, o.finishedAt);
   } else if (o.phase == ExecutionPhase::kFailed) {
     std::string reason = FailureReason(o.reason, kReasonProcessFailed);
-    std::optional<api::Time> deadline = DeadlineAtNow();
+    const StopCause cause = Cause();
+    std::optional<api::Time> deadline =
+        cause == StopCause::kStartTimeout ? StartDeadlineAt() : DeadlineAtNow();
     // Stopped by our deadline-triggered Cancel unless it provably failed before the deadline. A
     // failure that Observe found is the task's own.
-    if (r.call == AdapterCall::kCancel && Cause() == StopCause::kDeadline &&
+    if (r.call == AdapterCall::kCancel &&
+        (cause == StopCause::kDeadline || cause == StopCause::kStartTimeout) &&
         !(o.finishedAt && deadline && *o.finishedAt < *deadline)) {
       ApplyStopped(o);
       return;
@@ -460,6 +488,10 @@ void Decider::SetTimers() {
   }
   if (Deleting() || Cause() != StopCause::kNone) return;
   if (std::optional<api::Time> at = DeadlineAtNow()) plan_.requeueAfter = until(*at);
+  if (std::optional<api::Time> at = StartDeadlineAt()) {
+    plan_.requeueAfter =
+        plan_.requeueAfter ? std::min(*plan_.requeueAfter, until(*at)) : until(*at);
+  }
 }
 
 void Decider::Normalize() {

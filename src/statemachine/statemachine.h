@@ -146,6 +146,9 @@ inline constexpr const char* kReasonBackendLost = "BackendLost";
 // The backend reports the execution stopped on request although nobody asked it to (an operator
 // stopped the container, the backend evicted it). A failure, not a cancellation.
 inline constexpr const char* kReasonExecutionStopped = "ExecutionStopped";
+// The class's startTimeoutSeconds passed after acceptance without the task starting
+// (Facts::startTimeout): the execution is stopped like for a deadline, then the Job fails.
+inline constexpr const char* kReasonStartTimeout = "StartTimeout";
 // Warning Event of a Job being deleted whose backend cannot confirm the cleanup (Cancel or Delete
 // answered unknown): the finalizer stays and the call is retried (docs/operations.md).
 inline constexpr const char* kEventCleanupBlocked = "CleanupBlocked";
@@ -237,6 +240,10 @@ struct Facts {
   // kWaitingMessageInterval ago: how long until another may be. A plan whose only change would
   // be the waiting message then keeps the persisted one and asks to come back after this long.
   std::optional<std::chrono::seconds> holdWaitingMessage;
+  // The startTimeoutSeconds of the JobClass the Job was resolved to (same uid), if set: counted
+  // from the Accepted=True transition; the Job fails with StartTimeout when its task has not
+  // started by then.
+  std::optional<std::chrono::seconds> startTimeout;
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -61,9 +61,10 @@ api::Job Running(Time started) {
 
 // The fixture as Decide itself would have written it (messages, order, generations).
 api::Job Settled(api::Job j) {
-  Plan p = Decide(j, Facts{kNow, std::nullopt, std::nullopt, std::nullopt});
+  Plan p = Decide(j, Facts{kNow, std::nullopt, std::nullopt, std::nullopt, std::nullopt});
   if (p.status) j.status = *p.status;
-  EXPECT_FALSE(Decide(j, Facts{kNow, std::nullopt, std::nullopt, std::nullopt}).status);
+  EXPECT_FALSE(
+      Decide(j, Facts{kNow, std::nullopt, std::nullopt, std::nullopt, std::nullopt}).status);
   return j;
 }
 
@@ -113,7 +114,7 @@ TEST(DeriveState, DeadlineStoppingStaysRunning) {
   EXPECT_EQ(DeriveState(j), State::kRunning);
   EXPECT_TRUE(DeadlineExpired(j, kNow));
   EXPECT_EQ(DeadlineAt(j), kNow - seconds(90));
-  EXPECT_EQ(Decide(j, Facts{kNow, {}, {}, std::nullopt}).call, AdapterCall::kCancel);
+  EXPECT_EQ(Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt}).call, AdapterCall::kCancel);
 }
 
 TEST(Decide, HeaderExampleSequence) {
@@ -151,7 +152,7 @@ TEST(Decide, HeaderExampleSequence) {
   EXPECT_EQ(p.status->execution->references, running.references);
   j.status = *p.status;
 
-  p = Decide(j, Facts{kNow, {}, {}, std::nullopt});
+  p = Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt});
   EXPECT_EQ(p.call, AdapterCall::kObserve);
   Observation done = Obs(ExecutionPhase::kSucceeded);
   done.exitCode = 0;
@@ -164,7 +165,7 @@ TEST(Decide, HeaderExampleSequence) {
   j.status = *p.status;
 
   j.metadata.deletionTimestamp = kNow;
-  p = Decide(j, Facts{kNow, {}, {}, std::nullopt});
+  p = Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt});
   EXPECT_EQ(p.call, AdapterCall::kDelete);
   p = Decide(j, With(AdapterCall::kDelete, DeleteObservation(Status::Ok())));
   EXPECT_EQ(p.finalizer, FinalizerChange::kRemove);
@@ -293,7 +294,7 @@ TEST(Decide, ExternalStopIsAFailureNotACancellation) {
 TEST(Decide, ConfirmationOnlyCountsForPersistedResultUnknown) {
   api::Job j = Running(kNow - seconds(5));
   j.metadata.annotations[api::kConfirmBackendLostAnnotation] = "bob";
-  EXPECT_EQ(Decide(j, Facts{kNow, {}, {}, std::nullopt}).call, AdapterCall::kObserve);
+  EXPECT_EQ(Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt}).call, AdapterCall::kObserve);
   // An unknown observation this round is not enough: it must have been persisted first.
   Plan p = Decide(j, With(AdapterCall::kObserve, Obs(ExecutionPhase::kUnknown)));
   EXPECT_EQ(SucceededOf(*p.status), "Unknown/ResultUnknown");
@@ -303,7 +304,7 @@ TEST(Decide, ConfirmationOnlyCountsForPersistedResultUnknown) {
   p = Decide(j, With(AdapterCall::kObserve, running));
   EXPECT_EQ(SucceededOf(*p.status), "Unknown/Running");
   // Otherwise: BackendLost without asking the backend again.
-  p = Decide(j, Facts{kNow, {}, {}, std::nullopt});
+  p = Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt});
   EXPECT_EQ(p.call, AdapterCall::kNone);
   EXPECT_EQ(SucceededOf(*p.status), "False/BackendLost");
   EXPECT_EQ(p.status->completionTime, kNow);
@@ -313,12 +314,12 @@ TEST(Decide, DeletionDoesNotWriteForTheGenerationBumpAlone) {
   api::Job j = Settled(Running(kNow - seconds(5)));
   j.metadata.deletionTimestamp = kNow;
   j.metadata.generation = 2;
-  Plan p = Decide(j, Facts{kNow, {}, {}, std::nullopt});
+  Plan p = Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt});
   EXPECT_EQ(p.call, AdapterCall::kCancel);
   EXPECT_FALSE(p.status);
   // Without our finalizer a deleting Job is none of our business.
   j.metadata.finalizers.clear();
-  p = Decide(j, Facts{kNow, {}, {}, std::nullopt});
+  p = Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt});
   EXPECT_EQ(p.call, AdapterCall::kNone);
   EXPECT_EQ(p.finalizer, FinalizerChange::kNone);
   EXPECT_FALSE(p.status);
@@ -326,7 +327,8 @@ TEST(Decide, DeletionDoesNotWriteForTheGenerationBumpAlone) {
 
 TEST(Decide, ResolutionIsIgnoredOnceAccepted) {
   api::Job j = Settled(Starting());
-  Facts f{kNow, Resolution::Pending("JobClassNotFound", "gone"), std::nullopt, std::nullopt};
+  Facts f{kNow, Resolution::Pending("JobClassNotFound", "gone"), std::nullopt, std::nullopt,
+          std::nullopt};
   EXPECT_FALSE(NeedsResolution(j));
   Plan p = Decide(j, f);
   EXPECT_FALSE(p.status);
@@ -353,7 +355,7 @@ TEST(Ttl, OnlyTerminalJobsWithCompletionTime) {
   j.status.completionTime = kNow;
   EXPECT_EQ(TtlDeadline(j), kNow);
   EXPECT_TRUE(TtlExpired(j, kNow));
-  EXPECT_TRUE(Decide(j, Facts{kNow, {}, {}, std::nullopt}).deleteJob);
+  EXPECT_TRUE(Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt}).deleteJob);
   j.spec.ttlSecondsAfterFinished = std::nullopt;  // no TTL: kept forever
   EXPECT_FALSE(TtlExpired(j, kNow + seconds(1'000'000)));
   j.spec.ttlSecondsAfterFinished = 10;
@@ -468,7 +470,7 @@ TEST(Decide, WaitingReasonGoesToTheMessageAndAWarningEvent) {
 
   // The next round decides without an answer first: the message stands (no write before the call).
   j.status = *p.status;
-  Plan first = Decide(j, Facts{kNow, std::nullopt, std::nullopt, std::nullopt});
+  Plan first = Decide(j, Facts{kNow, std::nullopt, std::nullopt, std::nullopt, std::nullopt});
   EXPECT_FALSE(first.status);
   EXPECT_EQ(first.call, AdapterCall::kObserve);
   // The same answer again: no write, no Event.
@@ -558,7 +560,7 @@ TEST(Decide, EnsureWaitingWithoutReferencesWaitsInsteadOfUnknown) {
   }
   api::RemoveCondition(j.status.conditions, api::kConditionScheduled);
   j = Settled(j);
-  ASSERT_EQ(Decide(j, Facts{kNow, {}, {}, std::nullopt}).call, AdapterCall::kEnsure);
+  ASSERT_EQ(Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt}).call, AdapterCall::kEnsure);
   Observation o = Obs(ExecutionPhase::kPending);
   o.reason = "SecretNotFound";
   o.message = "Secret default/creds (env TOKEN) was not found";
@@ -583,7 +585,7 @@ TEST(Decide, BlockedCleanupOfAFinishedJobTellsWhy) {
   ASSERT_TRUE(done.status);
   j.status = *done.status;
   j.metadata.deletionTimestamp = kNow;
-  ASSERT_EQ(Decide(j, Facts{kNow, {}, {}, std::nullopt}).call, AdapterCall::kDelete);
+  ASSERT_EQ(Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt}).call, AdapterCall::kDelete);
   Observation unreachable = Obs(ExecutionPhase::kUnknown);
   unreachable.reason = "BackendUnreachable";
   unreachable.message = "the Docker engine did not answer";

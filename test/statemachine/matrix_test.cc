@@ -900,7 +900,8 @@ void Isolation_SameNameNewUid() {
   };
   const int freshCalls = callsFor(fresh);
   const int oldCalls = callsFor(old);
-  Plan stale = Decide(staleOld, Facts{h.Now(), std::nullopt, std::nullopt, std::nullopt});
+  Plan stale =
+      Decide(staleOld, Facts{h.Now(), std::nullopt, std::nullopt, std::nullopt, std::nullopt});
   EXPECT_EQ(stale.call, AdapterCall::kCancel);  // by the OLD uid
   h.SetCached(staleOld);
   RoundReport r = h.Reconcile("same");
@@ -1138,6 +1139,52 @@ TEST(WaitingMessage, DeletionBlockedByAnUnreachableBackendRecordsAWarning) {
   h.Settle("done");
   EXPECT_FALSE(h.Exists("done"));
   EXPECT_THAT(h.failures(), IsEmpty());
+}
+
+TEST(StartTimeout, AJobThatDoesNotStartInTimeIsStoppedAndFails) {
+  Harness h;
+  h.cluster.startTimeoutSeconds = 60;
+  const std::string uid = h.Create("slow", BasicSpec());
+  RoundReport accepted = h.Reconcile("slow");
+  ASSERT_EQ(StateOf(h, "slow"), State::kStarting);
+  // The round comes back when the start timeout expires (no backend event may come).
+  ASSERT_TRUE(accepted.requeueAfter.has_value());
+  EXPECT_EQ(*accepted.requeueAfter, seconds(60));
+  h.backend.Hold(uid, "Unschedulable", "0/1 nodes are available");
+  h.Settle("slow");
+  h.Advance(seconds(59));
+  h.Settle("slow");
+  EXPECT_EQ(StateOf(h, "slow"), State::kStarting);
+  h.Advance(seconds(1));
+  h.Settle("slow");
+  api::Job j = h.Job("slow");
+  EXPECT_EQ(Reason(j, api::kConditionSucceeded), "False/StartTimeout");
+  EXPECT_THAT(SucceededMessage(j), ::testing::HasSubstr("startTimeoutSeconds=60"));
+  EXPECT_THAT(SucceededMessage(j), ::testing::HasSubstr("Unschedulable: 0/1 nodes are available"));
+  EXPECT_FALSE(j.status.startTime.has_value());
+  EXPECT_GE(h.backend.Calls(AdapterCall::kCancel, uid), 1);  // stopped before it could start
+  EXPECT_FALSE(h.backend.Live(uid));
+  EXPECT_THAT(h.failures(), IsEmpty());
+}
+
+TEST(StartTimeout, AStartedJobIsNotAffectedAndNoTimeoutIsTheDefault) {
+  Harness h;
+  h.cluster.startTimeoutSeconds = 60;
+  const std::string uid = StartRunning(h, "started");
+  h.Advance(seconds(600));
+  h.Settle("started");
+  EXPECT_EQ(StateOf(h, "started"), State::kRunning);
+
+  Harness plain;
+  const std::string uid2 = plain.Create("waits", BasicSpec());
+  plain.Settle("waits");
+  plain.Advance(seconds(100000));
+  plain.Settle("waits");
+  EXPECT_EQ(StateOf(plain, "waits"), State::kStarting);
+  EXPECT_EQ(plain.backend.Calls(AdapterCall::kCancel, uid2), 0);
+  EXPECT_THAT(h.failures(), IsEmpty());
+  EXPECT_THAT(plain.failures(), IsEmpty());
+  (void)uid;
 }
 
 }  // namespace

@@ -158,6 +158,7 @@ struct ClusterObjects {
   // Every class bounds limits.memory and sets no default: Jobs that ask for no limit are
   // refused for good (Accepted=False/ResourcesOutOfRange).
   bool resourcesOutOfRange = false;
+  std::optional<int64_t> startTimeoutSeconds;  // of every class
   bool operator==(const ClusterObjects&) const = default;
 };
 
