@@ -761,9 +761,9 @@ TEST_F(KubernetesControllerE2E, TtlDeletesTheFinishedJobAndItsBatchJob) {
 
 class WaitingE2E : public KubernetesControllerE2E {
  protected:
-  // A JobClass of its own whose KubernetesExecutionParameters carry `spec` (cluster-scoped, so
-  // named per test and removed at the end).
-  std::string CreateClass(const json& spec) {
+  // A JobClass of its own whose KubernetesExecutionParameters carry `spec` and whose own spec
+  // adds `classSpec` (cluster-scoped, so named per test and removed at the end).
+  std::string CreateClass(const json& spec, const json& classSpec = json::object()) {
     const std::string name = "waiting-" + RandomHex(8);
     json s = spec;
     s["imagePullFailureTimeoutSeconds"] = 600;
@@ -780,6 +780,7 @@ class WaitingE2E : public KubernetesControllerE2E {
                         {{"group", "execution.ayatori.ddupan.top"},
                          {"kind", "KubernetesExecutionParameters"},
                          {"name", name}}}}}};
+    jobClass["spec"].merge_patch(classSpec);
     EXPECT_TRUE(Apply(params));
     EXPECT_TRUE(Apply(jobClass));
     classes_.push_back(name);
@@ -879,6 +880,26 @@ TEST_F(WaitingE2E, UnschedulableShowsTheSchedulersMessage) {
   json job = WaitForWaitingMessage("unschedulable", {"Unschedulable", "Insufficient cpu"});
   EXPECT_EQ(Summary(job, "Scheduled"), "True/BackendCreated") << Describe(job);
   ExpectWarningEvent(uid, "Unschedulable", "Insufficient cpu");
+}
+
+TEST_F(WaitingE2E, StartTimeoutFailsAJobThatCannotStart) {
+  const std::string cls = CreateClass(json::object(), {{"startTimeoutSeconds", 3}});
+  std::string uid =
+      CreateJob("never-starts", Env({}),
+                {{"jobClassName", cls},
+                 {"resources", {{"requests", {{"cpu", "1000"}}}, {"limits", {{"cpu", "1000"}}}}}});
+  ASSERT_FALSE(uid.empty());
+  json job = WaitForFinished("never-starts", 60s);
+  EXPECT_EQ(Summary(job, "Succeeded"), "False/StartTimeout") << Describe(job);
+  const std::string message = Str(FindCondition(job, "Succeeded"), "/message");
+  EXPECT_NE(message.find("startTimeoutSeconds=3"), std::string::npos) << message;
+  EXPECT_NE(message.find("Insufficient cpu"), std::string::npos) << message;
+  EXPECT_FALSE(HasStartTime(job)) << Describe(job);
+  // Not before the timeout after acceptance.
+  auto accepted = ParseTime(Str(FindCondition(job, "Accepted"), "/lastTransitionTime"));
+  ASSERT_TRUE(accepted.has_value());
+  EXPECT_GE(Seconds(job, "completionTime") - *accepted, 3) << Describe(job);
+  ExpectBackendGone(uid);
 }
 
 TEST_F(WaitingE2E, MissingSecretKeyShowsTheKubeletsCreateContainerConfigError) {
