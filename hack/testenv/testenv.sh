@@ -170,11 +170,15 @@ EOF
 }
 
 # kube-apiserver on the ports in $D/ports (written by `up`): a restart keeps its address.
+# The e2e tier admits pods as a cluster does: the ServiceAccount admission plugin refuses a pod
+# whose service account does not exist (kube-controller-manager's serviceaccount-controller makes
+# each namespace's "default"). The api tier runs no controllers, so it keeps the plugin off.
 start_apiserver() {
-  local bin
+  local bin disabled=ServiceAccount,TaintNodesByCondition
   bin=$(bindir)
   # shellcheck disable=SC1091
   source "$D/ports"
+  [ "${TIER:-api}" = e2e ] && disabled=TaintNodesByCondition
   log "starting kube-apiserver on https://127.0.0.1:$AP"
   start kube-apiserver "$bin/kube-apiserver" --etcd-servers="http://127.0.0.1:$EP" \
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$AP" \
@@ -183,7 +187,7 @@ start_apiserver() {
     --service-account-issuer="https://127.0.0.1:$AP" --service-account-key-file="$PKI/sa.pub" \
     --service-account-signing-key-file="$PKI/sa.key" --service-cluster-ip-range=10.96.0.0/24 \
     --authorization-mode=RBAC --allow-privileged=true \
-    --disable-admission-plugins=ServiceAccount,TaintNodesByCondition \
+    --disable-admission-plugins="$disabled" \
     --enable-admission-plugins=OwnerReferencesPermissionEnforcement \
     --enable-priority-and-fairness=false --profiling=false --v=1 \
     --audit-policy-file="$D/audit-policy.yaml" --audit-log-path="$D/logs/audit.log" \
@@ -247,7 +251,7 @@ up() {
     --initial-advertise-peer-urls="http://127.0.0.1:$PP" --initial-cluster="t=http://127.0.0.1:$PP" \
     --unsafe-no-fsync=true --log-level=warn
   wait_for etcd curl -sf "http://127.0.0.1:$EP/health"
-  echo "EP=$EP AP=$AP" >"$D/ports"
+  echo "EP=$EP AP=$AP TIER=$tier" >"$D/ports"
   audit_policy
   start_apiserver
   wait_for kube-apiserver apiserver_ready
@@ -257,7 +261,7 @@ up() {
     log "starting kube-controller-manager, kube-scheduler and kwok"
     start kube-controller-manager "$bin/kube-controller-manager" --kubeconfig="$KC" \
       --authentication-kubeconfig="$KC" --authorization-kubeconfig="$KC" \
-      --controllers=job-controller,ttl-after-finished-controller,garbage-collector-controller,namespace-controller \
+      --controllers=job-controller,ttl-after-finished-controller,garbage-collector-controller,namespace-controller,serviceaccount-controller \
       --leader-elect=false --bind-address=127.0.0.1 --secure-port="$KP" --kube-api-qps=100 --kube-api-burst=200
     start kube-scheduler "$bin/kube-scheduler" --kubeconfig="$KC" --authentication-kubeconfig="$KC" \
       --authorization-kubeconfig="$KC" --leader-elect=false --bind-address=127.0.0.1 --secure-port="$SP"

@@ -40,7 +40,11 @@ struct Observation {
   std::optional<api::Time> finishedAt;  // when it stopped, if the backend knows
   std::optional<int32_t> exitCode;      // main process exit code, when the backend can tell
   // Stable PascalCase classification for kFailed (ProcessFailed, OOMKilled, ImagePullFailed,
-  // BackendRejected, ...) or the cause of kUnknown (BackendUnreachable, ...).
+  // BackendRejected, ...) or the cause of kUnknown (BackendUnreachable, ...). For kPending: why
+  // the task has not started yet when the backend says so (Unschedulable, FailedCreate,
+  // CreateContainerConfigError, ImagePullBackOff, ImagePulling, SecretNotFound, ...), shown in
+  // the Job's Succeeded message and a Warning Event; empty while it is just on its way. kPending
+  // with a reason and no references from Ensure means nothing was created: it waits.
   std::string reason;
   std::string message;  // for humans; never carries Secret values or request bodies
   // The stable references to persist in status.execution (type/id only, no credentials).

@@ -416,7 +416,8 @@ Decoded Decode(const json& j, ResourcePolicy& out) {
 Decoded Decode(const json& j, JobClassSpec& out) {
   return ObjectDecoder(j)("controllerName", out.controllerName)("parametersRef", out.parametersRef)(
              "resources", out.resources)("secretEnvForwarding", out.secretEnvForwarding)(
-             "ttlSecondsAfterFinished", out.ttlSecondsAfterFinished)
+             "ttlSecondsAfterFinished", out.ttlSecondsAfterFinished)(
+             "startTimeoutSeconds", out.startTimeoutSeconds)
       .Done();
 }
 
@@ -797,6 +798,7 @@ void to_json(json& j, const JobClassSpec& v) {
   if (v.resources != ResourcePolicy{}) j["resources"] = v.resources;
   j["secretEnvForwarding"] = v.secretEnvForwarding;
   PutOptional(j, "ttlSecondsAfterFinished", v.ttlSecondsAfterFinished);
+  PutOptional(j, "startTimeoutSeconds", v.startTimeoutSeconds);
 }
 
 void to_json(json& j, const JobClass& v) {

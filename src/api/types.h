@@ -235,6 +235,9 @@ struct JobClassSpec {
   ResourcePolicy resources;
   SecretEnvForwarding secretEnvForwarding = SecretEnvForwarding::kDenied;
   std::optional<TtlPolicy> ttlSecondsAfterFinished = std::nullopt;
+  // A Job of this class whose task has not started this long after acceptance is stopped and
+  // fails with reason StartTimeout. Unset: it waits as long as it takes.
+  std::optional<int64_t> startTimeoutSeconds;
   bool operator==(const JobClassSpec&) const = default;
 };
 

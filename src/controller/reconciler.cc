@@ -16,6 +16,9 @@ using statemachine::FinalizerChange;
 constexpr const char* kReasonBackendSnapshotMissing = "BackendSnapshotMissing";
 constexpr const char* kReasonControllerNamespaceNotFound = "ControllerNamespaceNotFound";
 constexpr const char* kReasonBackendSnapshotConflict = "BackendSnapshotConflict";
+// Waiting reason (Succeeded=Unknown/Scheduling message, Warning Event) of an accepted Job whose
+// Secret, ConfigMap or key is gone when its execution is to be created (docs/api.md).
+constexpr const char* kReasonReferenceNotFound = "ReferenceNotFound";
 
 namespace {
 
@@ -90,7 +93,12 @@ ReconcileResult JobReconciler::Reconcile(const std::string& ns, const std::strin
       result = Failed(resolution.status());
     }
   }
+  round.facts.holdWaitingMessage = WaitingMessageHold(round.job.metadata.uid);
   if (result.error.ok()) result = Step(round);
+  if (statemachine::DeriveState(round.job) != statemachine::State::kStarting &&
+      statemachine::DeriveState(round.job) != statemachine::State::kScheduling) {
+    ForgetWaitingMessage(round.job.metadata.uid);
+  }
   std::chrono::duration<double> took = clock_.SteadyNow() - started;
   metrics_.GetHistogram("ayatori_reconcile_duration_seconds", "Duration of Job reconcile rounds.")
       .Observe(took.count());
@@ -104,6 +112,9 @@ ReconcileResult JobReconciler::Reconcile(const std::string& ns, const std::strin
 ReconcileResult JobReconciler::Step(RoundState& round) {
   api::Job& job = round.job;
   for (int step = 0; step < options_.maxSteps; ++step) {
+    if (!round.facts.startTimeout && job.status.resolvedJobClass) {
+      round.facts.startTimeout = StartTimeoutOf(*job.status.resolvedJobClass);
+    }
     statemachine::Plan plan = statemachine::Decide(job, round.facts);
     round.facts.result.reset();
     if (!plan.invariantViolations.empty()) {
@@ -131,6 +142,10 @@ ReconcileResult JobReconciler::Step(RoundState& round) {
       }
       job = std::move(*updated);
       round.fresh = true;
+      if (plan.waitingMessageChanged) {
+        WaitingMessageWritten(job.metadata.uid);
+        round.facts.holdWaitingMessage = WaitingMessageHold(job.metadata.uid);
+      }
     }
     RecordEvents(job, plan.events);
     if (plan.finalizer == FinalizerChange::kRemove) {
@@ -270,7 +285,18 @@ StatusOr<Observation> JobReconciler::CallAdapter(AdapterCall call, const api::Jo
   switch (call) {
     case AdapterCall::kEnsure: {
       auto request = BuildRequest(job, std::move(*parameters));
-      if (!request.ok()) return request.status();
+      if (!request.ok()) {
+        if (request.status().code() != StatusCode::kNotFound) return request.status();
+        // A Secret, ConfigMap or key the Job was accepted with is gone: nothing is created and
+        // the Job says what it waits for (the message names the reference, never a value).
+        Observation waiting;
+        waiting.phase = ExecutionPhase::kPending;
+        waiting.reason = kReasonReferenceNotFound;
+        waiting.message = request.status().message() +
+                          "; it was deleted after the Job was "
+                          "accepted, the Job starts once it is back";
+        return waiting;
+      }
       result = adapter->Ensure(*request);
       break;
     }
@@ -478,6 +504,44 @@ void JobReconciler::CountWrite(const char* what) {
                   "API writes made for Jobs (finalizer patches, status updates, TTL deletes).",
                   {{"kind", what}})
       .Inc();
+}
+
+std::optional<std::chrono::seconds> JobReconciler::StartTimeoutOf(
+    const api::ResolvedJobClass& resolved) const {
+  auto cls = cache_.GetJobClass(resolved.name);
+  // Only the class the Job was accepted with: one recreated under the name since is not it.
+  if (cls == nullptr || cls->metadata.uid != resolved.uid || !cls->spec.startTimeoutSeconds ||
+      *cls->spec.startTimeoutSeconds <= 0) {
+    return std::nullopt;
+  }
+  return std::chrono::seconds(*cls->spec.startTimeoutSeconds);
+}
+
+std::optional<std::chrono::seconds> JobReconciler::WaitingMessageHold(const std::string& uid) {
+  std::lock_guard lock(waitingMu_);
+  auto it = waitingWrites_.find(uid);
+  if (it == waitingWrites_.end()) return std::nullopt;
+  auto left = it->second + statemachine::kWaitingMessageInterval - clock_.SteadyNow();
+  if (left <= std::chrono::seconds(0)) return std::nullopt;
+  return std::chrono::ceil<std::chrono::seconds>(left);
+}
+
+void JobReconciler::WaitingMessageWritten(const std::string& uid) {
+  const auto now = clock_.SteadyNow();
+  std::lock_guard lock(waitingMu_);
+  // Entries past the interval hold nothing: drop them now and then, so the map stays as large
+  // as the number of Jobs whose waiting message changed in the last interval.
+  if (waitingWrites_.size() >= 1024 && waitingWrites_.size() % 256 == 0) {
+    std::erase_if(waitingWrites_, [&](const auto& e) {
+      return e.second + statemachine::kWaitingMessageInterval <= now;
+    });
+  }
+  waitingWrites_[uid] = now;
+}
+
+void JobReconciler::ForgetWaitingMessage(const std::string& uid) {
+  std::lock_guard lock(waitingMu_);
+  waitingWrites_.erase(uid);
 }
 
 bool JobReconciler::Crash(std::string_view point, const api::Job& job) const {

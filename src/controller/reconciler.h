@@ -11,9 +11,11 @@
 
 #include <chrono>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "adapters/registry.h"
 #include "ayatori/clock.h"
@@ -86,6 +88,13 @@ class JobReconciler {
   void RecordEvents(const api::Job& job, const std::vector<statemachine::Event>& events);
   void CountWrite(const char* what);
   bool Crash(std::string_view point, const api::Job& job) const;
+  // The rate limit of waiting messages (statemachine::kWaitingMessageInterval), by Job UID, on
+  // the injected clock's steady time: how long a new message must still wait, and the write.
+  std::optional<std::chrono::seconds> WaitingMessageHold(const std::string& uid);
+  // The startTimeoutSeconds of the JobClass `resolved` names, if it is still that class.
+  std::optional<std::chrono::seconds> StartTimeoutOf(const api::ResolvedJobClass& resolved) const;
+  void WaitingMessageWritten(const std::string& uid);
+  void ForgetWaitingMessage(const std::string& uid);
 
   KubeClient& client_;
   const ClusterCache& cache_;
@@ -94,6 +103,11 @@ class JobReconciler {
   obs::Registry& metrics_;
   kube::EventRecorder* events_;
   ReconcilerOptions options_;
+
+  std::mutex waitingMu_;  // rounds of different Jobs run on several workers
+  // Last write of a changed waiting message per Job UID; entries older than the interval are
+  // dropped as new ones come, and a Job's entry when it stops waiting.
+  std::unordered_map<std::string, std::chrono::steady_clock::time_point> waitingWrites_;
 };
 
 }  // namespace ayatori::controller

@@ -66,6 +66,13 @@ std::string FailureReason(const std::string& reported, const char* fallback) {
   return reported;
 }
 
+// "<Reason>: <message>", the form MarkUnknown uses too.
+std::string WithReason(const Observation& o, const std::string& fallbackMessage) {
+  std::string message = !o.message.empty() ? o.message : fallbackMessage;
+  if (!o.reason.empty()) message = o.reason + ": " + message;
+  return message;
+}
+
 const char* ActiveMessage(const std::string& reason) {
   if (reason == kReasonPending) return "Waiting for the Job to be accepted";
   if (reason == kReasonScheduling) return "Waiting for the backend to start the task";
@@ -82,9 +89,10 @@ int ConditionOrder(const std::string& type) {
 }
 
 enum class StopCause {
-  kNone,      // nobody asked the execution to stop
-  kCancel,    // desiredState=Cancelled or deletion
-  kDeadline,  // activeDeadlineSeconds expired
+  kNone,          // nobody asked the execution to stop
+  kCancel,        // desiredState=Cancelled or deletion
+  kDeadline,      // activeDeadlineSeconds expired
+  kStartTimeout,  // the class's startTimeoutSeconds expired before the task started
 };
 
 class Decider {
@@ -110,9 +118,21 @@ class Decider {
     std::optional<api::Time> at = DeadlineAtNow();
     return at && *at <= now_;
   }
+  // Accepted=True's transition + startTimeout, while the task has not started.
+  std::optional<api::Time> StartDeadlineAt() const {
+    if (!facts_.startTimeout || *facts_.startTimeout <= seconds(0) || st_.startTime) {
+      return std::nullopt;
+    }
+    const Condition* accepted = api::FindCondition(st_.conditions, api::kConditionAccepted);
+    if (accepted == nullptr || accepted->status != ConditionStatus::kTrue) return std::nullopt;
+    return accepted->lastTransitionTime + *facts_.startTimeout;
+  }
   StopCause Cause() const {
     if (Deleting() || Cancelled()) return StopCause::kCancel;
     if (DeadlinePassed()) return StopCause::kDeadline;
+    if (std::optional<api::Time> at = StartDeadlineAt(); at && *at <= now_) {
+      return StopCause::kStartTimeout;
+    }
     return StopCause::kNone;
   }
 
@@ -145,6 +165,7 @@ class Decider {
   void SetTimers();
   void Normalize();
   void AddEvents();
+  void HoldWaitingMessage();
 
   const api::Job& job_;
   const Facts& facts_;
@@ -155,6 +176,9 @@ class Decider {
   // this round, or set by an ambiguous one.
   bool unknown_ = false;
   bool definiteResult_ = false;
+  // This round's kPending answer: what the Scheduling message says (the default without a
+  // reason). Without one the persisted waiting message stands.
+  std::optional<Observation> waiting_;
 };
 
 void Decider::MarkScheduled() {
@@ -184,10 +208,8 @@ void Decider::MarkUnknown(const Observation& o, const std::string& fallbackMessa
   const Condition* s = Succeeded();
   unknown_ = true;
   if (s != nullptr && s->reason == kReasonResultUnknown) return;  // keep the first message
-  std::string message = !o.message.empty() ? o.message : fallbackMessage;
-  if (!o.reason.empty()) message = o.reason + ": " + message;
   SetCondition(api::kConditionSucceeded, ConditionStatus::kUnknown, kReasonResultUnknown,
-               std::move(message));
+               WithReason(o, fallbackMessage));
 }
 
 void Decider::Terminate(ConditionStatus status, const std::string& reason, std::string message,
@@ -216,6 +238,18 @@ void Decider::ApplyStopped(const Observation& o) {
           "Stopped after activeDeadlineSeconds=" + std::to_string(*job_.spec.activeDeadlineSeconds),
           o.exitCode, o.finishedAt);
       return;
+    case StopCause::kStartTimeout: {
+      std::string message = "The task did not start within startTimeoutSeconds=" +
+                            std::to_string(facts_.startTimeout->count()) +
+                            " of the Job's acceptance";
+      const Condition* s = Succeeded();
+      if (s != nullptr && s->reason == kReasonScheduling && !s->message.empty()) {
+        message += " (" + s->message + ")";  // what it was waiting for
+      }
+      Terminate(ConditionStatus::kFalse, kReasonStartTimeout, std::move(message), o.exitCode,
+                o.finishedAt);
+      return;
+    }
     case StopCause::kNone:
       Terminate(ConditionStatus::kFalse, kReasonExecutionStopped,
                 o.message.empty() ? "The backend stopped the execution" : o.message, o.exitCode,
@@ -228,6 +262,15 @@ void Decider::ApplyResult(const CallResult& r) {
   const Observation& o = r.observation;
   if (o.phase == ExecutionPhase::kUnknown) {
     MarkUnknown(o, "The backend did not answer");
+    if (Deleting() && (r.call == AdapterCall::kCancel || r.call == AdapterCall::kDelete)) {
+      // Nothing in the status changes for a finished Job: this Event is what tells why the Job
+      // does not go away (docs/operations.md, "A Job is stuck deleting").
+      plan_.events.push_back(
+          {Event::Type::kWarning, kEventCleanupBlocked,
+           "Deletion waits until the backend confirms the execution is stopped and removed; "
+           "retrying. " +
+               WithReason(o, "The backend did not answer")});
+    }
     return;
   }
   if (r.call == AdapterCall::kDelete) return;  // handled by NextCall
@@ -248,6 +291,14 @@ void Decider::ApplyResult(const CallResult& r) {
     case ExecutionPhase::kPending:
     case ExecutionPhase::kRunning:
       if (!LearnReferences(o)) {
+        // Nothing was created and the backend says why (a Secret deleted after acceptance):
+        // the Job waits, and the call is retried.
+        if (r.call == AdapterCall::kEnsure && o.phase == ExecutionPhase::kPending &&
+            !o.reason.empty()) {
+          waiting_ = o;
+          plan_.backoff = true;
+          return;
+        }
         // Cancel without references is just "not stopped yet"; an Ensure that cannot name what
         // it established leaves the result unknown (the next Ensure looks it up by UID).
         if (r.call != AdapterCall::kCancel) {
@@ -258,6 +309,7 @@ void Decider::ApplyResult(const CallResult& r) {
       definiteResult_ = true;
       MarkScheduled();
       if (o.phase == ExecutionPhase::kRunning) SetStart(o.startedAt);
+      if (o.phase == ExecutionPhase::kPending) waiting_ = o;
       return;
     case ExecutionPhase::kSucceeded:
     case ExecutionPhase::kFailed:
@@ -273,10 +325,13 @@ void Decider::ApplyResult(const CallResult& r) {
               o.message.empty() ? "The task exited 0" : o.message, o.exitCode, o.finishedAt);
   } else if (o.phase == ExecutionPhase::kFailed) {
     std::string reason = FailureReason(o.reason, kReasonProcessFailed);
-    std::optional<api::Time> deadline = DeadlineAtNow();
+    const StopCause cause = Cause();
+    std::optional<api::Time> deadline =
+        cause == StopCause::kStartTimeout ? StartDeadlineAt() : DeadlineAtNow();
     // Stopped by our deadline-triggered Cancel unless it provably failed before the deadline. A
     // failure that Observe found is the task's own.
-    if (r.call == AdapterCall::kCancel && Cause() == StopCause::kDeadline &&
+    if (r.call == AdapterCall::kCancel &&
+        (cause == StopCause::kDeadline || cause == StopCause::kStartTimeout) &&
         !(o.finishedAt && deadline && *o.finishedAt < *deadline)) {
       ApplyStopped(o);
       return;
@@ -358,7 +413,17 @@ void Decider::SetActiveReason() {
   const char* reason = st_.startTime                            ? kReasonRunning
                        : ConditionTrue(api::kConditionAccepted) ? kReasonScheduling
                                                                 : kReasonPending;
-  SetCondition(api::kConditionSucceeded, ConditionStatus::kUnknown, reason, ActiveMessage(reason));
+  std::string message = ActiveMessage(reason);
+  if (reason == std::string(kReasonScheduling)) {
+    const Condition* s = Succeeded();
+    if (waiting_ && !waiting_->reason.empty()) {
+      message += ": " + WithReason(*waiting_, "");
+    } else if (!waiting_ && s != nullptr && s->reason == kReasonScheduling &&
+               s->message.starts_with(message)) {
+      message = s->message;  // no answer this round: what the backend said last still stands
+    }
+  }
+  SetCondition(api::kConditionSucceeded, ConditionStatus::kUnknown, reason, std::move(message));
 }
 
 AdapterCall Decider::NextCall() {
@@ -432,6 +497,10 @@ void Decider::SetTimers() {
   }
   if (Deleting() || Cause() != StopCause::kNone) return;
   if (std::optional<api::Time> at = DeadlineAtNow()) plan_.requeueAfter = until(*at);
+  if (std::optional<api::Time> at = StartDeadlineAt()) {
+    plan_.requeueAfter =
+        plan_.requeueAfter ? std::min(*plan_.requeueAfter, until(*at)) : until(*at);
+  }
 }
 
 void Decider::Normalize() {
@@ -444,6 +513,30 @@ void Decider::Normalize() {
   if (Deleting() && st_ == job_.status) return;
   st_.observedGeneration = job_.metadata.generation;
   for (Condition& c : st_.conditions) c.observedGeneration = job_.metadata.generation;
+}
+
+// The rate limit of waiting messages (Facts::holdWaitingMessage): a status whose only change is
+// the Scheduling message keeps the persisted message; the round comes back when it may change.
+void Decider::HoldWaitingMessage() {
+  const Condition* sb = api::FindCondition(job_.status.conditions, api::kConditionSucceeded);
+  const Condition* sa = Succeeded();
+  if (sa == nullptr || sa->reason != kReasonScheduling) return;
+  const bool wasWaiting = sb != nullptr && sb->reason == kReasonScheduling;
+  if (wasWaiting && sa->message == sb->message) return;
+  // The default message written at acceptance is not a waiting message: the backend's first
+  // reason is written at once, later changes are held.
+  if (!wasWaiting && !(waiting_ && !waiting_->reason.empty())) return;
+  plan_.waitingMessageChanged = true;
+  if (!wasWaiting || !facts_.holdWaitingMessage) return;
+  api::JobStatus held = st_;
+  for (Condition& c : held.conditions) {
+    if (c.type == api::kConditionSucceeded) c.message = sb->message;
+  }
+  if (!(held == job_.status)) return;  // written anyway: the new message goes with it
+  st_ = std::move(held);
+  plan_.waitingMessageChanged = false;
+  const seconds hold = std::max(seconds(1), *facts_.holdWaitingMessage);
+  plan_.requeueAfter = plan_.requeueAfter ? std::min(*plan_.requeueAfter, hold) : hold;
 }
 
 void Decider::AddEvents() {
@@ -464,6 +557,12 @@ void Decider::AddEvents() {
   const Condition* sb = api::FindCondition(before.conditions, api::kConditionSucceeded);
   const Condition* sa = Succeeded();
   if (sa == nullptr) return;
+  if (waiting_ && !waiting_->reason.empty() && sa->reason == kReasonScheduling &&
+      (sb == nullptr || sb->message != sa->message)) {
+    const bool progress = waiting_->reason == kWaitingReasonImagePulling;
+    plan_.events.push_back(
+        {progress ? T::kNormal : T::kWarning, waiting_->reason, WithReason(*waiting_, "")});
+  }
   const bool wasUnknownResult = sb != nullptr && sb->reason == kReasonResultUnknown;
   if (!IsTerminal(before) && Terminal()) {
     const bool normal = sa->status == ConditionStatus::kTrue || sa->reason == kReasonCancelled;
@@ -492,6 +591,7 @@ Plan Decider::Run() {
   plan_.call = NextCall();
   SetTimers();
   Normalize();
+  HoldWaitingMessage();
   if (!(st_ == job_.status)) {
     AddEvents();
     // Invariants: only violations this status introduces count (a status damaged by someone

@@ -146,6 +146,19 @@ inline constexpr const char* kReasonBackendLost = "BackendLost";
 // The backend reports the execution stopped on request although nobody asked it to (an operator
 // stopped the container, the backend evicted it). A failure, not a cancellation.
 inline constexpr const char* kReasonExecutionStopped = "ExecutionStopped";
+// The class's startTimeoutSeconds passed after acceptance without the task starting
+// (Facts::startTimeout): the execution is stopped like for a deadline, then the Job fails.
+inline constexpr const char* kReasonStartTimeout = "StartTimeout";
+// Warning Event of a Job being deleted whose backend cannot confirm the cleanup (Cancel or Delete
+// answered unknown): the finalizer stays and the call is retried (docs/operations.md).
+inline constexpr const char* kEventCleanupBlocked = "CleanupBlocked";
+// Waiting reason (Observation::reason of kPending) that is progress, not a problem: its Event is
+// Normal. Every other waiting reason's Event is a Warning.
+inline constexpr const char* kWaitingReasonImagePulling = "ImagePulling";
+
+// How often a changed waiting message may be written to one Job's status (the reconciler keeps
+// the time of the last write and passes Facts::holdWaitingMessage).
+inline constexpr std::chrono::seconds kWaitingMessageInterval{30};
 
 // ---------------------------------------------------------------------------------------------
 // Time-derived facts, usable by the controller (e.g. for printing or metrics).
@@ -227,6 +240,14 @@ struct Facts {
   api::Time now{};                       // wall clock, read once per round by the controller
   std::optional<Resolution> resolution;  // only while NeedsResolution(job)
   std::optional<CallResult> result;      // the adapter call the previous plan named
+  // Set when a changed waiting message was written to this Job less than
+  // kWaitingMessageInterval ago: how long until another may be. A plan whose only change would
+  // be the waiting message then keeps the persisted one and asks to come back after this long.
+  std::optional<std::chrono::seconds> holdWaitingMessage;
+  // The startTimeoutSeconds of the JobClass the Job was resolved to (same uid), if set: counted
+  // from the Accepted=True transition; the Job fails with StartTimeout when its task has not
+  // started by then.
+  std::optional<std::chrono::seconds> startTimeout;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -258,6 +279,9 @@ struct Plan {
   bool deleteJob = false;
   // Kubernetes Events to record for this plan's status transition.
   std::vector<Event> events;
+  // The status carries a new waiting message (why the backend has not started the task yet).
+  // Once it is written the reconciler holds further changes for kWaitingMessageInterval.
+  bool waitingMessageChanged = false;
   // Non-empty only on a bug: the status Decide computed broke an invariant (CheckInvariants).
   // The status and the call are then dropped; log these and do nothing else.
   std::vector<std::string> invariantViolations;

@@ -95,6 +95,9 @@ TEST_F(DockerOutageE2ETest, EngineKilledMidRunIsResultUnknownThenTheTrueResults)
                         "Succeeded=Unknown/ResultUnknown without completionTime");
     EXPECT_TRUE(IsResultUnknown(j)) << Describe(j);
     EXPECT_FALSE(j.contains("/status/result"_json_pointer)) << Describe(j);
+    // It says why (the engine is unreachable), never where: no endpoint in the Job API.
+    EXPECT_NE(j.dump().find("BackendUnreachable"), std::string::npos) << Describe(j);
+    EXPECT_EQ(j.dump().find(dir_), std::string::npos) << Describe(j);
   }
   // Job A's process exits 4 while no engine is there to see it.
   close(connA);

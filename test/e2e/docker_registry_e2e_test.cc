@@ -9,6 +9,7 @@
 #include "test/adapters/docker/e2e_support.h"
 #include "test/e2e/controller_e2e.h"
 #include "test/support/testenv.h"
+#include "test/support/wait.h"
 
 namespace ayatori::e2e {
 namespace {
@@ -89,6 +90,23 @@ TEST_F(DockerRegistryE2ETest, ThePrivateImageRunsWithTheRightPullSecret) {
   ASSERT_EQ(ids.size(), 1u);
   // The image's CMD prints its marker file.
   EXPECT_EQ(ContainerLogs(host_, ids[0]), "private-image\n");
+  // While the image was pulled (in the background), the Job said so.
+  bool told = testing::Eventually(
+      [&] {
+        json events = json::parse(EventsJson(ns_), nullptr, false);
+        if (!events.is_object()) return false;
+        for (const auto& e : events.value("items", json::array())) {
+          if (e.value("/involvedObject/uid"_json_pointer, "") == uid &&
+              e.value("reason", "") == "ImagePulling" &&
+              e.value("message", "").find("pulling image \"" + image_ + "\"") !=
+                  std::string::npos) {
+            return true;
+          }
+        }
+        return false;
+      },
+      30s);
+  EXPECT_TRUE(told) << "no ImagePulling Event about the Job: " << EventsJson(ns_);
   ExpectNoCredentialLeak("private", password_);
 }
 

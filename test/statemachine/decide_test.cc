@@ -61,9 +61,10 @@ api::Job Running(Time started) {
 
 // The fixture as Decide itself would have written it (messages, order, generations).
 api::Job Settled(api::Job j) {
-  Plan p = Decide(j, Facts{kNow, std::nullopt, std::nullopt});
+  Plan p = Decide(j, Facts{kNow, std::nullopt, std::nullopt, std::nullopt, std::nullopt});
   if (p.status) j.status = *p.status;
-  EXPECT_FALSE(Decide(j, Facts{kNow, std::nullopt, std::nullopt}).status);
+  EXPECT_FALSE(
+      Decide(j, Facts{kNow, std::nullopt, std::nullopt, std::nullopt, std::nullopt}).status);
   return j;
 }
 
@@ -113,7 +114,7 @@ TEST(DeriveState, DeadlineStoppingStaysRunning) {
   EXPECT_EQ(DeriveState(j), State::kRunning);
   EXPECT_TRUE(DeadlineExpired(j, kNow));
   EXPECT_EQ(DeadlineAt(j), kNow - seconds(90));
-  EXPECT_EQ(Decide(j, Facts{kNow, {}, {}}).call, AdapterCall::kCancel);
+  EXPECT_EQ(Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt}).call, AdapterCall::kCancel);
 }
 
 TEST(Decide, HeaderExampleSequence) {
@@ -151,7 +152,7 @@ TEST(Decide, HeaderExampleSequence) {
   EXPECT_EQ(p.status->execution->references, running.references);
   j.status = *p.status;
 
-  p = Decide(j, Facts{kNow, {}, {}});
+  p = Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt});
   EXPECT_EQ(p.call, AdapterCall::kObserve);
   Observation done = Obs(ExecutionPhase::kSucceeded);
   done.exitCode = 0;
@@ -164,7 +165,7 @@ TEST(Decide, HeaderExampleSequence) {
   j.status = *p.status;
 
   j.metadata.deletionTimestamp = kNow;
-  p = Decide(j, Facts{kNow, {}, {}});
+  p = Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt});
   EXPECT_EQ(p.call, AdapterCall::kDelete);
   p = Decide(j, With(AdapterCall::kDelete, DeleteObservation(Status::Ok())));
   EXPECT_EQ(p.finalizer, FinalizerChange::kRemove);
@@ -293,7 +294,7 @@ TEST(Decide, ExternalStopIsAFailureNotACancellation) {
 TEST(Decide, ConfirmationOnlyCountsForPersistedResultUnknown) {
   api::Job j = Running(kNow - seconds(5));
   j.metadata.annotations[api::kConfirmBackendLostAnnotation] = "bob";
-  EXPECT_EQ(Decide(j, Facts{kNow, {}, {}}).call, AdapterCall::kObserve);
+  EXPECT_EQ(Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt}).call, AdapterCall::kObserve);
   // An unknown observation this round is not enough: it must have been persisted first.
   Plan p = Decide(j, With(AdapterCall::kObserve, Obs(ExecutionPhase::kUnknown)));
   EXPECT_EQ(SucceededOf(*p.status), "Unknown/ResultUnknown");
@@ -303,7 +304,7 @@ TEST(Decide, ConfirmationOnlyCountsForPersistedResultUnknown) {
   p = Decide(j, With(AdapterCall::kObserve, running));
   EXPECT_EQ(SucceededOf(*p.status), "Unknown/Running");
   // Otherwise: BackendLost without asking the backend again.
-  p = Decide(j, Facts{kNow, {}, {}});
+  p = Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt});
   EXPECT_EQ(p.call, AdapterCall::kNone);
   EXPECT_EQ(SucceededOf(*p.status), "False/BackendLost");
   EXPECT_EQ(p.status->completionTime, kNow);
@@ -313,12 +314,12 @@ TEST(Decide, DeletionDoesNotWriteForTheGenerationBumpAlone) {
   api::Job j = Settled(Running(kNow - seconds(5)));
   j.metadata.deletionTimestamp = kNow;
   j.metadata.generation = 2;
-  Plan p = Decide(j, Facts{kNow, {}, {}});
+  Plan p = Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt});
   EXPECT_EQ(p.call, AdapterCall::kCancel);
   EXPECT_FALSE(p.status);
   // Without our finalizer a deleting Job is none of our business.
   j.metadata.finalizers.clear();
-  p = Decide(j, Facts{kNow, {}, {}});
+  p = Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt});
   EXPECT_EQ(p.call, AdapterCall::kNone);
   EXPECT_EQ(p.finalizer, FinalizerChange::kNone);
   EXPECT_FALSE(p.status);
@@ -326,7 +327,8 @@ TEST(Decide, DeletionDoesNotWriteForTheGenerationBumpAlone) {
 
 TEST(Decide, ResolutionIsIgnoredOnceAccepted) {
   api::Job j = Settled(Starting());
-  Facts f{kNow, Resolution::Pending("JobClassNotFound", "gone"), std::nullopt};
+  Facts f{kNow, Resolution::Pending("JobClassNotFound", "gone"), std::nullopt, std::nullopt,
+          std::nullopt};
   EXPECT_FALSE(NeedsResolution(j));
   Plan p = Decide(j, f);
   EXPECT_FALSE(p.status);
@@ -353,7 +355,7 @@ TEST(Ttl, OnlyTerminalJobsWithCompletionTime) {
   j.status.completionTime = kNow;
   EXPECT_EQ(TtlDeadline(j), kNow);
   EXPECT_TRUE(TtlExpired(j, kNow));
-  EXPECT_TRUE(Decide(j, Facts{kNow, {}, {}}).deleteJob);
+  EXPECT_TRUE(Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt}).deleteJob);
   j.spec.ttlSecondsAfterFinished = std::nullopt;  // no TTL: kept forever
   EXPECT_FALSE(TtlExpired(j, kNow + seconds(1'000'000)));
   j.spec.ttlSecondsAfterFinished = 10;
@@ -483,6 +485,169 @@ TEST(CheckInvariants, ReportsEachViolation) {
   x = failedEarly;
   x.status.startTime = kNow;
   expectViolation(failedEarly.status, x.status, "startTime set after the terminal state");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Waiting messages: every waiting Job says why, bounded in writes.
+
+Observation Waiting(std::string reason, std::string message) {
+  Observation o = Obs(ExecutionPhase::kPending);
+  o.reason = std::move(reason);
+  o.message = std::move(message);
+  o.references = {{"Container", "abc"}};
+  return o;
+}
+
+std::string SucceededMessage(const api::JobStatus& s) {
+  const api::Condition* c = api::FindCondition(s.conditions, api::kConditionSucceeded);
+  return c == nullptr ? "" : c->message;
+}
+
+TEST(Decide, WaitingReasonGoesToTheMessageAndAWarningEvent) {
+  api::Job j = Settled(Starting());
+  Plan p =
+      Decide(j, With(AdapterCall::kObserve,
+                     Waiting("Unschedulable", "0/1 nodes are available: 1 Insufficient cpu.")));
+  ASSERT_TRUE(p.status);
+  EXPECT_EQ(SucceededOf(*p.status), "Unknown/Scheduling");
+  EXPECT_EQ(SucceededMessage(*p.status),
+            "Waiting for the backend to start the task: Unschedulable: 0/1 nodes are available: "
+            "1 Insufficient cpu.");
+  EXPECT_TRUE(p.waitingMessageChanged);
+  EXPECT_THAT(p.events, Contains(Event{Event::Type::kWarning, "Unschedulable",
+                                       "Unschedulable: 0/1 nodes are available: 1 Insufficient "
+                                       "cpu."}));
+
+  // The next round decides without an answer first: the message stands (no write before the call).
+  j.status = *p.status;
+  Plan first = Decide(j, Facts{kNow, std::nullopt, std::nullopt, std::nullopt, std::nullopt});
+  EXPECT_FALSE(first.status);
+  EXPECT_EQ(first.call, AdapterCall::kObserve);
+  // The same answer again: no write, no Event.
+  Plan same =
+      Decide(j, With(AdapterCall::kObserve, Waiting("Unschedulable",
+                                                    "0/1 nodes are available: 1 Insufficient "
+                                                    "cpu.")));
+  EXPECT_FALSE(same.status);
+  EXPECT_THAT(same.events, IsEmpty());
+  // On its way again (no reason): the default message, no Event.
+  Plan cleared = Decide(j, With(AdapterCall::kObserve, Waiting("", "pod is pending")));
+  ASSERT_TRUE(cleared.status);
+  EXPECT_EQ(SucceededMessage(*cleared.status), "Waiting for the backend to start the task");
+  EXPECT_THAT(cleared.events, IsEmpty());
+  EXPECT_TRUE(cleared.waitingMessageChanged);
+}
+
+TEST(Decide, HappyPathPendingWritesNothing) {
+  api::Job j = Settled(Starting());
+  Plan p = Decide(j, With(AdapterCall::kObserve, Waiting("", "container creating")));
+  EXPECT_FALSE(p.status);
+  EXPECT_FALSE(p.waitingMessageChanged);
+  EXPECT_THAT(p.events, IsEmpty());
+}
+
+TEST(Decide, ImagePullingIsANormalEvent) {
+  api::Job j = Settled(Starting());
+  Plan p = Decide(j, With(AdapterCall::kObserve,
+                          Waiting(kWaitingReasonImagePulling, "pulling image \"busybox\"")));
+  ASSERT_TRUE(p.status);
+  EXPECT_THAT(p.events, Contains(Event{Event::Type::kNormal, kWaitingReasonImagePulling,
+                                       "ImagePulling: pulling image \"busybox\""}));
+}
+
+TEST(Decide, HeldWaitingMessageIsNotWrittenAndComesBack) {
+  api::Job j = Settled(Starting());
+  Plan p = Decide(j, With(AdapterCall::kObserve, Waiting("ImagePullBackOff", "back-off 10s")));
+  ASSERT_TRUE(p.status);
+  j.status = *p.status;
+
+  Facts held = With(AdapterCall::kObserve, Waiting("ErrImagePull", "pull failed"));
+  held.holdWaitingMessage = seconds(12);
+  Plan h = Decide(j, held);
+  EXPECT_FALSE(h.status);  // only the message would change: held
+  EXPECT_FALSE(h.waitingMessageChanged);
+  EXPECT_THAT(h.events, IsEmpty());
+  EXPECT_EQ(h.requeueAfter, seconds(12));
+
+  // A change that is written anyway (the task started) is never held.
+  Observation running = Obs(ExecutionPhase::kRunning);
+  running.references = {{"Container", "abc"}};
+  Facts startedFacts = With(AdapterCall::kObserve, running);
+  startedFacts.holdWaitingMessage = seconds(12);
+  Plan started = Decide(j, startedFacts);
+  ASSERT_TRUE(started.status);
+  EXPECT_EQ(SucceededOf(*started.status), "Unknown/Running");
+
+  // Once the hold is over, the new message is written.
+  Plan later = Decide(j, With(AdapterCall::kObserve, Waiting("ErrImagePull", "pull failed")));
+  ASSERT_TRUE(later.status);
+  EXPECT_EQ(SucceededMessage(*later.status),
+            "Waiting for the backend to start the task: ErrImagePull: pull failed");
+  EXPECT_TRUE(later.waitingMessageChanged);
+}
+
+TEST(Decide, FirstWaitingReasonIsNeverHeld) {
+  // Just accepted: the default message was written, the backend's first reason follows at once.
+  api::Job j = Settled(Starting());
+  Facts f = With(AdapterCall::kObserve, Waiting("FailedCreate", "quota exceeded"));
+  f.holdWaitingMessage = seconds(30);
+  // Held only against an earlier waiting message: the default one is not.
+  api::Job fresh = j;
+  for (api::Condition& c : fresh.status.conditions) {
+    if (c.type == api::kConditionSucceeded) c.reason = kReasonPending;
+  }
+  Plan p = Decide(fresh, f);
+  ASSERT_TRUE(p.status);
+  EXPECT_THAT(SucceededMessage(*p.status), HasSubstr("FailedCreate: quota exceeded"));
+  EXPECT_TRUE(p.waitingMessageChanged);
+}
+
+TEST(Decide, EnsureWaitingWithoutReferencesWaitsInsteadOfUnknown) {
+  api::Job j = Settled(Starting());
+  j.status.execution->references.clear();
+  for (api::Condition& c : j.status.conditions) {
+    if (c.type == api::kConditionScheduled) c.status = ConditionStatus::kFalse;
+  }
+  api::RemoveCondition(j.status.conditions, api::kConditionScheduled);
+  j = Settled(j);
+  ASSERT_EQ(Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt}).call, AdapterCall::kEnsure);
+  Observation o = Obs(ExecutionPhase::kPending);
+  o.reason = "SecretNotFound";
+  o.message = "Secret default/creds (env TOKEN) was not found";
+  Plan p = Decide(j, With(AdapterCall::kEnsure, o));
+  ASSERT_TRUE(p.status);
+  EXPECT_EQ(SucceededOf(*p.status), "Unknown/Scheduling");
+  EXPECT_THAT(SucceededMessage(*p.status), HasSubstr("SecretNotFound: Secret default/creds"));
+  EXPECT_TRUE(p.backoff);
+  EXPECT_EQ(p.call, AdapterCall::kNone);
+  EXPECT_THAT(p.events, Contains(Event{Event::Type::kWarning, "SecretNotFound",
+                                       "SecretNotFound: " + o.message}));
+}
+
+TEST(Decide, BlockedCleanupOfAFinishedJobTellsWhy) {
+  api::Job j = Settled(Starting());
+  Plan done = Decide(j, With(AdapterCall::kObserve, [] {
+                       Observation o = Obs(ExecutionPhase::kSucceeded);
+                       o.exitCode = 0;
+                       o.references = {{"Container", "abc"}};
+                       return o;
+                     }()));
+  ASSERT_TRUE(done.status);
+  j.status = *done.status;
+  j.metadata.deletionTimestamp = kNow;
+  ASSERT_EQ(Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt}).call, AdapterCall::kDelete);
+  Observation unreachable = Obs(ExecutionPhase::kUnknown);
+  unreachable.reason = "BackendUnreachable";
+  unreachable.message = "the Docker engine did not answer";
+  Plan p = Decide(j, With(AdapterCall::kDelete, unreachable));
+  EXPECT_FALSE(p.status);
+  EXPECT_TRUE(p.backoff);
+  EXPECT_EQ(p.finalizer, FinalizerChange::kNone);
+  ASSERT_EQ(p.events.size(), 1u);
+  EXPECT_EQ(p.events[0].type, Event::Type::kWarning);
+  EXPECT_EQ(p.events[0].reason, kEventCleanupBlocked);
+  EXPECT_THAT(p.events[0].message,
+              HasSubstr("BackendUnreachable: the Docker engine did not answer"));
 }
 
 }  // namespace

@@ -900,7 +900,8 @@ void Isolation_SameNameNewUid() {
   };
   const int freshCalls = callsFor(fresh);
   const int oldCalls = callsFor(old);
-  Plan stale = Decide(staleOld, Facts{h.Now(), std::nullopt, std::nullopt});
+  Plan stale =
+      Decide(staleOld, Facts{h.Now(), std::nullopt, std::nullopt, std::nullopt, std::nullopt});
   EXPECT_EQ(stale.call, AdapterCall::kCancel);  // by the OLD uid
   h.SetCached(staleOld);
   RoundReport r = h.Reconcile("same");
@@ -1003,6 +1004,188 @@ INSTANTIATE_TEST_SUITE_P(Spec, StateMachineMatrix, ::testing::ValuesIn(kMatrix),
                          [](const ::testing::TestParamInfo<Row>& row) {
                            return std::string(row.param.name);
                          });
+
+// ---------------------------------------------------------------------------------------------
+// Every waiting Job says why, through the shipped reconciler: within the round that hears it, and
+// at most one changed waiting message per kWaitingMessageInterval per Job (FakeClock).
+
+std::string SucceededMessage(const api::Job& job) {
+  const api::Condition* c = Cond(job, api::kConditionSucceeded);
+  return c == nullptr ? "" : c->message;
+}
+
+TEST(WaitingMessage, SaysWhyAtOnceAndChangesAtMostEvery30Seconds) {
+  Harness h;
+  const std::string uid = h.Create("held", BasicSpec());
+  h.Settle("held");
+  ASSERT_EQ(StateOf(h, "held"), State::kStarting);
+  const int writesBefore = h.api.StatusWrites(uid);
+
+  h.backend.Hold(uid, "Unschedulable", "0/1 nodes are available: 1 Insufficient cpu.");
+  RoundReport first = h.Reconcile("held");
+  EXPECT_EQ(first.statusWrites, 1);
+  EXPECT_EQ(Reason(h.Job("held"), api::kConditionSucceeded), "Unknown/Scheduling");
+  EXPECT_EQ(SucceededMessage(h.Job("held")),
+            "Waiting for the backend to start the task: Unschedulable: 0/1 nodes are available: "
+            "1 Insufficient cpu.");
+  EXPECT_EQ(CountEvents(h, "Unschedulable"), 1);
+
+  // The reason changes 5 s later: held, the round asks to come back when it may be written.
+  h.Advance(seconds(5));
+  h.backend.Hold(uid, "Unschedulable", "0/1 nodes are available: 1 Insufficient memory.");
+  RoundReport held = h.Reconcile("held");
+  EXPECT_EQ(held.statusWrites, 0);
+  ASSERT_TRUE(held.requeueAfter.has_value());
+  EXPECT_EQ(*held.requeueAfter, seconds(25));
+  EXPECT_THAT(SucceededMessage(h.Job("held")), ::testing::HasSubstr("Insufficient cpu"));
+  EXPECT_EQ(CountEvents(h, "Unschedulable"), 1);
+
+  // Another change within the interval: still held.
+  h.Advance(seconds(20));
+  h.backend.Hold(uid, "CreateContainerConfigError", "couldn't find key token in Secret sim/t");
+  EXPECT_EQ(h.Reconcile("held").statusWrites, 0);
+
+  // Once 30 s have passed since the last write, the newest message is written.
+  h.Advance(seconds(5));
+  RoundReport later = h.Reconcile("held");
+  EXPECT_EQ(later.statusWrites, 1);
+  EXPECT_EQ(SucceededMessage(h.Job("held")),
+            "Waiting for the backend to start the task: CreateContainerConfigError: couldn't "
+            "find key token in Secret sim/t");
+  EXPECT_EQ(CountEvents(h, "CreateContainerConfigError"), 1);
+
+  // Starting is never held back.
+  h.Advance(seconds(1));
+  h.backend.Start(uid, h.Now());
+  EXPECT_EQ(h.Reconcile("held").statusWrites, 1);
+  EXPECT_EQ(StateOf(h, "held"), State::kRunning);
+  EXPECT_EQ(h.api.StatusWrites(uid), writesBefore + 3);
+  EXPECT_THAT(h.failures(), IsEmpty());
+}
+
+TEST(WaitingMessage, HappyPathWritesNoWaitingMessage) {
+  Harness h;
+  const std::string uid = h.Create("ok", BasicSpec());
+  h.Settle("ok");
+  h.Advance(seconds(1));
+  h.backend.Start(uid, h.Now());
+  h.Settle("ok");
+  h.backend.Exit(uid, 0, h.Now());
+  h.Settle("ok");
+  EXPECT_EQ(StateOf(h, "ok"), State::kSucceeded);
+  // Finalizer, accepted, scheduled, started, the result: the pending observations in between
+  // (no reason: on its way) write nothing.
+  EXPECT_EQ(h.api.StatusWrites(uid) + h.api.MetadataWrites(uid), 5);
+  for (const api::JobStatus& st : h.api.History(uid)) {
+    const api::Condition* c = api::FindCondition(st.conditions, api::kConditionSucceeded);
+    if (c != nullptr && c->reason == kReasonScheduling) {
+      EXPECT_EQ(c->message, "Waiting for the backend to start the task");
+    }
+  }
+  EXPECT_THAT(h.failures(), IsEmpty());
+}
+
+TEST(WaitingMessage, SecretDeletedAfterAcceptanceIsNamedAndNothingIsCreated) {
+  const std::string secretValue = "v4lue-never-shown";
+  Harness h;
+  h.cluster.secrets["creds"] = {{"token", secretValue}};
+  api::JobSpec spec = BasicSpec();
+  api::EnvVar token{"TOKEN", std::nullopt, api::EnvVarSource{}};
+  token.valueFrom->secretKeyRef = api::KeySelector{"creds", "token", false};
+  spec.task.env = {token};
+  const std::string uid = h.Create("env", spec);
+  // Accepted (finalizer, then the status write), then the round ends before the Ensure.
+  h.Reconcile("env", CrashAfterSteps(2));
+  ASSERT_EQ(Reason(h.Job("env"), api::kConditionAccepted), "True/Valid");
+  ASSERT_EQ(h.backend.Calls(AdapterCall::kEnsure, uid), 0);
+
+  h.cluster.secrets.erase("creds");
+  RoundReport r = h.Reconcile("env");
+  EXPECT_TRUE(r.backoff);
+  EXPECT_EQ(h.backend.Creates(uid), 0);
+  EXPECT_EQ(Reason(h.Job("env"), api::kConditionSucceeded), "Unknown/Scheduling");
+  EXPECT_THAT(SucceededMessage(h.Job("env")),
+              ::testing::HasSubstr("ReferenceNotFound: reading Secret sim/creds"));
+  EXPECT_EQ(CountEvents(h, "ReferenceNotFound"), 1);
+
+  h.cluster.secrets["creds"] = {{"token", secretValue}};
+  h.Advance(seconds(31));
+  h.Settle("env");
+  EXPECT_EQ(h.backend.Creates(uid), 1);
+  EXPECT_EQ(SucceededMessage(h.Job("env")), "Waiting for the backend to start the task");
+  for (const api::JobStatus& s : h.api.History(uid)) {
+    for (const api::Condition& c : s.conditions) {
+      EXPECT_EQ(c.message.find(secretValue), std::string::npos) << c.message;
+    }
+  }
+  for (const Event& e : h.events()) EXPECT_EQ(e.message.find(secretValue), std::string::npos);
+  EXPECT_THAT(h.failures(), IsEmpty());
+}
+
+TEST(WaitingMessage, DeletionBlockedByAnUnreachableBackendRecordsAWarning) {
+  Harness h;
+  const std::string uid = h.Create("done", BasicSpec());
+  h.Settle("done");
+  h.backend.Start(uid, h.Now());
+  h.backend.Exit(uid, 0, h.Now());
+  h.Settle("done");
+  ASSERT_EQ(StateOf(h, "done"), State::kSucceeded);
+  h.backend.unreachable = true;
+  ASSERT_TRUE(h.api.Delete("done", uid).ok());
+  h.Reconcile("done");
+  EXPECT_TRUE(h.Exists("done"));  // the finalizer stays
+  EXPECT_GE(CountEvents(h, kEventCleanupBlocked), 1);
+  h.backend.unreachable = false;
+  h.Settle("done");
+  EXPECT_FALSE(h.Exists("done"));
+  EXPECT_THAT(h.failures(), IsEmpty());
+}
+
+TEST(StartTimeout, AJobThatDoesNotStartInTimeIsStoppedAndFails) {
+  Harness h;
+  h.cluster.startTimeoutSeconds = 60;
+  const std::string uid = h.Create("slow", BasicSpec());
+  RoundReport accepted = h.Reconcile("slow");
+  ASSERT_EQ(StateOf(h, "slow"), State::kStarting);
+  // The round comes back when the start timeout expires (no backend event may come).
+  ASSERT_TRUE(accepted.requeueAfter.has_value());
+  EXPECT_EQ(*accepted.requeueAfter, seconds(60));
+  h.backend.Hold(uid, "Unschedulable", "0/1 nodes are available");
+  h.Settle("slow");
+  h.Advance(seconds(59));
+  h.Settle("slow");
+  EXPECT_EQ(StateOf(h, "slow"), State::kStarting);
+  h.Advance(seconds(1));
+  h.Settle("slow");
+  api::Job j = h.Job("slow");
+  EXPECT_EQ(Reason(j, api::kConditionSucceeded), "False/StartTimeout");
+  EXPECT_THAT(SucceededMessage(j), ::testing::HasSubstr("startTimeoutSeconds=60"));
+  EXPECT_THAT(SucceededMessage(j), ::testing::HasSubstr("Unschedulable: 0/1 nodes are available"));
+  EXPECT_FALSE(j.status.startTime.has_value());
+  EXPECT_GE(h.backend.Calls(AdapterCall::kCancel, uid), 1);  // stopped before it could start
+  EXPECT_FALSE(h.backend.Live(uid));
+  EXPECT_THAT(h.failures(), IsEmpty());
+}
+
+TEST(StartTimeout, AStartedJobIsNotAffectedAndNoTimeoutIsTheDefault) {
+  Harness h;
+  h.cluster.startTimeoutSeconds = 60;
+  const std::string uid = StartRunning(h, "started");
+  h.Advance(seconds(600));
+  h.Settle("started");
+  EXPECT_EQ(StateOf(h, "started"), State::kRunning);
+
+  Harness plain;
+  const std::string uid2 = plain.Create("waits", BasicSpec());
+  plain.Settle("waits");
+  plain.Advance(seconds(100000));
+  plain.Settle("waits");
+  EXPECT_EQ(StateOf(plain, "waits"), State::kStarting);
+  EXPECT_EQ(plain.backend.Calls(AdapterCall::kCancel, uid2), 0);
+  EXPECT_THAT(h.failures(), IsEmpty());
+  EXPECT_THAT(plain.failures(), IsEmpty());
+  (void)uid;
+}
 
 }  // namespace
 }  // namespace ayatori::statemachine::testing

@@ -24,8 +24,16 @@ Observation FakeBackend::Describe(const FakeExecution& e) const {
   o.finishedAt = e.finishedAt;
   o.exitCode = e.exitCode;
   o.reason = e.reason;
+  o.message = e.message;
   o.references = e.references;
   return o;
+}
+
+void FakeBackend::Hold(const std::string& uid, std::string reason, std::string message) {
+  auto it = executions_.find(uid);
+  if (it == executions_.end() || it->second.phase != ExecutionPhase::kPending) return;
+  it->second.reason = std::move(reason);
+  it->second.message = std::move(message);
 }
 
 Observation FakeBackend::Unreachable() const {
@@ -159,6 +167,8 @@ void FakeBackend::Start(const std::string& uid, Time at) {
   if (it == executions_.end() || it->second.phase != ExecutionPhase::kPending) return;
   it->second.phase = ExecutionPhase::kRunning;
   it->second.startedAt = at;
+  it->second.reason.clear();  // what held it up is over
+  it->second.message.clear();
   Record(it->second);
 }
 
@@ -726,6 +736,7 @@ void Harness::PublishCluster() {
     c.metadata.name = name;
     c.spec.controllerName = kFakeControllerName;
     c.spec.secretEnvForwarding = api::SecretEnvForwarding::kAllowed;
+    c.spec.startTimeoutSeconds = cluster.startTimeoutSeconds;
     if (cluster.resourcesOutOfRange) c.spec.resources.max.memory = api::Quantity::MustParse("1Gi");
     classes[name] = api::ToJson(c);
   }
@@ -868,6 +879,14 @@ void Harness::CheckResultTruth(const api::Job& job, const api::JobStatus& before
                                        std::chrono::seconds(*job.spec.activeDeadlineSeconds))
             : std::nullopt;
     if (!deadline || Now() < *deadline) fail("before the deadline passed");
+    if (succeededTruth) fail("but the execution succeeded");
+  } else if (reason == kReasonStartTimeout) {
+    const std::optional<int64_t> timeout = cluster.startTimeoutSeconds;
+    if (!timeout || accepted == nullptr || accepted->status != api::ConditionStatus::kTrue ||
+        Now() < accepted->lastTransitionTime + std::chrono::seconds(*timeout)) {
+      fail("before the class's startTimeoutSeconds passed since acceptance");
+    }
+    if (after.startTime) fail("but the task had started");
     if (succeededTruth) fail("but the execution succeeded");
   } else if (reason == kReasonBackendLost) {
     const api::Condition* prev = api::FindCondition(before.conditions, api::kConditionSucceeded);

@@ -53,6 +53,7 @@ struct FakeExecution {
   std::optional<Time> finishedAt;
   std::optional<int32_t> exitCode;
   std::string reason;
+  std::string message;
   std::vector<api::ExecutionReference> references;
   bool stopRequested = false;
 };
@@ -92,6 +93,8 @@ class FakeBackend {
   void StopExternally(const std::string& uid, Time at);
   void CompleteRequestedStop(const std::string& uid, Time at);  // only after a Cancel
   void Lose(const std::string& uid);
+  // A pending execution the backend holds up, saying why (reason "" = on its way again).
+  void Hold(const std::string& uid, std::string reason, std::string message);
 
   const FakeExecution* Find(const std::string& uid) const;
   bool Live(const std::string& uid) const;  // exists and not stopped
@@ -155,6 +158,7 @@ struct ClusterObjects {
   // Every class bounds limits.memory and sets no default: Jobs that ask for no limit are
   // refused for good (Accepted=False/ResourcesOutOfRange).
   bool resourcesOutOfRange = false;
+  std::optional<int64_t> startTimeoutSeconds;  // of every class
   bool operator==(const ClusterObjects&) const = default;
 };
 

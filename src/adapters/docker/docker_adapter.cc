@@ -1,5 +1,6 @@
 #include "adapters/docker/docker_adapter.h"
 
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -22,7 +23,15 @@ Observation Unknown(const std::string& message) {
   return o;
 }
 
-Observation Unreachable(const Status& st) { return Unknown(st.message()); }
+// A transport error quotes libcurl's detail, which names the engine's address; the Job API never
+// shows endpoints (docs/api.md), so only the kind of failure goes into the observation.
+Observation Unreachable(const Status& st) {
+  std::string message = st.message();
+  if (message.starts_with(kTransportErrorPrefix)) {
+    if (size_t detail = message.find(" ("); detail != std::string::npos) message.resize(detail);
+  }
+  return Unknown(message);
+}
 
 Observation Failed(const char* reason, const std::string& message) {
   Observation o;
@@ -67,7 +76,48 @@ std::optional<std::string> PullStreamError(const std::string& body) {
 
 }  // namespace
 
-DockerAdapter::DockerAdapter(DockerAdapterOptions options) : options_(std::move(options)) {}
+struct DockerAdapter::Pulls {
+  struct Pull {
+    bool done = false;
+    std::optional<Observation> failure;  // when done
+    std::chrono::steady_clock::time_point doneAt;
+    std::set<std::pair<std::string, std::string>> waiters;  // Jobs (namespace, name) to wake
+  };
+  std::mutex mu;
+  NotifyFn notify;                    // empty before Start() and after Stop()
+  std::map<std::string, Pull> byKey;  // endpoint, image and credentials
+};
+
+namespace {
+
+// A finished pull's result is kept for the Jobs that waited on it, at most this long.
+constexpr std::chrono::minutes kPullResultKept{10};
+
+Observation ImagePulling(const std::string& image) {
+  Observation o;
+  o.phase = ExecutionPhase::kPending;
+  o.reason = "ImagePulling";
+  o.message = "pulling image \"" + image + "\"";
+  return o;
+}
+
+// The POST /images/create answer as EnsureImage reports it: nullopt when the image is there.
+std::optional<Observation> PullResult(const StatusOr<HttpResponse>& r, const std::string& image) {
+  if (!r.ok()) return Unreachable(r.status());
+  if (r->status != 200) {
+    return Failed(kReasonImagePullFailed,
+                  "pulling image \"" + image + "\" failed: " + EngineErrorMessage(*r));
+  }
+  if (auto error = PullStreamError(r->body)) {
+    return Failed(kReasonImagePullFailed, "pulling image \"" + image + "\" failed: " + *error);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+DockerAdapter::DockerAdapter(DockerAdapterOptions options)
+    : options_(std::move(options)), pulls_(std::make_shared<Pulls>()) {}
 
 DockerAdapter::~DockerAdapter() { Stop(); }
 
@@ -152,6 +202,10 @@ Status DockerAdapter::Start(std::function<void(const std::string&, const std::st
     std::lock_guard<std::mutex> lock(mu_);
     notify_ = std::move(notify);
   }
+  {
+    std::lock_guard<std::mutex> lock(pulls_->mu);
+    pulls_->notify = notify_;
+  }
   Status error;
   if (ClientFor(options_.defaultEndpoint, "", options_.tls, error) == nullptr) return error;
   return Status::Ok();
@@ -163,6 +217,10 @@ void DockerAdapter::Stop() {
     std::lock_guard<std::mutex> lock(mu_);
     watchers.swap(watchers_);
     notify_ = nullptr;
+  }
+  {
+    std::lock_guard<std::mutex> lock(pulls_->mu);
+    pulls_->notify = nullptr;
   }
   for (auto& [endpoint, watcher] : watchers) watcher->Stop();
 }
@@ -251,9 +309,57 @@ StatusOr<std::optional<nlohmann::json>> DockerAdapter::FindContainer(
   return Inspect(client, GetString(*oldest, "Id"));
 }
 
+std::optional<Observation> DockerAdapter::PullInBackground(
+    const std::shared_ptr<EngineClient>& client, const ExecutionRequest& request,
+    const std::string& key, const std::string& path, std::vector<std::string> headers) {
+  const std::string& image = request.job.spec.task.image;
+  const std::pair<std::string, std::string> job{request.job.metadata.namespace_,
+                                                request.job.metadata.name};
+  {
+    std::lock_guard<std::mutex> lock(pulls_->mu);
+    const auto now = std::chrono::steady_clock::now();
+    std::erase_if(pulls_->byKey, [&](const auto& e) {
+      return e.second.done && e.second.doneAt + kPullResultKept < now;
+    });
+    auto it = pulls_->byKey.find(key);
+    if (it != pulls_->byKey.end()) {
+      Pulls::Pull& pull = it->second;
+      if (!pull.done) {
+        pull.waiters.insert(job);
+        return ImagePulling(image);
+      }
+      std::optional<Observation> result = pull.failure;
+      pull.waiters.erase(job);
+      if (pull.waiters.empty()) pulls_->byKey.erase(it);
+      return result;
+    }
+    pulls_->byKey[key].waiters.insert(job);
+  }
+  std::thread([pulls = pulls_, client, key, path, headers = std::move(headers), image,
+               timeout = options_.pullTimeout] {
+    std::optional<Observation> result =
+        PullResult(client->Call("POST", path, "", headers, timeout), image);
+    NotifyFn notify;
+    std::set<std::pair<std::string, std::string>> waiters;
+    {
+      std::lock_guard<std::mutex> lock(pulls->mu);
+      Pulls::Pull& pull = pulls->byKey[key];
+      pull.done = true;
+      pull.failure = std::move(result);
+      pull.doneAt = std::chrono::steady_clock::now();
+      waiters = pull.waiters;
+      notify = pulls->notify;
+    }
+    if (!notify) return;
+    for (const auto& [ns, name] : waiters) notify(ns, name);
+  }).detach();
+  return ImagePulling(image);
+}
+
 std::optional<Observation> DockerAdapter::EnsureImage(
-    EngineClient& client, const ExecutionRequest& request,
+    const std::shared_ptr<EngineClient>& clientPtr, const ExecutionRequest& request,
     const api::DockerExecutionParameters& params) {
+  EngineClient& client = *clientPtr;
   const std::string& image = request.job.spec.task.image;
   auto ref = ParseImageReference(image);
   if (!ref.ok()) return Failed(kReasonImagePullFailed, ref.status().message());
@@ -271,19 +377,21 @@ std::optional<Observation> DockerAdapter::EnsureImage(
   if (!creds.ok()) return Failed(kReasonImagePullFailed, creds.status().message());
   std::vector<std::string> headers;
   if (*creds) headers.push_back("X-Registry-Auth: " + RegistryAuthHeaderValue(**creds).reveal());
-  auto r = client.Call("POST",
-                       "/images/create?fromImage=" + EngineClient::Escape(ref->name) +
-                           "&tag=" + EngineClient::Escape(ref->PullTag()),
-                       "", headers, options_.pullTimeout);
-  if (!r.ok()) return Unreachable(r.status());
-  if (r->status != 200) {
-    return Failed(kReasonImagePullFailed,
-                  "pulling image \"" + image + "\" failed: " + EngineErrorMessage(*r));
+  const std::string path = "/images/create?fromImage=" + EngineClient::Escape(ref->name) +
+                           "&tag=" + EngineClient::Escape(ref->PullTag());
+  bool started = false;
+  {
+    std::lock_guard<std::mutex> lock(pulls_->mu);
+    started = static_cast<bool>(pulls_->notify);
   }
-  if (auto error = PullStreamError(r->body)) {
-    return Failed(kReasonImagePullFailed, "pulling image \"" + image + "\" failed: " + *error);
+  if (started) {
+    // One pull per engine, image and credentials (a hash of them: the key stays in memory).
+    const std::string key =
+        (params.endpoint.empty() ? options_.defaultEndpoint : params.endpoint) + "\n" + image +
+        "\n" + std::to_string(std::hash<std::string>{}(headers.empty() ? "" : headers[0]));
+    return PullInBackground(clientPtr, request, key, path, std::move(headers));
   }
-  return std::nullopt;
+  return PullResult(client.Call("POST", path, "", headers, options_.pullTimeout), image);
 }
 
 Observation DockerAdapter::StartAndObserve(EngineClient& client, const std::string& uid,
@@ -337,7 +445,7 @@ Observation DockerAdapter::EnsureExecution(const ExecutionRequest& request) {
   // A Job whose cancellation was requested never gets a new execution.
   if (request.job.spec.desiredState == api::DesiredState::kCancelled) return Absent();
 
-  if (auto failure = EnsureImage(client, request, target->params)) return *failure;
+  if (auto failure = EnsureImage(target->client, request, target->params)) return *failure;
   auto body = BuildCreateBody(request, target->params);
   if (!body.ok()) return Failed(kReasonBackendRejected, body.status().message());
   auto r = client.Call(

@@ -3,7 +3,10 @@
 // the Engine HTTP API. Parameters come from the JobClass's DockerExecutionParameters.
 //
 //   Ensure   look up by UID label (adopt), else pull per pullPolicy (with the Job's
-//            imagePullSecrets), create (409 on the deterministic name -> adopt), start
+//            imagePullSecrets), create (409 on the deterministic name -> adopt), start. Once
+//            Start() ran, a pull runs in the background: Ensure answers kPending/ImagePulling
+//            (nothing created, the Job says it waits for the image) and notify wakes the Job
+//            when the pull ended; its next Ensure creates the container or reports the failure
 //   Observe  inspect; engine unreachable, 5xx or timeout -> Unknown/BackendUnreachable, never
 //   Failed Cancel   rename to ayatori-<uid>-cancelled (the durable "we stopped it" mark), then
 //            POST /stop?t=<stopGracePeriodSeconds> (SIGTERM, SIGKILL after the grace period)
@@ -89,9 +92,16 @@ class DockerAdapter final : public Adapter, public LogSource {
       EngineClient& client, const std::string& uid,
       const std::vector<api::ExecutionReference>& references);
   StatusOr<std::optional<nlohmann::json>> Inspect(EngineClient& client, const std::string& id);
-  // Makes the image available per pullPolicy; nullopt when it is, else the failure to report.
-  std::optional<Observation> EnsureImage(EngineClient& client, const ExecutionRequest& request,
+  // Makes the image available per pullPolicy; nullopt when it is, else what to report: the
+  // failure, or kPending/ImagePulling while a background pull runs.
+  std::optional<Observation> EnsureImage(const std::shared_ptr<EngineClient>& client,
+                                         const ExecutionRequest& request,
                                          const api::DockerExecutionParameters& params);
+  // Starts (or joins) the background pull of `key`; the answer while it runs, or its result.
+  std::optional<Observation> PullInBackground(const std::shared_ptr<EngineClient>& client,
+                                              const ExecutionRequest& request,
+                                              const std::string& key, const std::string& path,
+                                              std::vector<std::string> headers);
   // Starts a created container and reports what it then is.
   Observation StartAndObserve(EngineClient& client, const std::string& uid, const std::string& id);
 
@@ -104,6 +114,10 @@ class DockerAdapter final : public Adapter, public LogSource {
   std::map<std::string, Client> clients_;                          // by ClientKey
   NotifyFn notify_;                                                // set by Start
   std::map<std::string, std::unique_ptr<EventWatcher>> watchers_;  // by ClientKey
+  // Background pulls, shared with their threads (which may outlive the adapter: a pull is not
+  // cancellable, so Stop() does not wait for one; it only stops their notifications).
+  struct Pulls;
+  std::shared_ptr<Pulls> pulls_;
 };
 
 }  // namespace ayatori::adapters::docker

@@ -42,7 +42,7 @@ Status TransportError(CURLcode code, const char* detail) {
   const char* tls = TlsProblem(code);
   std::string message = tls != nullptr
                             ? std::string(tls)
-                            : std::string("docker engine unreachable: ") + curl_easy_strerror(code);
+                            : std::string(kTransportErrorPrefix) + curl_easy_strerror(code);
   if (detail != nullptr && *detail != '\0') message += std::string(" (") + detail + ")";
   return Status(
       code == CURLE_OPERATION_TIMEDOUT ? StatusCode::kDeadlineExceeded : StatusCode::kUnavailable,

@@ -18,6 +18,10 @@
 
 namespace ayatori::adapters::docker {
 
+// How the message of a failed connection to the engine starts: "<prefix><libcurl's error>
+// (<libcurl's detail, which names the address>)".
+inline constexpr const char* kTransportErrorPrefix = "docker engine unreachable: ";
+
 // PEM material for tcp:// endpoints with TLS (the Secret behind DockerExecutionParameters'
 // tlsSecretRef, adapters/docker/tls_secret.h). Empty = plain HTTP. The CA verifies the engine's
 // certificate; the client certificate and key are what an engine run with --tlsverify demands.

@@ -83,6 +83,7 @@ bool IsImagePullWait(const PodFacts& p) {
 
 ResourceRef BatchJobsResource() { return {"batch", "v1", "jobs", true}; }
 ResourceRef PodsResource() { return {"", "v1", "pods", true}; }
+ResourceRef CoreEventsResource() { return {"", "v1", "events", true}; }
 
 KubernetesAdapter::KubernetesAdapter(KubeClient& client, KubernetesAdapterOptions options)
     : client_(client),
@@ -126,6 +127,17 @@ Status KubernetesAdapter::Start(
       client_, PodsResource(), io,
       [](const json& j) { return std::make_shared<const PodFacts>(PodFactsFromJson(j)); });
   pods_->AddIndex(kUidIndex, [](const PodFacts& p) { return std::vector<std::string>{p.jobUid}; });
+  kube::InformerOptions eo;
+  eo.namespace_ = options_.namespace_;
+  eo.fieldSelector = "involvedObject.kind=Job,reason=FailedCreate";
+  eo.log = options_.log;
+  eo.name = "v1 events (FailedCreate of batch Jobs)";
+  failedCreates_ = std::make_unique<kube::Informer<FailedCreateFacts>>(
+      client_, CoreEventsResource(), eo, [](const json& j) {
+        return std::make_shared<const FailedCreateFacts>(FailedCreateFactsFromJson(j));
+      });
+  failedCreates_->AddIndex(
+      kUidIndex, [](const FailedCreateFacts& e) { return std::vector<std::string>{e.jobUid}; });
 
   // Only changes of the facts the mapping reads wake the controller: kwok's and the kubelet's
   // status patches that touch nothing else (conditions, IPs) are not worth a reconcile.
@@ -149,9 +161,27 @@ Status KubernetesAdapter::Start(
           },
       .onDelete = [wake](const std::string& k, const auto& o) { wake(k, o->jobName); },
   });
+  // An Event names the batch Job; ours map to the Ayatori Job through the batch Job cache (an
+  // Event that comes before its batch Job is cached is seen by the batch Job's own wake-up).
+  auto wakeForEvent = [this](const std::string& key, const FailedCreateFacts& e) {
+    if (!notify_ || !jobs_) return;
+    auto job = jobs_->Get(kube::ObjectKey(kube::SplitObjectKey(key).first, e.jobName));
+    if (job && job->uid == e.jobUid && !job->jobName.empty()) {
+      notify_(kube::SplitObjectKey(key).first, job->jobName);
+    }
+  };
+  failedCreates_->AddHandlers({
+      .onAdd = [wakeForEvent](const std::string& k, const auto& e) { wakeForEvent(k, *e); },
+      .onUpdate =
+          [wakeForEvent](const std::string& k, const auto& old, const auto& cur) {
+            if (!(*old == *cur)) wakeForEvent(k, *cur);
+          },
+      .onDelete = nullptr,
+  });
   timerThread_ = std::jthread([this](const std::stop_token& stop) { TimerLoop(stop); });
   jobs_->Start();
   pods_->Start();
+  failedCreates_->Start();
   if (!jobs_->WaitForSync(options_.syncTimeout) || !pods_->WaitForSync(options_.syncTimeout)) {
     return Status(StatusCode::kUnavailable,
                   "the watches of batch/v1 Jobs and pods did not sync within " +
@@ -165,6 +195,7 @@ void KubernetesAdapter::Stop() {
   stopped_ = true;
   if (jobs_) jobs_->Stop();
   if (pods_) pods_->Stop();
+  if (failedCreates_) failedCreates_->Stop();
   if (timerThread_.joinable()) {
     timerThread_.request_stop();
     timerCv_.notify_all();
@@ -174,6 +205,24 @@ void KubernetesAdapter::Stop() {
 
 bool KubernetesAdapter::CachesSynced() const {
   return jobs_ && pods_ && jobs_->HasSynced() && pods_->HasSynced();
+}
+
+Observation KubernetesAdapter::WithFailedCreate(Observation o, const BatchJobFacts& job,
+                                                const std::vector<PodFacts>& pods) const {
+  if (o.phase != ExecutionPhase::kPending || !failedCreates_ || !failedCreates_->HasSynced()) {
+    return o;
+  }
+  for (const PodFacts& p : pods) {
+    if (p.controllerUid == job.uid) return o;  // the pod exists: it speaks for itself
+  }
+  std::shared_ptr<const FailedCreateFacts> newest;
+  for (const auto& e : failedCreates_->ByIndex(kUidIndex, job.uid)) {
+    if (!newest || (e->lastSeen && (!newest->lastSeen || *e->lastSeen > *newest->lastSeen))) {
+      newest = e;
+    }
+  }
+  if (!newest) return o;
+  return ExplainMissingPod(std::move(o), job.name, newest->message);
 }
 
 void KubernetesAdapter::NotifyAt(api::Time when, const std::string& ns, const std::string& name) {
@@ -298,7 +347,7 @@ std::optional<Observation> KubernetesAdapter::ObserveCached(const ExecutionKey& 
     return std::nullopt;
   }
   WakeAtPullTimeouts(pods, pullTimeout, key);
-  return o;
+  return WithFailedCreate(std::move(o), *job, pods);
 }
 
 std::optional<Observation> KubernetesAdapter::ConfirmResultFromPod(

@@ -10,9 +10,11 @@
 //
 // Requests per Job on the happy path: Ensure = 1 create; Observe = 0 (watch caches) plus one
 // fresh GET of the pod before a terminal answer; Delete = 1 delete (+ 1 get without a recorded
-// reference). Start() runs two informers, on batch Jobs and pods carrying the label
-// execution.ayatori.ddupan.top/job-uid (all namespaces or options.namespace_); their events call
-// notify(namespace, Ayatori Job name). Without Start() every call reads fresh from the apiserver.
+// reference). Start() runs three informers: batch Jobs and pods carrying the label
+// execution.ayatori.ddupan.top/job-uid (all namespaces or options.namespace_), and core/v1 Events
+// with reason FailedCreate about batch Jobs (why a pod was not created: quota, admission, a
+// missing service account or PriorityClass); their changes call notify(namespace, Ayatori Job
+// name). Without Start() every call reads fresh from the apiserver (and cannot tell FailedCreate).
 #pragma once
 
 #include <chrono>
@@ -45,8 +47,9 @@ struct KubernetesAdapterOptions {
   std::function<void(const std::string&)> log;
 };
 
-ResourceRef BatchJobsResource();  // batch/v1 jobs
-ResourceRef PodsResource();       // v1 pods
+ResourceRef BatchJobsResource();   // batch/v1 jobs
+ResourceRef PodsResource();        // v1 pods
+ResourceRef CoreEventsResource();  // v1 events (the Job controller records FailedCreate there)
 
 class KubernetesAdapter final : public Adapter {
  public:
@@ -102,6 +105,9 @@ class KubernetesAdapter final : public Adapter {
                                                   const std::vector<PodFacts>& cachedPods,
                                                   std::chrono::seconds pullTimeout);
   bool CachesSynced() const;
+  // ExplainMissingPod with the newest cached FailedCreate Event of the batch Job, if it has no pod.
+  Observation WithFailedCreate(Observation o, const BatchJobFacts& job,
+                               const std::vector<PodFacts>& pods) const;
   api::Time Now() const;
   void Log(const std::string& line) const;
   // Wakes the controller when an image-pull timeout expires (no Kubernetes event says so).
@@ -118,6 +124,7 @@ class KubernetesAdapter final : public Adapter {
   std::function<void(const std::string&, const std::string&)> notify_;
   std::unique_ptr<kube::Informer<BatchJobFacts>> jobs_;
   std::unique_ptr<kube::Informer<PodFacts>> pods_;
+  std::unique_ptr<kube::Informer<FailedCreateFacts>> failedCreates_;
   bool stopped_ = false;  // Start and Stop come from one thread (the controller's)
 
   std::mutex timerMu_;

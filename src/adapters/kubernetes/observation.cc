@@ -72,6 +72,11 @@ std::string ControllerUid(const json& obj) {
   return "";
 }
 
+// Waiting reasons of a container that is being set up normally: nothing to explain.
+bool IsOnItsWay(const std::string& reason) {
+  return reason.empty() || reason == "ContainerCreating" || reason == "PodInitializing";
+}
+
 bool IsImagePullReason(const std::string& reason) {
   return reason == "ErrImagePull" || reason == "ImagePullBackOff" || reason == "InvalidImageName";
 }
@@ -123,7 +128,17 @@ Observation ObservePod(const PodFacts& pod, api::Time now, std::chrono::seconds 
         return o;
       }
       o.phase = ExecutionPhase::kPending;
-      o.message = "pod " + pod.name + ": container waiting" + details(pod.reason, pod.message);
+      if (IsOnItsWay(pod.reason)) return o;
+      o.reason = pod.reason;
+      o.message =
+          "pod " + pod.name + ": " + (pod.message.empty() ? "container waiting" : pod.message);
+      if (IsImagePullReason(pod.reason) && pod.created &&
+          imagePullTimeout < std::chrono::seconds::max() / 2) {
+        o.message += "; the Job fails with ImagePullFailed at " +
+                     api::FormatTime(*pod.created + imagePullTimeout) +
+                     " if the image cannot be pulled by then (imagePullFailureTimeoutSeconds " +
+                     std::to_string(imagePullTimeout.count()) + ")";
+      }
       return o;
     case ContainerState::kNone:
       break;
@@ -141,9 +156,11 @@ Observation ObservePod(const PodFacts& pod, api::Time now, std::chrono::seconds 
     o.phase = ExecutionPhase::kRunning;
   } else {
     o.phase = ExecutionPhase::kPending;
-    o.message = pod.unschedulable.empty()
-                    ? "pod " + pod.name + " is pending"
-                    : "pod " + pod.name + " is not scheduled: " + pod.unschedulable;
+    if (!pod.unschedulable.empty()) {
+      o.reason = pod.unschedulable;
+      o.message = "pod " + pod.name + " cannot be scheduled: " +
+                  (pod.unschedulableMessage.empty() ? "no reason given" : pod.unschedulableMessage);
+    }
   }
   return o;
 }
@@ -203,6 +220,17 @@ BatchJobFacts BatchJobFactsFromJson(const json& j) {
   return f;
 }
 
+FailedCreateFacts FailedCreateFactsFromJson(const json& j) {
+  FailedCreateFacts f;
+  f.jobName = Str(j, {"involvedObject", "name"});
+  f.jobUid = Str(j, {"involvedObject", "uid"});
+  f.message = Str(j, {"message"});
+  f.lastSeen = TimeAt(j, {"lastTimestamp"});
+  if (!f.lastSeen) f.lastSeen = TimeAt(j, {"eventTime"});
+  if (!f.lastSeen) f.lastSeen = TimeAt(j, {"firstTimestamp"});
+  return f;
+}
+
 PodFacts PodFactsFromJson(const json& j) {
   PodFacts f;
   f.name = Str(j, {"metadata", "name"});
@@ -222,7 +250,9 @@ PodFacts PodFactsFromJson(const json& j) {
       conditions && conditions->is_array()) {
     for (const auto& c : *conditions) {
       if (Str(c, {"type"}) == "PodScheduled" && Str(c, {"status"}) == "False") {
-        f.unschedulable = Str(c, {"reason"}) + ": " + Str(c, {"message"});
+        f.unschedulable = Str(c, {"reason"});
+        if (f.unschedulable.empty()) f.unschedulable = "Unschedulable";
+        f.unschedulableMessage = Str(c, {"message"});
       }
     }
   }
@@ -246,6 +276,17 @@ PodFacts PodFactsFromJson(const json& j) {
     f.message = Str(*waiting, {"message"});
   }
   return f;
+}
+
+Observation ExplainMissingPod(Observation o, const std::string& batchJobName,
+                              const std::string& failedCreateMessage) {
+  if (o.phase != ExecutionPhase::kPending || !o.reason.empty() || failedCreateMessage.empty()) {
+    return o;
+  }
+  o.reason = "FailedCreate";
+  o.message =
+      "the pod of batch/v1 Job " + batchJobName + " could not be created: " + failedCreateMessage;
+  return o;
 }
 
 std::string ReferencedBatchJobUid(const std::vector<api::ExecutionReference>& references) {

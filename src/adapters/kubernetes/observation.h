@@ -36,6 +36,18 @@ struct BatchJobFacts {
   bool operator==(const BatchJobFacts&) const = default;
 };
 
+// A core/v1 Event with reason FailedCreate about a batch/v1 Job (the Job controller could not
+// create its pod), as the adapter's watch cache keeps it.
+struct FailedCreateFacts {
+  std::string jobName;  // involvedObject.name, the batch Job
+  std::string jobUid;   // involvedObject.uid
+  std::string message;
+  std::optional<api::Time> lastSeen;  // lastTimestamp, else eventTime, else firstTimestamp
+  bool operator==(const FailedCreateFacts&) const = default;
+};
+
+FailedCreateFacts FailedCreateFactsFromJson(const nlohmann::json& event);
+
 enum class ContainerState { kNone, kWaiting, kRunning, kTerminated };
 
 struct PodFacts {
@@ -48,7 +60,8 @@ struct PodFacts {
   int64_t deletionGracePeriodSeconds = 0;
   std::string phase;                  // Pending, Running, Succeeded, Failed, Unknown
   std::string podReason, podMessage;  // status.reason/message (evicted, rejected by the node)
-  std::string unschedulable;          // PodScheduled=False: "<reason>: <message>"
+  // PodScheduled=False: its reason (Unschedulable, SchedulingGated) and the scheduler's message.
+  std::string unschedulable, unschedulableMessage;
   // The main container ("main", else the first).
   ContainerState state = ContainerState::kNone;
   std::string reason, message;  // of the waiting or terminated state
@@ -72,7 +85,10 @@ PodFacts PodFactsFromJson(const nlohmann::json& pod);
 //      waiting ErrImagePull / ImagePullBackOff / InvalidImageName for at least
 //        imagePullFailureTimeout since the pod was created
 //                                               -> kFailed ImagePullFailed, no startedAt
-//      waiting otherwise, or no container state -> kPending (message says why)
+//      waiting otherwise, or no container state -> kPending; reason and message say why when it
+//        is held up (the waiting reason, e.g. CreateContainerConfigError, ImagePullBackOff with
+//        the time it fails; PodScheduled=False: Unschedulable with the scheduler's message), no
+//        reason while it is on its way (ContainerCreating, PodInitializing, not scheduled yet)
 //    terminated states carry startedAt/finishedAt from the container state.
 //  - pod Failed without a container state (evicted or rejected by the node) -> kFailed
 //    BackendRejected with the pod's reason.
@@ -99,6 +115,13 @@ Observation ObserveExecutionFromJson(const std::optional<nlohmann::json>& batchJ
 //  - everything else (killed, or nothing left at all) -> kCancelled.
 Observation ObserveCancellation(const std::vector<PodFacts>& pods, api::Time now);
 Observation ObserveCancellationFromJson(const std::vector<nlohmann::json>& pods, api::Time now);
+
+// What a batch Job's FailedCreate Event (the Job controller could not create the pod: quota,
+// admission, a missing service account or PriorityClass) says about a kPending execution without
+// a pod: reason FailedCreate and the Event's message. Anything else is returned unchanged.
+// Only for a batch Job that has no pod.
+Observation ExplainMissingPod(Observation o, const std::string& batchJobName,
+                              const std::string& failedCreateMessage);
 
 // The batch Job uid in `references` ({type: Job, id}), empty if none.
 std::string ReferencedBatchJobUid(const std::vector<api::ExecutionReference>& references);

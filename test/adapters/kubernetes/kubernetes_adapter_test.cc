@@ -345,8 +345,7 @@ TEST_F(KubernetesAdapterTest, ImagePullTimeoutWakesTheController) {
   ASSERT_TRUE(Eventually(
       [&] {
         Observation o = adapter_->Observe(key);
-        return o.phase == ExecutionPhase::kPending &&
-               o.message.find("ErrImagePull") != std::string::npos;
+        return o.phase == ExecutionPhase::kPending && o.reason == "ErrImagePull";
       },
       5s));
   // Three watch events so far (batch Job added, pod added, pod status written); the fake has no

@@ -93,7 +93,63 @@ TEST(ObserveExecution, UnschedulablePodIsPendingAndSaysWhy) {
                                   {"message", "0/1 nodes are available"}}};
   Observation o = Observe(BatchJob(), {pod});
   EXPECT_EQ(o.phase, ExecutionPhase::kPending);
-  EXPECT_NE(o.message.find("Unschedulable"), std::string::npos) << o.message;
+  EXPECT_EQ(o.reason, "Unschedulable");
+  EXPECT_EQ(o.message, "pod ayj-u1-abcde cannot be scheduled: 0/1 nodes are available");
+}
+
+TEST(ObserveExecution, PodOnItsWayHasNoWaitingReason) {
+  // The happy path: nothing to explain, so nothing for the Job's status to say.
+  for (const char* reason : {"ContainerCreating", "PodInitializing"}) {
+    Observation o = Observe(BatchJob(), {Pod("Pending", Waiting(reason))});
+    EXPECT_EQ(o.phase, ExecutionPhase::kPending);
+    EXPECT_EQ(o.reason, "") << reason;
+  }
+  EXPECT_EQ(Observe(BatchJob(), {Pod("Pending", nullptr)}).reason, "");
+  EXPECT_EQ(Observe(BatchJob(), {}).reason, "");
+}
+
+TEST(ObserveExecution, ImagePullBackOffSaysWhenItFails) {
+  Observation o = Observe(
+      BatchJob(),
+      {Pod("Pending", Waiting("ImagePullBackOff", "Back-off pulling"), "2026-11-29T08:09:30Z")});
+  EXPECT_EQ(o.phase, ExecutionPhase::kPending);
+  EXPECT_EQ(o.reason, "ImagePullBackOff");
+  EXPECT_EQ(o.message,
+            "pod ayj-u1-abcde: Back-off pulling; the Job fails with ImagePullFailed at "
+            "2026-11-29T08:10:30Z if the image cannot be pulled by then "
+            "(imagePullFailureTimeoutSeconds 60)");
+}
+
+TEST(ExplainMissingPod, FailedCreateExplainsAPendingJobWithoutPod) {
+  Observation pending = Observe(BatchJob(), {});
+  Observation o = ExplainMissingPod(
+      pending, "ayj-u1",
+      "Error creating: pods \"ayj-u1-x\" is forbidden: no PriorityClass with name gold was found");
+  EXPECT_EQ(o.phase, ExecutionPhase::kPending);
+  EXPECT_EQ(o.reason, "FailedCreate");
+  EXPECT_EQ(o.message,
+            "the pod of batch/v1 Job ayj-u1 could not be created: Error creating: pods "
+            "\"ayj-u1-x\" is forbidden: no PriorityClass with name gold was found");
+  EXPECT_EQ(o.references, pending.references);
+  // Nothing to explain: unchanged.
+  EXPECT_EQ(ExplainMissingPod(pending, "ayj-u1", "").reason, "");
+  Observation running = Observe(BatchJob({{"active", 1}}), {Pod("Running", Running())});
+  EXPECT_EQ(ExplainMissingPod(running, "ayj-u1", "quota").phase, ExecutionPhase::kRunning);
+  EXPECT_EQ(ExplainMissingPod(running, "ayj-u1", "quota").reason, "");
+}
+
+TEST(FailedCreateFactsFromJson, ReadsTheEvent) {
+  json event = {{"involvedObject", {{"kind", "Job"}, {"name", "ayj-u1"}, {"uid", kBatchUid}}},
+                {"reason", "FailedCreate"},
+                {"message", "Error creating: quota"},
+                {"firstTimestamp", "2026-11-29T08:00:00Z"},
+                {"lastTimestamp", "2026-11-29T08:05:00Z"}};
+  FailedCreateFacts f = FailedCreateFactsFromJson(event);
+  EXPECT_EQ(f.jobName, "ayj-u1");
+  EXPECT_EQ(f.jobUid, kBatchUid);
+  EXPECT_EQ(f.message, "Error creating: quota");
+  EXPECT_EQ(f.lastSeen, T("2026-11-29T08:05:00Z"));
+  EXPECT_EQ(FailedCreateFactsFromJson(json::array()).jobUid, "");  // malformed: empty facts
 }
 
 TEST(ObserveExecution, RunningContainerHasStarted) {
@@ -148,7 +204,8 @@ TEST(ObserveExecution, ImagePullErrorBeforeTheTimeoutIsPending) {
         Observe(BatchJob(),
                 {Pod("Pending", Waiting(reason, "pull access denied"), "2026-11-29T08:09:30Z")});
     EXPECT_EQ(o.phase, ExecutionPhase::kPending) << reason;
-    EXPECT_NE(o.message.find(reason), std::string::npos) << o.message;
+    EXPECT_EQ(o.reason, reason);
+    EXPECT_NE(o.message.find("pull access denied"), std::string::npos) << o.message;
   }
 }
 
@@ -173,7 +230,8 @@ TEST(ObserveExecution, OtherWaitingReasonsStayPendingPastTheTimeout) {
       BatchJob(),
       {Pod("Pending", Waiting("CreateContainerConfigError", "secret \"token\" not found"))});
   EXPECT_EQ(o.phase, ExecutionPhase::kPending);
-  EXPECT_NE(o.message.find("CreateContainerConfigError"), std::string::npos);
+  EXPECT_EQ(o.reason, "CreateContainerConfigError");
+  EXPECT_EQ(o.message, "pod ayj-u1-abcde: secret \"token\" not found");
 }
 
 TEST(ObserveExecution, PodRejectedBeforeStartIsBackendRejected) {

@@ -755,5 +755,163 @@ TEST_F(KubernetesControllerE2E, TtlDeletesTheFinishedJobAndItsBatchJob) {
   ExpectBackendGone(uid);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Every waiting Job says why: the Succeeded condition's message and a Warning Event on the Job
+// carry what the cluster says, while the Job waits (none of these fail the Job).
+
+class WaitingE2E : public KubernetesControllerE2E {
+ protected:
+  // A JobClass of its own whose KubernetesExecutionParameters carry `spec` and whose own spec
+  // adds `classSpec` (cluster-scoped, so named per test and removed at the end).
+  std::string CreateClass(const json& spec, const json& classSpec = json::object()) {
+    const std::string name = "waiting-" + RandomHex(8);
+    json s = spec;
+    s["imagePullFailureTimeoutSeconds"] = 600;
+    json params = {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
+                   {"kind", "KubernetesExecutionParameters"},
+                   {"metadata", {{"name", name}}},
+                   {"spec", s}};
+    json jobClass = {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
+                     {"kind", "JobClass"},
+                     {"metadata", {{"name", name}}},
+                     {"spec",
+                      {{"controllerName", "execution.ayatori.ddupan.top/kubernetes"},
+                       {"parametersRef",
+                        {{"group", "execution.ayatori.ddupan.top"},
+                         {"kind", "KubernetesExecutionParameters"},
+                         {"name", name}}}}}};
+    jobClass["spec"].merge_patch(classSpec);
+    EXPECT_TRUE(Apply(params));
+    EXPECT_TRUE(Apply(jobClass));
+    classes_.push_back(name);
+    return name;
+  }
+
+  void TearDown() override {
+    KubernetesControllerE2E::TearDown();
+    for (const auto& c : classes_) {
+      Kubectl({"delete", "jobclasses.execution.ayatori.ddupan.top", c, "--wait=false"});
+      Kubectl({"delete", "kubernetesexecutionparameters.execution.ayatori.ddupan.top", c,
+               "--wait=false"});
+    }
+  }
+
+  // Waits until the Job waits (Succeeded=Unknown/Scheduling, not started) with a message that
+  // contains every part of `parts`; returns the Job.
+  json WaitForWaitingMessage(const std::string& name, const std::vector<std::string>& parts) {
+    return WaitForJob(
+        name,
+        [&](const json& j) {
+          if (Summary(j, "Succeeded") != "Unknown/Scheduling" || HasStartTime(j)) return false;
+          const std::string message = Str(FindCondition(j, "Succeeded"), "/message");
+          for (const auto& p : parts) {
+            if (message.find(p) == std::string::npos) return false;
+          }
+          return true;
+        },
+        "Succeeded=Unknown/Scheduling with a message that names the cause", 60s);
+  }
+
+  // The Warning Events of reason `reason` about the Ayatori Job `uid` (core/v1 view, which shows
+  // the controller's events.k8s.io Events too).
+  std::vector<json> WarningEvents(const std::string& uid, const std::string& reason) {
+    auto r = Kubectl({"get", "events", "-n", ns_, "-o", "json", "--field-selector",
+                      "involvedObject.uid=" + uid + ",type=Warning,reason=" + reason});
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    json list = json::parse(r.out, nullptr, false);
+    if (!list.is_object() || !list.contains("items")) return {};
+    return list["items"].get<std::vector<json>>();
+  }
+
+  // Waits for a Warning Event `reason` about the Job whose note contains `part`.
+  void ExpectWarningEvent(const std::string& uid, const std::string& reason,
+                          const std::string& part) {
+    std::vector<json> events;
+    bool found = Eventually(
+        [&] {
+          events = WarningEvents(uid, reason);
+          for (const auto& e : events) {
+            if (Str(e, "/message").find(part) != std::string::npos) return true;
+          }
+          return false;
+        },
+        30s, kPoll);
+    EXPECT_TRUE(found) << "no Warning Event " << reason << " containing \"" << part
+                       << "\" about Job uid " << uid << "; found " << json(events).dump();
+  }
+
+  std::vector<std::string> classes_;
+};
+
+TEST_F(WaitingE2E, MissingPriorityClassShowsTheFailedCreate) {
+  const std::string priorityClass = "absent-" + RandomHex(8);
+  const std::string cls = CreateClass({{"priorityClassName", priorityClass}});
+  std::string uid = CreateJob("prio", Env({}), {{"jobClassName", cls}});
+  ASSERT_FALSE(uid.empty());
+  json job = WaitForWaitingMessage(
+      "prio", {"FailedCreate", "no PriorityClass with name " + priorityClass + " was found"});
+  EXPECT_EQ(Summary(job, "Scheduled"), "True/BackendCreated") << Describe(job);
+  ExpectWarningEvent(uid, "FailedCreate", priorityClass);
+  // It waits, it does not fail: the Job starts once the PriorityClass exists.
+  ASSERT_TRUE(Apply({{"apiVersion", "scheduling.k8s.io/v1"},
+                     {"kind", "PriorityClass"},
+                     {"metadata", {{"name", priorityClass}}},
+                     {"value", 1000}}));
+  json started = WaitForJob("prio", Finished, "finished once the PriorityClass exists", 120s);
+  EXPECT_EQ(Summary(started, "Succeeded"), "True/Completed") << Describe(started);
+  Kubectl({"delete", "priorityclass", priorityClass, "--wait=false"});
+}
+
+TEST_F(WaitingE2E, MissingServiceAccountShowsTheFailedCreate) {
+  const std::string account = "absent-" + RandomHex(8);
+  const std::string cls = CreateClass({{"serviceAccountName", account}});
+  std::string uid = CreateJob("sa", Env({}), {{"jobClassName", cls}});
+  ASSERT_FALSE(uid.empty());
+  WaitForWaitingMessage("sa", {"FailedCreate", "serviceaccount \"" + account + "\" not found"});
+  ExpectWarningEvent(uid, "FailedCreate", account);
+}
+
+TEST_F(WaitingE2E, UnschedulableShowsTheSchedulersMessage) {
+  // The fake node has 64 CPUs.
+  std::string uid =
+      CreateJob("unschedulable", Env({}),
+                {{"resources", {{"requests", {{"cpu", "1000"}}}, {"limits", {{"cpu", "1000"}}}}}});
+  ASSERT_FALSE(uid.empty());
+  json job = WaitForWaitingMessage("unschedulable", {"Unschedulable", "Insufficient cpu"});
+  EXPECT_EQ(Summary(job, "Scheduled"), "True/BackendCreated") << Describe(job);
+  ExpectWarningEvent(uid, "Unschedulable", "Insufficient cpu");
+}
+
+TEST_F(WaitingE2E, StartTimeoutFailsAJobThatCannotStart) {
+  const std::string cls = CreateClass(json::object(), {{"startTimeoutSeconds", 3}});
+  std::string uid =
+      CreateJob("never-starts", Env({}),
+                {{"jobClassName", cls},
+                 {"resources", {{"requests", {{"cpu", "1000"}}}, {"limits", {{"cpu", "1000"}}}}}});
+  ASSERT_FALSE(uid.empty());
+  json job = WaitForFinished("never-starts", 60s);
+  EXPECT_EQ(Summary(job, "Succeeded"), "False/StartTimeout") << Describe(job);
+  const std::string message = Str(FindCondition(job, "Succeeded"), "/message");
+  EXPECT_NE(message.find("startTimeoutSeconds=3"), std::string::npos) << message;
+  EXPECT_NE(message.find("Insufficient cpu"), std::string::npos) << message;
+  EXPECT_FALSE(HasStartTime(job)) << Describe(job);
+  // Not before the timeout after acceptance.
+  auto accepted = ParseTime(Str(FindCondition(job, "Accepted"), "/lastTransitionTime"));
+  ASSERT_TRUE(accepted.has_value());
+  EXPECT_GE(Seconds(job, "completionTime") - *accepted, 3) << Describe(job);
+  ExpectBackendGone(uid);
+}
+
+TEST_F(WaitingE2E, MissingSecretKeyShowsTheKubeletsCreateContainerConfigError) {
+  // kwok plays the kubelet (hack/testenv/kwok-stages.yaml, TESTENV_CONFIG_ERROR): it reports the
+  // container as a kubelet does that finds a Secret key missing. The controller itself never
+  // reads the Secret on this path.
+  const std::string kubeletMessage = "couldn't find key missing in Secret " + ns_ + "/token";
+  std::string uid = CreateJob("config-error", Env({{"TESTENV_CONFIG_ERROR", kubeletMessage}}));
+  ASSERT_FALSE(uid.empty());
+  WaitForWaitingMessage("config-error", {"CreateContainerConfigError", kubeletMessage});
+  ExpectWarningEvent(uid, "CreateContainerConfigError", kubeletMessage);
+}
+
 }  // namespace
 }  // namespace ayatori::kubernetes_e2e
