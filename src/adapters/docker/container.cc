@@ -204,6 +204,16 @@ std::optional<api::Time> ParseEngineTime(std::string_view text) {
   return *t;
 }
 
+bool EngineRefusedCommand(int64_t exitCode) { return exitCode == 126 || exitCode == 127; }
+
+bool MayStart(const nlohmann::json& inspect) {
+  const json* state = GetObject(inspect, "State");
+  if (state == nullptr || GetString(*state, "Status") != "created") return false;
+  const std::string uid = GetLabel(inspect, api::kJobUidLabel);
+  if (!uid.empty() && GetString(inspect, "Name") == "/" + CancelledContainerName(uid)) return false;
+  return GetString(*state, "Error").empty() || !EngineRefusedCommand(GetInt(*state, "ExitCode"));
+}
+
 Observation ObservationFromInspect(const nlohmann::json& inspect) {
   Observation o;
   const std::string id = GetString(inspect, "Id");
@@ -230,12 +240,24 @@ Observation ObservationFromInspect(const nlohmann::json& inspect) {
     if (cancelledByUs) {
       o.phase = ExecutionPhase::kCancelled;
       o.message = "cancelled before it started";
-    } else if (!error.empty()) {
+    } else if (error.empty()) {
+      o.phase = ExecutionPhase::kPending;
+    } else if (EngineRefusedCommand(exitCode)) {
       o.phase = ExecutionPhase::kFailed;
       o.reason = kReasonStartFailed;
       o.message = "the container could not start: " + error;
     } else {
-      o.phase = ExecutionPhase::kPending;
+      // The engine's own start failed (exit code 128), e.g. after it was killed during a start:
+      // its containerd still holds the task of the interrupted start and every new start answers
+      // "task <id>: already exists" or "id already in use". dockerd then shows the container as
+      // never started although the interrupted start may have run the process. Not a failure of
+      // the task, and not provably anything else: Unknown, and Ensure starts it again.
+      o.phase = ExecutionPhase::kUnknown;
+      o.reason = kReasonStartNotConfirmed;
+      o.message = "the engine reports the container as never started, but its last start failed "
+                  "inside the engine (" + error +
+                  "); an engine crash during a start leaves this state and the task may have "
+                  "run; the start is retried";
     }
     return o;
   }

@@ -222,8 +222,9 @@ Observation DockerAdapter::StartAndObserve(EngineClient& client, const std::stri
                                            const std::string& id) {
   auto r = client.Call("POST", "/containers/" + EngineClient::Escape(id) + "/start");
   if (!r.ok()) return Unreachable(r.status());
-  // 204 started, 304 already started; otherwise the engine records why in State.Error, which
-  // the inspect below reports (StartFailed), or the container is gone.
+  // 204 started, 304 already started; otherwise the engine records why in State.Error and
+  // State.ExitCode, which the inspect below reports (StartFailed or StartNotConfirmed), or the
+  // container is gone.
   auto found = FindContainer(client, uid, {{kContainerReferenceType, id}});
   if (!found.ok()) return Unreachable(found.status());
   if (!*found) return Absent();
@@ -249,11 +250,12 @@ Observation DockerAdapter::EnsureExecution(const ExecutionRequest& request) {
   if (request.job.status.execution) refs = request.job.status.execution->references;
 
   auto adopt = [&](const json& inspect) {
-    Observation o = ObservationFromInspect(inspect);
-    // Created but never started (a lost response between create and start): start it now.
-    if (o.phase == ExecutionPhase::kPending)
-      return StartAndObserve(client, uid, GetString(inspect, "Id"));
-    return o;
+    // Created but never started (a lost response between create and start, or a start the
+    // engine could not finish, e.g. because it was killed during it): start it now. Starting is
+    // idempotent (304 when it runs already); if the engine keeps refusing, the answer stays
+    // Unknown/StartNotConfirmed and the next Ensure tries again.
+    if (MayStart(inspect)) return StartAndObserve(client, uid, GetString(inspect, "Id"));
+    return ObservationFromInspect(inspect);
   };
 
   auto found = FindContainer(client, uid, refs);
