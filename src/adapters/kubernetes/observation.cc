@@ -342,8 +342,11 @@ Observation ObserveCancellation(const std::vector<PodFacts>& pods, api::Time now
       beforeDeletion =
           *o.finishedAt < *pod.deleted - std::chrono::seconds(pod.deletionGracePeriodSeconds);
     }
-    if (beforeDeletion &&
-        (o.phase == ExecutionPhase::kSucceeded || o.phase == ExecutionPhase::kFailed)) {
+    // Exit 0 is the task's own success whenever it happened, as on every adapter: the stop's
+    // kill gives 137 (or 143); a process that still exits 0 finished its work (success wins).
+    // Any other ending counts as the task's own only if it came before the stop was requested.
+    if (o.phase == ExecutionPhase::kSucceeded ||
+        (beforeDeletion && o.phase == ExecutionPhase::kFailed)) {
       if (!natural || o.phase == ExecutionPhase::kSucceeded) natural = std::move(o);
     }
   }

@@ -298,10 +298,23 @@ TEST(ObserveCancellation, KilledPodIsCancelled) {
   EXPECT_FALSE(o.exitCode);
 }
 
-TEST(ObserveCancellation, EvenAnExitZeroAfterTheRequestIsCancelled) {
-  json pod = Deleted(Pod("Succeeded", Terminated(0, "Completed", "2026-11-29T08:09:45Z")),
-                     "2026-11-29T08:10:00Z", 30);
-  EXPECT_EQ(ObserveCancellationFromJson({pod}, kNow).phase, ExecutionPhase::kCancelled);
+// Success wins on every adapter (the Docker adapter reports exit 0 as Succeeded whatever stopped
+// it): an exit 0 in the second the stop was requested, or while the pod was being stopped, is the
+// task's own result, not a cancellation.
+TEST(ObserveCancellation, AnExitZeroRacingTheRequestIsSucceeded) {
+  // Deletion requested at 08:09:30 (deletionTimestamp 08:10:00 minus 30 s of grace).
+  for (const char* finished : {"2026-11-29T08:09:30Z", "2026-11-29T08:09:45Z"}) {
+    json pod = Deleted(Pod("Succeeded", Terminated(0, "Completed", finished)),
+                       "2026-11-29T08:10:00Z", 30);
+    Observation o = ObserveCancellationFromJson({pod}, kNow);
+    EXPECT_EQ(o.phase, ExecutionPhase::kSucceeded) << finished;
+    EXPECT_EQ(o.exitCode, 0) << finished;
+    EXPECT_EQ(o.finishedAt, T(finished));
+  }
+  // A failure after the request is the stop's doing.
+  json killed = Deleted(Pod("Failed", Terminated(143, "Error", "2026-11-29T08:09:30Z")),
+                        "2026-11-29T08:10:00Z", 30);
+  EXPECT_EQ(ObserveCancellationFromJson({killed}, kNow).phase, ExecutionPhase::kCancelled);
 }
 
 TEST(ObserveCancellation, SuccessBeforeTheRequestWins) {
