@@ -389,7 +389,8 @@ Decoded Decode(const json& j, JobStatus& out) {
   return ObjectDecoder(j)("observedGeneration", out.observedGeneration)(
              "conditions", out.conditions)("resolvedJobClass", out.resolvedJobClass)(
              "effectiveResources", out.effectiveResources)("execution", out.execution)(
-             "startTime", out.startTime)("completionTime", out.completionTime)("result", out.result)
+             "startTime", out.startTime)("completionTime", out.completionTime)(
+             "result", out.result)("resultUnknownEpisode", out.resultUnknownEpisode)
       .Done();
 }
 
@@ -756,6 +757,7 @@ void to_json(json& j, const JobStatus& v) {
   PutOptional(j, "startTime", v.startTime);
   PutOptional(j, "completionTime", v.completionTime);
   PutOptional(j, "result", v.result);
+  PutNonZero(j, "resultUnknownEpisode", v.resultUnknownEpisode);
 }
 
 void to_json(json& j, const Job& v) {

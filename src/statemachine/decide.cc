@@ -183,8 +183,11 @@ void Decider::MarkUnknown(const Observation& o, const std::string& fallbackMessa
   const Condition* s = Succeeded();
   unknown_ = true;
   if (s != nullptr && s->reason == kReasonResultUnknown) return;  // keep the first message
+  // A new episode: a confirm-backend-lost annotation must name this number to end it.
+  ++st_.resultUnknownEpisode;
   std::string message = !o.message.empty() ? o.message : fallbackMessage;
   if (!o.reason.empty()) message = o.reason + ": " + message;
+  message = "ResultUnknown episode " + std::to_string(st_.resultUnknownEpisode) + ": " + message;
   SetCondition(api::kConditionSucceeded, ConditionStatus::kUnknown, kReasonResultUnknown,
                std::move(message));
 }
@@ -323,7 +326,19 @@ void Decider::ApplyJobFacts() {
   const bool persistedUnknown = persisted != nullptr && persisted->reason == kReasonResultUnknown;
   auto confirmation = job_.metadata.annotations.find(api::kConfirmBackendLostAnnotation);
   if (confirmation != job_.metadata.annotations.end()) {
-    if (persistedUnknown && unknown_) {
+    // Only the episode the administrator looked at: a confirmation left on the Job after that
+    // episode ended never fails a later one.
+    const std::optional<int64_t> episode = ConfirmedEpisode(confirmation->second);
+    const bool confirmsThisEpisode = episode && *episode == job_.status.resultUnknownEpisode;
+    if (!persistedUnknown && unknown_ && episode != st_.resultUnknownEpisode) {
+      plan_.events.push_back(
+          {Event::Type::kWarning, "StaleBackendLostConfirmation",
+           std::string("The ") + api::kConfirmBackendLostAnnotation + " annotation (\"" +
+               confirmation->second + "\") does not confirm ResultUnknown episode " +
+               std::to_string(st_.resultUnknownEpisode) + "; to confirm this loss, set it to \"" +
+               std::to_string(st_.resultUnknownEpisode) + ":<who/why>\""});
+    }
+    if (persistedUnknown && unknown_ && confirmsThisEpisode) {
       Terminate(ConditionStatus::kFalse, kReasonBackendLost,
                 "An administrator confirmed the execution is lost: " + confirmation->second,
                 std::nullopt, std::nullopt);
@@ -511,6 +526,17 @@ Plan Decider::Run() {
 }
 
 }  // namespace
+
+std::optional<int64_t> ConfirmedEpisode(std::string_view annotation) {
+  const size_t digits = std::min(annotation.find(':'), annotation.size());
+  if (digits == 0 || digits > 18) return std::nullopt;  // at most 18 digits: no overflow
+  int64_t episode = 0;
+  for (char c : annotation.substr(0, digits)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    episode = episode * 10 + (c - '0');
+  }
+  return episode;
+}
 
 Plan Decide(const api::Job& job, const Facts& facts) { return Decider(job, facts).Run(); }
 
