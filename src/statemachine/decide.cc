@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cassert>
 
+#include "adapters/task_messages.h"
 #include "api/conditions.h"
 #include "statemachine/invariants.h"
 #include "statemachine/statemachine.h"
@@ -272,7 +273,8 @@ void Decider::ApplyResult(const CallResult& r) {
   if (o.phase == ExecutionPhase::kSucceeded) {
     // Success wins over a concurrent cancel or deadline: it is the backend's irreversible fact.
     Terminate(ConditionStatus::kTrue, kReasonCompleted,
-              o.message.empty() ? "The task exited 0" : o.message, o.exitCode, o.finishedAt);
+              o.message.empty() ? adapters::TaskExitedMessage(0) : o.message, o.exitCode,
+              o.finishedAt);
   } else if (o.phase == ExecutionPhase::kFailed) {
     std::string reason = FailureReason(o.reason, kReasonProcessFailed);
     std::optional<api::Time> deadline = DeadlineAtNow();
@@ -285,8 +287,7 @@ void Decider::ApplyResult(const CallResult& r) {
     }
     std::string message = o.message;
     if (message.empty()) {
-      message = o.exitCode ? "The task exited with code " + std::to_string(*o.exitCode)
-                           : "The task failed";
+      message = o.exitCode ? adapters::TaskExitedMessage(*o.exitCode) : "The task failed";
     }
     Terminate(ConditionStatus::kFalse, reason, std::move(message), o.exitCode, o.finishedAt);
   } else {

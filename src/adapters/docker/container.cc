@@ -6,6 +6,7 @@
 
 #include "adapters/docker/json_get.h"
 #include "adapters/docker/registry_auth.h"
+#include "adapters/task_messages.h"
 #include "api/json.h"
 
 namespace ayatori::adapters::docker {
@@ -222,7 +223,7 @@ Observation ObservationFromInspect(const nlohmann::json& inspect) {
   if (state == nullptr) {
     o.phase = ExecutionPhase::kUnknown;
     o.reason = kReasonUnexpectedState;
-    o.message = "docker inspect has no State";
+    o.message = "The engine's inspect answer has no State";
     return o;
   }
   const std::string status = GetString(*state, "Status");
@@ -239,13 +240,13 @@ Observation ObservationFromInspect(const nlohmann::json& inspect) {
     o.startedAt.reset();
     if (cancelledByUs) {
       o.phase = ExecutionPhase::kCancelled;
-      o.message = "cancelled before it started";
+      o.message = "The task was cancelled before it started";
     } else if (error.empty()) {
       o.phase = ExecutionPhase::kPending;
     } else if (EngineRefusedCommand(exitCode)) {
       o.phase = ExecutionPhase::kFailed;
       o.reason = kReasonStartFailed;
-      o.message = "the container could not start: " + error;
+      o.message = TaskCouldNotStartMessage(error);
     } else {
       // The engine's own start failed (exit code 128), e.g. after it was killed during a start:
       // its containerd still holds the task of the interrupted start and every new start answers
@@ -254,10 +255,12 @@ Observation ObservationFromInspect(const nlohmann::json& inspect) {
       // the task, and not provably anything else: Unknown, and Ensure starts it again.
       o.phase = ExecutionPhase::kUnknown;
       o.reason = kReasonStartNotConfirmed;
-      o.message = "the engine reports the container as never started, but its last start failed "
-                  "inside the engine (" + error +
-                  "); an engine crash during a start leaves this state and the task may have "
-                  "run; the start is retried";
+      o.message =
+          "The engine shows the task's container as never started, but its last start "
+          "failed inside the engine (" +
+          error +
+          "); an engine crash during a start leaves this state and the task may have "
+          "run; the start is retried";
     }
     return o;
   }
@@ -270,24 +273,24 @@ Observation ObservationFromInspect(const nlohmann::json& inspect) {
     o.exitCode = static_cast<int32_t>(exitCode);
     if (exitCode == 0) {  // the main process says it succeeded, whatever a child hit
       o.phase = ExecutionPhase::kSucceeded;
+      o.message = TaskExitedMessage(0);
     } else if (cancelledByUs) {
       o.phase = ExecutionPhase::kCancelled;
-      o.message = "stopped on request; exit code " + std::to_string(exitCode);
+      o.message = TaskStoppedMessage("on request (exit code " + std::to_string(exitCode) + ")");
     } else if (oomKilled) {
       o.phase = ExecutionPhase::kFailed;
       o.reason = kReasonOOMKilled;
-      o.message = "the container exceeded its memory limit and was killed (exit code " +
-                  std::to_string(exitCode) + ")";
+      o.message = TaskOomKilledMessage(exitCode);
     } else {
       o.phase = ExecutionPhase::kFailed;
       o.reason = kReasonProcessFailed;
-      o.message = "the container exited with code " + std::to_string(exitCode);
+      o.message = TaskExitedMessage(exitCode);
     }
     return o;
   }
   o.phase = ExecutionPhase::kUnknown;
   o.reason = kReasonUnexpectedState;
-  o.message = "docker reports container state \"" + status + "\"";
+  o.message = "The engine reports the task's container in state \"" + status + "\"";
   return o;
 }
 

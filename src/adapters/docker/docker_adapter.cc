@@ -195,8 +195,9 @@ std::optional<Observation> DockerAdapter::EnsureImage(
     if (r->status == 200) return std::nullopt;
     if (r->status != 404) return Unreachable(EngineError("inspect image", *r));
     if (params.pullPolicy == api::PullPolicy::kNever) {
-      return Failed(kReasonImagePullFailed,
-                    "image \"" + image + "\" is not present on the engine and pullPolicy is Never");
+      return Failed(kReasonImagePullFailed, "The image \"" + image +
+                                                "\" is not present on the engine and pullPolicy is "
+                                                "Never: pull it there or change the pullPolicy");
     }
   }
   auto creds = SelectRegistryCredentials(request.imagePullConfigs, *ref);
@@ -210,10 +211,11 @@ std::optional<Observation> DockerAdapter::EnsureImage(
   if (!r.ok()) return Unreachable(r.status());
   if (r->status != 200) {
     return Failed(kReasonImagePullFailed,
-                  "pulling image \"" + image + "\" failed: " + EngineErrorMessage(*r));
+                  "The image \"" + image + "\" could not be pulled: " + EngineErrorMessage(*r));
   }
   if (auto error = PullStreamError(r->body)) {
-    return Failed(kReasonImagePullFailed, "pulling image \"" + image + "\" failed: " + *error);
+    return Failed(kReasonImagePullFailed,
+                  "The image \"" + image + "\" could not be pulled: " + *error);
   }
   return std::nullopt;
 }
@@ -294,9 +296,11 @@ Observation DockerAdapter::EnsureExecution(const ExecutionRequest& request) {
           " is taken by a container without this Job's UID label: " + EngineErrorMessage(*r));
     }
     case 404:
-      return Failed(kReasonImagePullFailed, "creating the container: " + EngineErrorMessage(*r));
+      return Failed(kReasonImagePullFailed,
+                    "The engine could not create the task's container: " + EngineErrorMessage(*r));
     case 400:
-      return Failed(kReasonBackendRejected, "creating the container: " + EngineErrorMessage(*r));
+      return Failed(kReasonBackendRejected,
+                    "The engine refused the task's container: " + EngineErrorMessage(*r));
     default:
       return Unreachable(EngineError("create container", *r));
   }

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "adapters/kubernetes/batch_job.h"
+#include "adapters/task_messages.h"
 #include "api/json.h"
 
 namespace ayatori::adapters::kubernetes {
@@ -89,24 +90,23 @@ Observation ObservePod(const PodFacts& pod, api::Time now, std::chrono::seconds 
       if (pod.reason == "ContainerStatusUnknown" || !pod.exitCode) {
         o.phase = ExecutionPhase::kUnknown;
         o.reason = "ContainerStatusUnknown";
-        o.message = "pod " + pod.name + ": the container's result is unknown" +
-                    details(pod.reason, pod.message);
+        o.message =
+            "The task's result is unknown: pod " + pod.name + details(pod.reason, pod.message);
         return o;
       }
       o.exitCode = pod.exitCode;
       if (pod.reason == "OOMKilled") {
         o.phase = ExecutionPhase::kFailed;
         o.reason = "OOMKilled";
-        o.message = "the container was killed for exceeding its memory limit (exit code " +
-                    std::to_string(*pod.exitCode) + ")";
+        o.message = TaskOomKilledMessage(*pod.exitCode);
       } else if (*pod.exitCode == 0) {
         o.phase = ExecutionPhase::kSucceeded;
         o.reason = "Completed";
+        o.message = TaskExitedMessage(0);
       } else {
         o.phase = ExecutionPhase::kFailed;
         o.reason = "ProcessFailed";
-        o.message = "the container exited with code " + std::to_string(*pod.exitCode) +
-                    (pod.reason.empty() ? "" : " (" + pod.reason + ")");
+        o.message = TaskExitedMessage(*pod.exitCode);
       }
       return o;
     case ContainerState::kRunning:
@@ -117,7 +117,7 @@ Observation ObservePod(const PodFacts& pod, api::Time now, std::chrono::seconds 
       if (IsImagePullReason(pod.reason) && pod.created && now - *pod.created >= imagePullTimeout) {
         o.phase = ExecutionPhase::kFailed;
         o.reason = "ImagePullFailed";
-        o.message = "the image could not be pulled within " +
+        o.message = "The image could not be pulled within " +
                     std::to_string(imagePullTimeout.count()) + "s" +
                     details(pod.reason, pod.message);
         return o;
@@ -131,11 +131,12 @@ Observation ObservePod(const PodFacts& pod, api::Time now, std::chrono::seconds 
   if (pod.phase == "Failed") {
     o.phase = ExecutionPhase::kFailed;
     o.reason = "BackendRejected";
-    o.message = "pod " + pod.name + " failed before its container started" +
-                details(pod.podReason, pod.podMessage);
+    o.message = "The task could not start: pod " + pod.name +
+                " failed before its container started" + details(pod.podReason, pod.podMessage);
   } else if (pod.phase == "Succeeded") {
     o.phase = ExecutionPhase::kSucceeded;
     o.reason = "Completed";
+    o.message = TaskExitedMessage(0);
     o.exitCode = 0;  // the kubelet reports Succeeded only when every container exited 0
   } else if (pod.phase == "Running") {
     o.phase = ExecutionPhase::kRunning;
@@ -268,7 +269,7 @@ Observation ObserveExecution(const std::optional<BatchJobFacts>& batchJob,
     Observation o;
     o.phase = ExecutionPhase::kUnknown;
     o.reason = "ExecutionMismatch";
-    o.message = "batch/v1 Job " + batchJob->name + " has uid " + batchJob->uid +
+    o.message = "The task's batch/v1 Job " + batchJob->name + " has uid " + batchJob->uid +
                 ", not the recorded execution " + expectedBatchJobUid;
     return o;
   }
@@ -293,13 +294,14 @@ Observation ObserveExecution(const std::optional<BatchJobFacts>& batchJob,
   } else if (batchJob->complete) {
     o.phase = ExecutionPhase::kSucceeded;
     o.reason = "Completed";
+    o.message = TaskExitedMessage(0);
     o.exitCode = 0;  // the Job controller counts a pod as succeeded only when it exited 0
     o.finishedAt = batchJob->completionTime;
   } else if (batchJob->hadPods) {
     o.phase = ExecutionPhase::kUnknown;
     o.reason = "PodLost";
-    o.message =
-        "the pod of batch/v1 Job " + batchJob->name + " is gone without a result that can be read";
+    o.message = "The task's pod (of batch/v1 Job " + batchJob->name +
+                ") is gone without a result that can be read";
     if (batchJob->failed) {
       o.message += " (Job condition Failed: " + batchJob->failedReason + ": " +
                    batchJob->failedMessage + ")";
@@ -357,7 +359,8 @@ Observation ObserveCancellation(const std::vector<PodFacts>& pods, api::Time now
   o.reason = "Cancelled";
   o.startedAt = ranFrom;
   o.finishedAt = ranUntil;
-  o.message = ranFrom ? "the container was stopped" : "the execution was stopped before it started";
+  o.message = ranFrom ? TaskStoppedMessage("(its pod was deleted)")
+                      : "The task was cancelled before it started, or its pod is gone";
   return o;
 }
 

@@ -287,7 +287,14 @@ TEST(ObservationFromInspectTest, MapsEngineStates) {
   Observation done = ObservationFromInspect(Inspect("exited", 3));
   EXPECT_EQ(done.startedAt, started);
   EXPECT_EQ(done.finishedAt, finished);
-  EXPECT_NE(done.message.find('3'), std::string::npos);
+  // The same words on every adapter (src/adapters/task_messages.h).
+  EXPECT_EQ(done.message, "The task exited with code 3");
+  EXPECT_EQ(ObservationFromInspect(Inspect("exited", 0)).message, "The task exited with code 0");
+  EXPECT_EQ(ObservationFromInspect(Inspect("exited", 137, true)).message,
+            "The task exceeded its memory limit and was killed (exit code 137)");
+  EXPECT_EQ(ObservationFromInspect(Inspect("created", 127, false, "exec: \"/nope\": no such file"))
+                .message,
+            "The task could not start: exec: \"/nope\": no such file");
   EXPECT_FALSE(ObservationFromInspect(Inspect("created", 0)).startedAt.has_value());
 }
 

@@ -110,6 +110,8 @@ TEST(ObserveExecution, ExitZeroSucceeds) {
   EXPECT_EQ(o.exitCode, 0);
   EXPECT_EQ(o.startedAt, T("2026-11-29T08:01:00Z"));
   EXPECT_EQ(o.finishedAt, T("2026-11-29T08:05:00Z"));
+  // The same words on every adapter (src/adapters/task_messages.h).
+  EXPECT_EQ(o.message, "The task exited with code 0");
 }
 
 TEST(ObserveExecution, NonZeroExitIsProcessFailedWithTheCode) {
@@ -119,6 +121,7 @@ TEST(ObserveExecution, NonZeroExitIsProcessFailedWithTheCode) {
   EXPECT_EQ(o.exitCode, 3);
   EXPECT_TRUE(o.startedAt);
   EXPECT_TRUE(o.finishedAt);
+  EXPECT_EQ(o.message, "The task exited with code 3");
 }
 
 TEST(ObserveExecution, OomKilledIsItsOwnReason) {
@@ -126,6 +129,7 @@ TEST(ObserveExecution, OomKilledIsItsOwnReason) {
   EXPECT_EQ(o.phase, ExecutionPhase::kFailed);
   EXPECT_EQ(o.reason, "OOMKilled");
   EXPECT_EQ(o.exitCode, 137);
+  EXPECT_EQ(o.message, "The task exceeded its memory limit and was killed (exit code 137)");
 }
 
 TEST(ObserveExecution, TerminatedStateWinsOverAStalePodPhase) {
@@ -304,8 +308,8 @@ TEST(ObserveCancellation, KilledPodIsCancelled) {
 TEST(ObserveCancellation, AnExitZeroRacingTheRequestIsSucceeded) {
   // Deletion requested at 08:09:30 (deletionTimestamp 08:10:00 minus 30 s of grace).
   for (const char* finished : {"2026-11-29T08:09:30Z", "2026-11-29T08:09:45Z"}) {
-    json pod = Deleted(Pod("Succeeded", Terminated(0, "Completed", finished)),
-                       "2026-11-29T08:10:00Z", 30);
+    json pod =
+        Deleted(Pod("Succeeded", Terminated(0, "Completed", finished)), "2026-11-29T08:10:00Z", 30);
     Observation o = ObserveCancellationFromJson({pod}, kNow);
     EXPECT_EQ(o.phase, ExecutionPhase::kSucceeded) << finished;
     EXPECT_EQ(o.exitCode, 0) << finished;
