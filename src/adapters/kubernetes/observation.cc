@@ -339,8 +339,13 @@ Observation ObserveCancellation(const std::vector<PodFacts>& pods, api::Time now
     }
     if (o.startedAt) ranFrom = o.startedAt;
     if (o.finishedAt) ranUntil = o.finishedAt;
+    // deletionTimestamp - deletionGracePeriodSeconds is when the deletion was requested, but only
+    // as long as no later delete shortened the grace period: the kubelet (and kwok) finish a
+    // deletion with grace 0 once the container is dead, which moves deletionTimestamp to that
+    // moment while a finalizer (batch.kubernetes.io/job-tracking) keeps the pod. With grace 0 the
+    // request time is lost, and a kill by our stop would pass for an earlier failure.
     bool beforeDeletion = !pod.deleted.has_value();
-    if (pod.deleted && o.finishedAt) {
+    if (pod.deleted && o.finishedAt && pod.deletionGracePeriodSeconds > 0) {
       beforeDeletion =
           *o.finishedAt < *pod.deleted - std::chrono::seconds(pod.deletionGracePeriodSeconds);
     }

@@ -96,7 +96,9 @@ Observation ObserveExecutionFromJson(const std::optional<nlohmann::json>& batchJ
 //  - a container that exited 0 -> kSucceeded, whenever it happened (success wins, as on every
 //    adapter: an exit 0 is the task's own result, a kill gives 137);
 //  - a container that failed before the deletion was requested (no deletionTimestamp on the pod,
-//    or finishedAt < deletionTimestamp - deletionGracePeriodSeconds) keeps its kFailed;
+//    or finishedAt < deletionTimestamp - deletionGracePeriodSeconds with a grace period > 0: a
+//    final delete with grace 0 moves deletionTimestamp and loses the request time) keeps its
+//    kFailed;
 //  - everything else (killed, or nothing left at all) -> kCancelled.
 Observation ObserveCancellation(const std::vector<PodFacts>& pods, api::Time now);
 Observation ObserveCancellationFromJson(const std::vector<nlohmann::json>& pods, api::Time now);

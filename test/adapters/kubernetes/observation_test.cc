@@ -332,6 +332,17 @@ TEST(ObserveCancellation, SuccessBeforeTheRequestWins) {
             ExecutionPhase::kSucceeded);
 }
 
+// The kubelet (kwok too) ends a deletion with grace 0 once the container is dead; while a finalizer
+// (batch.kubernetes.io/job-tracking) keeps the pod, deletionTimestamp is then that moment, not the
+// request's. Killed by our stop at 08:09:31 (requested 08:09:30), finalized at 08:09:33: still
+// the stop's doing, never a failure of the task (found by the chaos e2e test).
+TEST(ObserveCancellation, AKillFinalizedWithGraceZeroIsCancelled) {
+  json pod = Deleted(Pod("Failed", Terminated(137, "Error", "2026-11-29T08:09:31Z")),
+                     "2026-11-29T08:09:33Z", 0);
+  Observation o = ObserveCancellationFromJson({pod}, kNow);
+  EXPECT_EQ(o.phase, ExecutionPhase::kCancelled) << ExecutionPhaseName(o.phase) << o.reason;
+}
+
 TEST(ObserveCancellation, FailureBeforeTheRequestKeepsItsResult) {
   Observation o = ObserveCancellationFromJson({Pod("Failed", Terminated(3, "Error"))}, kNow);
   EXPECT_EQ(o.phase, ExecutionPhase::kFailed);
