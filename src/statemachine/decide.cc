@@ -188,7 +188,8 @@ void Decider::MarkUnknown(const Observation& o, const std::string& fallbackMessa
   ++st_.resultUnknownEpisode;
   std::string message = !o.message.empty() ? o.message : fallbackMessage;
   if (!o.reason.empty()) message = o.reason + ": " + message;
-  message = "ResultUnknown episode " + std::to_string(st_.resultUnknownEpisode) + ": " + message;
+  // The cause's reason stays first (runbooks match on it); the episode to confirm goes last.
+  message += " (ResultUnknown episode " + std::to_string(st_.resultUnknownEpisode) + ")";
   SetCondition(api::kConditionSucceeded, ConditionStatus::kUnknown, kReasonResultUnknown,
                std::move(message));
 }
