@@ -207,12 +207,20 @@ std::optional<api::Time> ParseEngineTime(std::string_view text) {
 
 bool EngineRefusedCommand(int64_t exitCode) { return exitCode == 126 || exitCode == 127; }
 
+bool StartFailedForMemory(std::string_view error) {
+  // runc: "container init was OOM-killed (memory limit too low?)". The task's own memory limit
+  // is too small for it to start: the user's to fix, and retrying would not help.
+  return error.find("OOM-killed") != std::string_view::npos;
+}
+
 bool MayStart(const nlohmann::json& inspect) {
   const json* state = GetObject(inspect, "State");
   if (state == nullptr || GetString(*state, "Status") != "created") return false;
   const std::string uid = GetLabel(inspect, api::kJobUidLabel);
   if (!uid.empty() && GetString(inspect, "Name") == "/" + CancelledContainerName(uid)) return false;
-  return GetString(*state, "Error").empty() || !EngineRefusedCommand(GetInt(*state, "ExitCode"));
+  const std::string error = GetString(*state, "Error");
+  return error.empty() ||
+         (!EngineRefusedCommand(GetInt(*state, "ExitCode")) && !StartFailedForMemory(error));
 }
 
 Observation ObservationFromInspect(const nlohmann::json& inspect) {
@@ -246,6 +254,10 @@ Observation ObservationFromInspect(const nlohmann::json& inspect) {
     } else if (EngineRefusedCommand(exitCode)) {
       o.phase = ExecutionPhase::kFailed;
       o.reason = kReasonStartFailed;
+      o.message = TaskCouldNotStartMessage(error);
+    } else if (StartFailedForMemory(error)) {
+      o.phase = ExecutionPhase::kFailed;
+      o.reason = kReasonOOMKilled;
       o.message = TaskCouldNotStartMessage(error);
     } else {
       // The engine's own start failed (exit code 128), e.g. after it was killed during a start:

@@ -74,12 +74,17 @@ std::string RedactEnvValues(std::string message, const ExecutionRequest& request
 // trouble, which a later start may overcome.
 bool EngineRefusedCommand(int64_t exitCode);
 
+// A failed start whose error says the container's init was OOM-killed (runc: "container init was
+// OOM-killed (memory limit too low?)"): the task's memory limit is too small to start it.
+bool StartFailedForMemory(std::string_view error);
+
 // A container Ensure may (re)start: `created`, not cancelled by us, and no start was refused for
-// the task's own command (EngineRefusedCommand).
+// the task's own command (EngineRefusedCommand) or memory limit (StartFailedForMemory).
 bool MayStart(const nlohmann::json& inspect);
 
 // GET /containers/{id}/json -> what the adapter reports:
 //   created -> Pending; Failed/StartFailed if the engine refused the task's command (126, 127);
+//              Failed/OOMKilled if its init was OOM-killed during the start (limit too low);
 //              Unknown/StartNotConfirmed if the engine's own start failed (128: e.g. containerd
 //              kept the task of a start interrupted by an engine crash; the process may have
 //              run); Cancelled if we cancelled it before it started

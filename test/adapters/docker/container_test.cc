@@ -248,6 +248,11 @@ TEST(ObservationFromInspectTest, MapsEngineStates) {
        P::kFailed, kReasonStartFailed, std::nullopt},
       {"created, command not executable", Inspect("created", 126, false, "permission denied"),
        P::kFailed, kReasonStartFailed, std::nullopt},
+      {"created, init OOM-killed during the start",
+       Inspect("created", 128, false,
+               "OCI runtime start failed: container init was OOM-killed (memory limit too low?): "
+               "unknown"),
+       P::kFailed, kReasonOOMKilled, std::nullopt},
       {"created, start failed inside the engine",
        Inspect("created", 128, false, "task c0ffee: already exists"), P::kUnknown,
        kReasonStartNotConfirmed, std::nullopt},
@@ -331,6 +336,7 @@ TEST(ObservationFromInspectTest, MayStartOnlyWhatNeverStartedAndCanRun) {
   EXPECT_TRUE(MayStart(Inspect("created", 0)));
   EXPECT_FALSE(MayStart(Inspect("created", 127, false, "exec: \"/nope\": no such file")));
   EXPECT_FALSE(MayStart(Inspect("created", 126, false, "permission denied")));
+  EXPECT_FALSE(MayStart(Inspect("created", 128, false, "container init was OOM-killed")));
   EXPECT_FALSE(MayStart(Inspect("created", 0, false, "", "/ayatori-u1-cancelled")));
   EXPECT_FALSE(MayStart(Inspect("running", 0)));
   EXPECT_FALSE(MayStart(Inspect("exited", 0)));
