@@ -4,7 +4,8 @@
 #
 #   dockerd.sh up      start it (or reuse the one already running for this DIR), wait for /_ping,
 #                      build the local test images (hack/images/build.sh), write DIR/env.sh
-#   dockerd.sh down    remove its containers, stop it (TERM, KILL after a deadline), by pid only
+#   dockerd.sh down    remove its containers, stop it (TERM, KILL after a deadline), then kill the
+#                      containerd shims (and their container processes) it left, by pid only
 #   dockerd.sh kill    SIGKILL it without any cleanup: simulates a crash (containers keep running
 #                      thanks to --live-restore and are found again by the next `up`)
 #   dockerd.sh env     print DIR/env.sh (export DOCKER_HOST=unix://DIR/docker.sock)
@@ -189,6 +190,38 @@ unmount_below() {
   done
 }
 
+# The containerd shims of this DIR's engine (their -address is our containerd's socket). A shim
+# outlives dockerd and containerd by design (live restore), and one holding the task of a start
+# that a dockerd crash interrupted is never cleaned up by the engine: after `down`, nothing of ours
+# may keep running.
+shim_pids() {
+  local f p sock="$D/exec/containerd/containerd.sock"
+  for f in /proc/[0-9]*/cmdline; do
+    p=${f#/proc/}
+    p=${p%/cmdline}
+    case "$(cat "/proc/$p/comm" 2>/dev/null)" in containerd-shim*) ;; *) continue ;; esac
+    if tr '\0' '\n' <"$f" 2>/dev/null | grep -qxF -- "$sock"; then echo "$p"; fi
+  done
+}
+
+# Kills the shims of this DIR and the container processes below them (their children: a shim is
+# the subreaper of its container), by pid.
+kill_shims() {
+  local shims s c i
+  shims=$(shim_pids)
+  [ -n "$shims" ] || return 0
+  log "killing $(echo "$shims" | wc -w) containerd shim(s) left by dockerd: $(echo $shims)"
+  for s in $shims; do
+    for c in $(ps -o pid= --ppid "$s" 2>/dev/null); do kill -KILL "$c" 2>/dev/null || true; done
+    kill -KILL "$s" 2>/dev/null || true
+  done
+  for i in $(seq 50); do
+    [ -z "$(shim_pids)" ] && return 0
+    sleep 0.1
+  done
+  log "warning: containerd shims still alive: $(echo $(shim_pids))"
+}
+
 down() {
   local p ids
   p=$(running_pid)
@@ -205,6 +238,7 @@ down() {
     log "stopping dockerd (pid $p)"
     stop_pid "$p"
   fi
+  kill_shims
   unmount_below "$D/exec"
   rm -rf "$D/exec" "$SOCK" "$PIDFILE" "$D/env.sh" "$D/tls-port"
   if [ -z "$(data_root_user)" ]; then

@@ -396,7 +396,8 @@ Decoded Decode(const json& j, JobStatus& out) {
              "conditions", out.conditions)("resolvedJobClass", out.resolvedJobClass)(
              "effectiveResources", out.effectiveResources)("execution", out.execution)(
              "ttlSecondsAfterFinished", out.ttlSecondsAfterFinished)("startTime", out.startTime)(
-             "completionTime", out.completionTime)("result", out.result)
+             "completionTime", out.completionTime)("result", out.result)(
+             "resultUnknownEpisode", out.resultUnknownEpisode)
       .Done();
 }
 
@@ -773,6 +774,7 @@ void to_json(json& j, const JobStatus& v) {
   PutOptional(j, "startTime", v.startTime);
   PutOptional(j, "completionTime", v.completionTime);
   PutOptional(j, "result", v.result);
+  PutNonZero(j, "resultUnknownEpisode", v.resultUnknownEpisode);
 }
 
 void to_json(json& j, const Job& v) {

@@ -210,6 +210,11 @@ struct JobStatus {
   std::optional<Time> startTime;
   std::optional<Time> completionTime;
   std::optional<JobResult> result;
+  // The number of the latest ResultUnknown episode: incremented each time the Job enters
+  // Succeeded=Unknown/ResultUnknown, kept afterwards. The confirm-backend-lost annotation names
+  // the episode it confirms (ConfirmedEpisode), so that a confirmation left on the Job never
+  // ends a later, unrelated outage.
+  int64_t resultUnknownEpisode = 0;
   bool operator==(const JobStatus&) const = default;
 };
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cassert>
 
+#include "adapters/task_messages.h"
 #include "api/conditions.h"
 #include "statemachine/invariants.h"
 #include "statemachine/statemachine.h"
@@ -208,8 +209,13 @@ void Decider::MarkUnknown(const Observation& o, const std::string& fallbackMessa
   const Condition* s = Succeeded();
   unknown_ = true;
   if (s != nullptr && s->reason == kReasonResultUnknown) return;  // keep the first message
+  // A new episode: a confirm-backend-lost annotation must name this number to end it.
+  ++st_.resultUnknownEpisode;
+  // The cause's reason stays first (runbooks match on it); the episode to confirm goes last.
+  std::string message = WithReason(o, fallbackMessage) + " (ResultUnknown episode " +
+                        std::to_string(st_.resultUnknownEpisode) + ")";
   SetCondition(api::kConditionSucceeded, ConditionStatus::kUnknown, kReasonResultUnknown,
-               WithReason(o, fallbackMessage));
+               std::move(message));
 }
 
 void Decider::Terminate(ConditionStatus status, const std::string& reason, std::string message,
@@ -322,7 +328,8 @@ void Decider::ApplyResult(const CallResult& r) {
   if (o.phase == ExecutionPhase::kSucceeded) {
     // Success wins over a concurrent cancel or deadline: it is the backend's irreversible fact.
     Terminate(ConditionStatus::kTrue, kReasonCompleted,
-              o.message.empty() ? "The task exited 0" : o.message, o.exitCode, o.finishedAt);
+              o.message.empty() ? adapters::TaskExitedMessage(0) : o.message, o.exitCode,
+              o.finishedAt);
   } else if (o.phase == ExecutionPhase::kFailed) {
     std::string reason = FailureReason(o.reason, kReasonProcessFailed);
     const StopCause cause = Cause();
@@ -338,8 +345,7 @@ void Decider::ApplyResult(const CallResult& r) {
     }
     std::string message = o.message;
     if (message.empty()) {
-      message = o.exitCode ? "The task exited with code " + std::to_string(*o.exitCode)
-                           : "The task failed";
+      message = o.exitCode ? adapters::TaskExitedMessage(*o.exitCode) : "The task failed";
     }
     Terminate(ConditionStatus::kFalse, reason, std::move(message), o.exitCode, o.finishedAt);
   } else {
@@ -379,7 +385,19 @@ void Decider::ApplyJobFacts() {
   const bool persistedUnknown = persisted != nullptr && persisted->reason == kReasonResultUnknown;
   auto confirmation = job_.metadata.annotations.find(api::kConfirmBackendLostAnnotation);
   if (confirmation != job_.metadata.annotations.end()) {
-    if (persistedUnknown && unknown_) {
+    // Only the episode the administrator looked at: a confirmation left on the Job after that
+    // episode ended never fails a later one.
+    const std::optional<int64_t> episode = ConfirmedEpisode(confirmation->second);
+    const bool confirmsThisEpisode = episode && *episode == job_.status.resultUnknownEpisode;
+    if (!persistedUnknown && unknown_ && episode != st_.resultUnknownEpisode) {
+      plan_.events.push_back(
+          {Event::Type::kWarning, "StaleBackendLostConfirmation",
+           std::string("The ") + api::kConfirmBackendLostAnnotation + " annotation (\"" +
+               confirmation->second + "\") does not confirm ResultUnknown episode " +
+               std::to_string(st_.resultUnknownEpisode) + "; to confirm this loss, set it to \"" +
+               std::to_string(st_.resultUnknownEpisode) + ":<who/why>\""});
+    }
+    if (persistedUnknown && unknown_ && confirmsThisEpisode) {
       Terminate(ConditionStatus::kFalse, kReasonBackendLost,
                 "An administrator confirmed the execution is lost: " + confirmation->second,
                 std::nullopt, std::nullopt);
@@ -621,6 +639,17 @@ Plan Decider::Run() {
 }
 
 }  // namespace
+
+std::optional<int64_t> ConfirmedEpisode(std::string_view annotation) {
+  const size_t digits = std::min(annotation.find(':'), annotation.size());
+  if (digits == 0 || digits > 18) return std::nullopt;  // at most 18 digits: no overflow
+  int64_t episode = 0;
+  for (char c : annotation.substr(0, digits)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    episode = episode * 10 + (c - '0');
+  }
+  return episode;
+}
 
 Plan Decide(const api::Job& job, const Facts& facts) { return Decider(job, facts).Run(); }
 

@@ -93,6 +93,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "api/types.h"
@@ -184,6 +185,11 @@ bool TtlExpired(const api::Job& job, api::Time now);
 bool NeedsResolution(const api::Job& job);
 
 bool HasFinalizer(const api::Job& job);
+
+// The ResultUnknown episode (status.resultUnknownEpisode) that a confirm-backend-lost annotation
+// value confirms: "<episode>" or "<episode>:<who/why>" (decimal digits, then the end or ':');
+// nullopt when the value names none. A confirmation ends only the episode it names.
+std::optional<int64_t> ConfirmedEpisode(std::string_view annotation);
 
 // Conservative: once Accepted=True has been persisted an Ensure may have run (even if the process
 // crashed before its references were written), so an execution may exist.

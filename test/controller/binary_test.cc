@@ -546,8 +546,9 @@ TEST_F(Binary, KubectlWaitAndSigkillMidRun) {
   EXPECT_NE(r.exitCode, 0) << "kubectl wait saw Succeeded for a Job whose process died";
 
   r = Kubectl({"annotate", std::string(kJobResource) + "/long",
-               std::string(api::kConfirmBackendLostAnnotation) +
-                   "=admin: the controller process and its in-memory backend were killed"});
+               std::string(api::kConfirmBackendLostAnnotation) + "=" +
+                   std::to_string(job->status.resultUnknownEpisode) +
+                   ":admin: the controller process and its in-memory backend were killed"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   r = Kubectl({"wait", "--for=condition=Succeeded=False", "--timeout=60s",
                std::string(kJobResource) + "/long"});

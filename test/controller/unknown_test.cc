@@ -65,7 +65,8 @@ TEST_F(Unknown, AdminConfirmsBackendLost) {
   ASSERT_TRUE(Patch("lost", {{"metadata",
                               {{"annotations",
                                 {{api::kConfirmBackendLostAnnotation,
-                                  "admin@example.com: the test backend is gone"}}}}}}));
+                                  std::to_string(job.status.resultUnknownEpisode) +
+                                      ":admin@example.com: the test backend is gone"}}}}}}));
   ASSERT_TRUE(WaitFor("lost", SucceededIs(ConditionStatus::kFalse, "BackendLost"),
                       "Succeeded=False/BackendLost", &job));
   ASSERT_TRUE(job.status.completionTime.has_value());
@@ -90,6 +91,51 @@ TEST_F(Unknown, AdminConfirmsBackendLost) {
   Backend().FinishExecution(uid, 0);
 }
 
+// issue 12: a confirmation confirms one ResultUnknown episode. Left on the Job through two
+// outages, the one it named and a later one, it does not fail the Job in the second.
+TEST_F(Unknown, ConfirmationLeftOnDoesNotEndTheNextOutage) {
+  api::Job job;
+  ASSERT_TRUE(CreateRunning("twice", &job));
+  const std::string uid = job.metadata.uid;
+  Backend().SetUnreachable(true);
+  ASSERT_TRUE(Touch("twice"));
+  ASSERT_TRUE(WaitFor("twice", SucceededIs(ConditionStatus::kUnknown, "ResultUnknown"),
+                      "ResultUnknown (first outage)", &job));
+  const int64_t first = job.status.resultUnknownEpisode;
+  EXPECT_EQ(first, 1) << Describe(job);
+  Backend().SetUnreachable(false);
+  ASSERT_TRUE(Touch("twice"));
+  ASSERT_TRUE(WaitFor("twice", SucceededIs(ConditionStatus::kUnknown, "Running"),
+                      "Running again after the first outage", &job));
+  // A confirmation of the first outage that lands after it ended (it raced the recovery, or no
+  // admission policy guards the Job) stays on the Job.
+  ASSERT_TRUE(Patch("twice", {{"metadata",
+                               {{"annotations",
+                                 {{api::kConfirmBackendLostAnnotation,
+                                   std::to_string(first) + ":admin: first outage"}}}}}}));
+  // The annotation stays on. The second outage is a new episode, which it does not confirm.
+  Backend().SetUnreachable(true);
+  ASSERT_TRUE(Touch("twice"));
+  ASSERT_TRUE(WaitFor("twice", SucceededIs(ConditionStatus::kUnknown, "ResultUnknown"),
+                      "ResultUnknown (second outage)", &job));
+  EXPECT_EQ(job.status.resultUnknownEpisode, first + 1) << Describe(job);
+  EXPECT_TRUE(HoldsFor(
+      [&] {
+        H().controller().Enqueue(ns_, "twice");
+        auto j = H().GetJob(ns_, "twice");
+        return j.ok() && !IsFinished(*j);
+      },
+      1500ms, kApiPoll))
+      << Describe(Get("twice"));
+  // The backend returns and the Job ends with its true result.
+  Backend().SetUnreachable(false);
+  Backend().FinishExecution(uid, 0);
+  ASSERT_TRUE(Touch("twice"));
+  ASSERT_TRUE(WaitFor("twice", SucceededIs(ConditionStatus::kTrue, "Completed"),
+                      "Succeeded=True/Completed", &job));
+  EXPECT_EQ(Backend().Creations(uid), 1);
+}
+
 // The confirmation counts only for a Job in ResultUnknown: on a Job whose backend answers it
 // changes nothing, and the Job ends with its true result.
 TEST_F(Unknown, ConfirmationIgnoredBeforeResultUnknown) {
@@ -98,7 +144,7 @@ TEST_F(Unknown, ConfirmationIgnoredBeforeResultUnknown) {
   const std::string uid = job.metadata.uid;
   ASSERT_TRUE(Patch(
       "not-lost",
-      {{"metadata", {{"annotations", {{api::kConfirmBackendLostAnnotation, "too early"}}}}}}));
+      {{"metadata", {{"annotations", {{api::kConfirmBackendLostAnnotation, "1:too early"}}}}}}));
   H().controller().Enqueue(ns_, "not-lost");
   EXPECT_TRUE(HoldsFor(
       [&] {

@@ -369,7 +369,7 @@ TEST_F(ConfirmBackendLostPolicyTest, OnlyTheConfirmingGroupMaySetTheAnnotation) 
   ProcessResult last;
   bool enforced = Eventually(
       [&] {
-        last = Annotate(User::kCertUser, "testenv-user: host lost", /*dryRun=*/true);
+        last = Annotate(User::kCertUser, "0:testenv-user: host lost", /*dryRun=*/true);
         return last.exitCode != 0 && last.err.find(kDenied) != std::string::npos;
       },
       std::chrono::seconds(30), kKubectlPoll);
@@ -377,11 +377,11 @@ TEST_F(ConfirmBackendLostPolicyTest, OnlyTheConfirmingGroupMaySetTheAnnotation) 
 
   // Not in the group: rejected with the policy's message, for both kinds of users (the token's
   // user is testenv-token-user).
-  auto r = Annotate(User::kCertUser, "testenv-user: host lost");
+  auto r = Annotate(User::kCertUser, "0:testenv-user: host lost");
   EXPECT_NE(r.exitCode, 0);
   EXPECT_THAT(r.err, HasSubstr("ValidatingAdmissionPolicy 'ayatori-confirm-backend-lost'"));
   EXPECT_THAT(r.err, HasSubstr("user testenv-user " + std::string(kDenied)));
-  r = Annotate(User::kTokenUser, "token-user: host lost");
+  r = Annotate(User::kTokenUser, "0:token-user: host lost");
   EXPECT_NE(r.exitCode, 0);
   EXPECT_THAT(r.err, HasSubstr("user testenv-token-user " + std::string(kDenied)));
   EXPECT_EQ(GetJsonPath(kJobs, ns_, "j", "{.metadata.annotations}"), "");
@@ -411,12 +411,19 @@ TEST_F(ConfirmBackendLostPolicyTest, OnlyTheConfirmingGroupMaySetTheAnnotation) 
   ASSERT_EQ(r.exitCode, 0) << r.err;
   bool allowed = Eventually(
       [&] {
-        last = Annotate(User::kCertUser, "testenv-user: host lost", /*dryRun=*/true);
+        last = Annotate(User::kCertUser, "0:testenv-user: host lost", /*dryRun=*/true);
         return last.exitCode == 0;
       },
       std::chrono::seconds(30), kKubectlPoll);
   ASSERT_TRUE(allowed) << "a member of the confirming group stayed rejected: " << last.err;
-  r = Annotate(User::kCertUser, "testenv-user: host db-7 destroyed");
+  // issue 12: a confirmation names the ResultUnknown episode it confirms (j never had one
+  // written, so 0); another episode, or none, is refused.
+  for (const char* wrong : {"3:testenv-user: host db-7 destroyed", "testenv-user: host db-7"}) {
+    r = Annotate(User::kCertUser, wrong);
+    EXPECT_NE(r.exitCode, 0) << wrong;
+    EXPECT_THAT(r.err, HasSubstr("must name the ResultUnknown episode it confirms")) << wrong;
+  }
+  r = Annotate(User::kCertUser, "0:testenv-user: host db-7 destroyed");
   EXPECT_EQ(r.exitCode, 0) << r.err;
   // Even a member of the group cannot confirm a Job that is not ResultUnknown.
   r = RunKubectl({"annotate", kJobs, "running", "-n", ns_, std::string(kAnnotation) + "=early"}, "",
@@ -426,9 +433,9 @@ TEST_F(ConfirmBackendLostPolicyTest, OnlyTheConfirmingGroupMaySetTheAnnotation) 
   EXPECT_EQ(GetJsonPath(kJobs, ns_, "j",
                         "{.metadata.annotations.execution\\.ayatori\\.ddupan\\.top/"
                         "confirm-backend-lost}"),
-            "testenv-user: host db-7 destroyed");
+            "0:testenv-user: host db-7 destroyed");
   // Changing the value is a new confirmation; the token user is in the group as well.
-  r = Annotate(User::kTokenUser, "token-user: confirmed by on-call");
+  r = Annotate(User::kTokenUser, "0:token-user: confirmed by on-call");
   EXPECT_EQ(r.exitCode, 0) << r.err;
 
   // Without the grant again, removing the annotation is allowed (it undoes nothing), setting it
@@ -437,7 +444,7 @@ TEST_F(ConfirmBackendLostPolicyTest, OnlyTheConfirmingGroupMaySetTheAnnotation) 
   ASSERT_EQ(r.exitCode, 0) << r.err;
   bool revoked = Eventually(
       [&] {
-        last = Annotate(User::kCertUser, "testenv-user: again", /*dryRun=*/true);
+        last = Annotate(User::kCertUser, "0:testenv-user: again", /*dryRun=*/true);
         return last.exitCode != 0;
       },
       std::chrono::seconds(30), kKubectlPoll);

@@ -293,7 +293,7 @@ TEST(Decide, ExternalStopIsAFailureNotACancellation) {
 
 TEST(Decide, ConfirmationOnlyCountsForPersistedResultUnknown) {
   api::Job j = Running(kNow - seconds(5));
-  j.metadata.annotations[api::kConfirmBackendLostAnnotation] = "bob";
+  j.metadata.annotations[api::kConfirmBackendLostAnnotation] = "1:bob";
   EXPECT_EQ(Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt}).call, AdapterCall::kObserve);
   // An unknown observation this round is not enough: it must have been persisted first.
   Plan p = Decide(j, With(AdapterCall::kObserve, Obs(ExecutionPhase::kUnknown)));
@@ -308,6 +308,69 @@ TEST(Decide, ConfirmationOnlyCountsForPersistedResultUnknown) {
   EXPECT_EQ(p.call, AdapterCall::kNone);
   EXPECT_EQ(SucceededOf(*p.status), "False/BackendLost");
   EXPECT_EQ(p.status->completionTime, kNow);
+}
+
+TEST(Decide, EachResultUnknownEpisodeHasItsNumber) {
+  api::Job j = Running(kNow - seconds(5));
+  Plan p = Decide(j, With(AdapterCall::kObserve, Obs(ExecutionPhase::kUnknown)));
+  EXPECT_EQ(p.status->resultUnknownEpisode, 1);
+  EXPECT_NE(
+      api::FindCondition(p.status->conditions, api::kConditionSucceeded)->message.find("episode 1"),
+      std::string::npos);
+  j.status = *p.status;
+  // Still the same episode: no new number, no write.
+  p = Decide(j, With(AdapterCall::kObserve, Obs(ExecutionPhase::kUnknown)));
+  EXPECT_FALSE(p.status);
+  // Found again: the number stays (it names the latest episode) ...
+  p = Decide(j, With(AdapterCall::kObserve, Obs(ExecutionPhase::kRunning)));
+  EXPECT_EQ(SucceededOf(*p.status), "Unknown/Running");
+  EXPECT_EQ(p.status->resultUnknownEpisode, 1);
+  j.status = *p.status;
+  // ... and the next outage is episode 2.
+  p = Decide(j, With(AdapterCall::kObserve, Obs(ExecutionPhase::kUnknown)));
+  EXPECT_EQ(p.status->resultUnknownEpisode, 2);
+}
+
+// A confirmation left on the Job after its episode ended (the execution was found again) must not
+// end the next, unrelated outage: it names the episode it confirmed.
+TEST(Decide, StaleConfirmationDoesNotEndALaterEpisode) {
+  api::Job j = Running(kNow - seconds(5));
+  Plan p = Decide(j, With(AdapterCall::kObserve, Obs(ExecutionPhase::kUnknown)));
+  j.status = *p.status;
+  j.metadata.annotations[api::kConfirmBackendLostAnnotation] = "1:alice: host gone";
+  // Found again in the very round the confirmation arrives: the execution wins.
+  p = Decide(j, With(AdapterCall::kObserve, Obs(ExecutionPhase::kRunning)));
+  EXPECT_EQ(SucceededOf(*p.status), "Unknown/Running");
+  j.status = *p.status;
+  // A second outage with the annotation still on: ResultUnknown, with a Warning, never BackendLost.
+  p = Decide(j, With(AdapterCall::kObserve, Obs(ExecutionPhase::kUnknown)));
+  EXPECT_EQ(SucceededOf(*p.status), "Unknown/ResultUnknown");
+  EXPECT_EQ(p.status->resultUnknownEpisode, 2);
+  bool warned = false;
+  for (const auto& e : p.events) warned |= e.reason == "StaleBackendLostConfirmation";
+  EXPECT_TRUE(warned);
+  j.status = *p.status;
+  p = Decide(j, Facts{kNow, {}, {}});
+  EXPECT_EQ(p.call, AdapterCall::kObserve) << "the stale confirmation ended episode 2";
+  EXPECT_FALSE(p.status);
+  // Confirming episode 2 ends it.
+  j.metadata.annotations[api::kConfirmBackendLostAnnotation] = "2:alice: host gone again";
+  p = Decide(j, Facts{kNow, {}, {}});
+  EXPECT_EQ(SucceededOf(*p.status), "False/BackendLost");
+  // A value without an episode confirms nothing.
+  j.metadata.annotations[api::kConfirmBackendLostAnnotation] = "alice: host gone";
+  EXPECT_EQ(Decide(j, Facts{kNow, {}, {}}).call, AdapterCall::kObserve);
+}
+
+TEST(ConfirmedEpisode, ParsesTheLeadingNumber) {
+  EXPECT_EQ(ConfirmedEpisode("3"), 3);
+  EXPECT_EQ(ConfirmedEpisode("12:alice: INC-7"), 12);
+  EXPECT_EQ(ConfirmedEpisode("alice"), std::nullopt);
+  EXPECT_EQ(ConfirmedEpisode(""), std::nullopt);
+  EXPECT_EQ(ConfirmedEpisode(":alice"), std::nullopt);
+  EXPECT_EQ(ConfirmedEpisode("3 alice"), std::nullopt);
+  EXPECT_EQ(ConfirmedEpisode("-1"), std::nullopt);
+  EXPECT_EQ(ConfirmedEpisode("99999999999999999999"), std::nullopt);
 }
 
 TEST(Decide, DeletionDoesNotWriteForTheGenerationBumpAlone) {

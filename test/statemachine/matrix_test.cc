@@ -492,7 +492,7 @@ void Unknown_AdminConfirmsLoss() {
   {
     SCOPED_TRACE("the confirmation means nothing for a Job whose result is known");
     const std::string uid = StartRunning(h, "fine");
-    h.api.Annotate("fine", api::kConfirmBackendLostAnnotation, "alice: INC-1");
+    h.api.Annotate("fine", api::kConfirmBackendLostAnnotation, "0:alice: INC-1");
     h.Settle("fine");
     EXPECT_EQ(StateOf(h, "fine"), State::kRunning);
     h.backend.Exit(uid, 0, h.Now());
@@ -510,7 +510,15 @@ void Unknown_AdminConfirmsLoss() {
     EXPECT_FALSE(h.Job("lost").status.completionTime);
   }
   h.Advance(seconds(10));
+  SCOPED_TRACE("a confirmation that names no episode, or another one, confirms nothing");
   h.api.Annotate("lost", api::kConfirmBackendLostAnnotation, "alice: INC-2");
+  h.Settle("lost");
+  EXPECT_EQ(StateOf(h, "lost"), State::kResultUnknown);
+  EXPECT_EQ(h.Job("lost").status.resultUnknownEpisode, 1);
+  h.api.Annotate("lost", api::kConfirmBackendLostAnnotation, "2:alice: INC-2");
+  h.Settle("lost");
+  EXPECT_EQ(StateOf(h, "lost"), State::kResultUnknown);
+  h.api.Annotate("lost", api::kConfirmBackendLostAnnotation, "1:alice: INC-2");
   h.Settle("lost");
   api::Job j = h.Job("lost");
   EXPECT_EQ(StateOf(h, "lost"), State::kFailed);

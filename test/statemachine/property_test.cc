@@ -115,7 +115,11 @@ class World {
         break;
       case 14:
         if (job && Chance(0.2)) {
-          h_.api.Annotate(name, api::kConfirmBackendLostAnnotation, "admin: seed test");
+          // Either the episode the Job shows now or a stale/unbound one.
+          h_.api.Annotate(
+              name, api::kConfirmBackendLostAnnotation,
+              Chance(0.5) ? std::to_string(job->status.resultUnknownEpisode) + ":admin: seed test"
+                          : "admin: seed test");
         }
         break;
       case 15:
@@ -158,7 +162,8 @@ class World {
         h_.backend.Start(job->metadata.uid, h_.Now());
         h_.backend.Exit(job->metadata.uid, 0, h_.Now());
         if (DeriveState(*job) == State::kResultUnknown) {
-          h_.api.Annotate(name, api::kConfirmBackendLostAnnotation, "admin: drain");
+          h_.api.Annotate(name, api::kConfirmBackendLostAnnotation,
+                          std::to_string(job->status.resultUnknownEpisode) + ":admin: drain");
         }
         h_.SyncCache(name);
         h_.Reconcile(name);

@@ -890,9 +890,11 @@ void Harness::CheckResultTruth(const api::Job& job, const api::JobStatus& before
     if (succeededTruth) fail("but the execution succeeded");
   } else if (reason == kReasonBackendLost) {
     const api::Condition* prev = api::FindCondition(before.conditions, api::kConditionSucceeded);
-    if (job.metadata.annotations.count(api::kConfirmBackendLostAnnotation) == 0 ||
-        prev == nullptr || prev->reason != kReasonResultUnknown) {
-      fail("without the administrator's confirmation of a ResultUnknown Job");
+    auto confirmation = job.metadata.annotations.find(api::kConfirmBackendLostAnnotation);
+    if (confirmation == job.metadata.annotations.end() || prev == nullptr ||
+        prev->reason != kReasonResultUnknown ||
+        ConfirmedEpisode(confirmation->second) != before.resultUnknownEpisode) {
+      fail("without the administrator's confirmation of this ResultUnknown episode");
     }
   } else if (reason == kReasonExecutionStopped) {
     if (truth == nullptr || !truth->stoppedExternally) fail("but nobody stopped it externally");

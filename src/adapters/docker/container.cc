@@ -6,6 +6,7 @@
 
 #include "adapters/docker/json_get.h"
 #include "adapters/docker/registry_auth.h"
+#include "adapters/task_messages.h"
 #include "api/json.h"
 
 namespace ayatori::adapters::docker {
@@ -204,6 +205,24 @@ std::optional<api::Time> ParseEngineTime(std::string_view text) {
   return *t;
 }
 
+bool EngineRefusedCommand(int64_t exitCode) { return exitCode == 126 || exitCode == 127; }
+
+bool StartFailedForMemory(std::string_view error) {
+  // runc: "container init was OOM-killed (memory limit too low?)". The task's own memory limit
+  // is too small for it to start: the user's to fix, and retrying would not help.
+  return error.find("OOM-killed") != std::string_view::npos;
+}
+
+bool MayStart(const nlohmann::json& inspect) {
+  const json* state = GetObject(inspect, "State");
+  if (state == nullptr || GetString(*state, "Status") != "created") return false;
+  const std::string uid = GetLabel(inspect, api::kJobUidLabel);
+  if (!uid.empty() && GetString(inspect, "Name") == "/" + CancelledContainerName(uid)) return false;
+  const std::string error = GetString(*state, "Error");
+  return error.empty() ||
+         (!EngineRefusedCommand(GetInt(*state, "ExitCode")) && !StartFailedForMemory(error));
+}
+
 Observation ObservationFromInspect(const nlohmann::json& inspect) {
   Observation o;
   const std::string id = GetString(inspect, "Id");
@@ -212,7 +231,7 @@ Observation ObservationFromInspect(const nlohmann::json& inspect) {
   if (state == nullptr) {
     o.phase = ExecutionPhase::kUnknown;
     o.reason = kReasonUnexpectedState;
-    o.message = "docker inspect has no State";
+    o.message = "The engine's inspect answer has no State";
     return o;
   }
   const std::string status = GetString(*state, "Status");
@@ -229,13 +248,31 @@ Observation ObservationFromInspect(const nlohmann::json& inspect) {
     o.startedAt.reset();
     if (cancelledByUs) {
       o.phase = ExecutionPhase::kCancelled;
-      o.message = "cancelled before it started";
-    } else if (!error.empty()) {
+      o.message = "The task was cancelled before it started";
+    } else if (error.empty()) {
+      o.phase = ExecutionPhase::kPending;
+    } else if (EngineRefusedCommand(exitCode)) {
       o.phase = ExecutionPhase::kFailed;
       o.reason = kReasonStartFailed;
-      o.message = "the container could not start: " + error;
+      o.message = TaskCouldNotStartMessage(error);
+    } else if (StartFailedForMemory(error)) {
+      o.phase = ExecutionPhase::kFailed;
+      o.reason = kReasonOOMKilled;
+      o.message = TaskCouldNotStartMessage(error);
     } else {
-      o.phase = ExecutionPhase::kPending;
+      // The engine's own start failed (exit code 128), e.g. after it was killed during a start:
+      // its containerd still holds the task of the interrupted start and every new start answers
+      // "task <id>: already exists" or "id already in use". dockerd then shows the container as
+      // never started although the interrupted start may have run the process. Not a failure of
+      // the task, and not provably anything else: Unknown, and Ensure starts it again.
+      o.phase = ExecutionPhase::kUnknown;
+      o.reason = kReasonStartNotConfirmed;
+      o.message =
+          "The engine shows the task's container as never started, but its last start "
+          "failed inside the engine (" +
+          error +
+          "); an engine crash during a start leaves this state and the task may have "
+          "run; the start is retried";
     }
     return o;
   }
@@ -248,24 +285,24 @@ Observation ObservationFromInspect(const nlohmann::json& inspect) {
     o.exitCode = static_cast<int32_t>(exitCode);
     if (exitCode == 0) {  // the main process says it succeeded, whatever a child hit
       o.phase = ExecutionPhase::kSucceeded;
+      o.message = TaskExitedMessage(0);
     } else if (cancelledByUs) {
       o.phase = ExecutionPhase::kCancelled;
-      o.message = "stopped on request; exit code " + std::to_string(exitCode);
+      o.message = TaskStoppedMessage("on request (exit code " + std::to_string(exitCode) + ")");
     } else if (oomKilled) {
       o.phase = ExecutionPhase::kFailed;
       o.reason = kReasonOOMKilled;
-      o.message = "the container exceeded its memory limit and was killed (exit code " +
-                  std::to_string(exitCode) + ")";
+      o.message = TaskOomKilledMessage(exitCode);
     } else {
       o.phase = ExecutionPhase::kFailed;
       o.reason = kReasonProcessFailed;
-      o.message = "the container exited with code " + std::to_string(exitCode);
+      o.message = TaskExitedMessage(exitCode);
     }
     return o;
   }
   o.phase = ExecutionPhase::kUnknown;
   o.reason = kReasonUnexpectedState;
-  o.message = "docker reports container state \"" + status + "\"";
+  o.message = "The engine reports the task's container in state \"" + status + "\"";
   return o;
 }
 

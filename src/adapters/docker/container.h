@@ -24,6 +24,8 @@ inline constexpr const char* kReasonOOMKilled = "OOMKilled";
 inline constexpr const char* kReasonImagePullFailed = "ImagePullFailed";
 inline constexpr const char* kReasonBackendRejected = "BackendRejected";
 inline constexpr const char* kReasonStartFailed = "StartFailed";  // the entrypoint could not run
+// Unknown: the engine shows a never-started container whose start failed inside the engine.
+inline constexpr const char* kReasonStartNotConfirmed = "StartNotConfirmed";
 inline constexpr const char* kReasonBackendUnreachable = "BackendUnreachable";
 // Acceptance refused: the engine would be spoken to in plain HTTP without `insecure: true`.
 inline constexpr const char* kReasonInsecureEndpoint = "InsecureEndpoint";
@@ -68,9 +70,26 @@ StatusOr<std::vector<ResolvedEnvVar>> JobEnvironment(const ExecutionRequest& req
 // error messages may quote the create request. (Shorter values would garble the text.)
 std::string RedactEnvValues(std::string message, const ExecutionRequest& request);
 
+// dockerd's verdict on a failed start (daemon/start.go, translateContainerdStartErr): exit code
+// 127 (the command does not exist) or 126 (it cannot be executed) mean the task's own command
+// cannot run, and the start answered 400. Any other failed start gets 128: the engine's own
+// trouble, which a later start may overcome.
+bool EngineRefusedCommand(int64_t exitCode);
+
+// A failed start whose error says the container's init was OOM-killed (runc: "container init was
+// OOM-killed (memory limit too low?)"): the task's memory limit is too small to start it.
+bool StartFailedForMemory(std::string_view error);
+
+// A container Ensure may (re)start: `created`, not cancelled by us, and no start was refused for
+// the task's own command (EngineRefusedCommand) or memory limit (StartFailedForMemory).
+bool MayStart(const nlohmann::json& inspect);
+
 // GET /containers/{id}/json -> what the adapter reports:
-//   created -> Pending (Failed/StartFailed if the engine could not start the entrypoint;
-//              Cancelled if we cancelled it before it started)
+//   created -> Pending; Failed/StartFailed if the engine refused the task's command (126, 127);
+//              Failed/OOMKilled if its init was OOM-killed during the start (limit too low);
+//              Unknown/StartNotConfirmed if the engine's own start failed (128: e.g. containerd
+//              kept the task of a start interrupted by an engine crash; the process may have
+//              run); Cancelled if we cancelled it before it started
 //   running, paused, restarting -> Running (startedAt)
 //   exited, dead -> exit 0: Succeeded (success wins over a concurrent cancel or a child OOM);
 //                   stopped by our Cancel: Cancelled; OOMKilled: Failed/OOMKilled;

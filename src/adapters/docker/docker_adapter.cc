@@ -106,10 +106,11 @@ std::optional<Observation> PullResult(const StatusOr<HttpResponse>& r, const std
   if (!r.ok()) return Unreachable(r.status());
   if (r->status != 200) {
     return Failed(kReasonImagePullFailed,
-                  "pulling image \"" + image + "\" failed: " + EngineErrorMessage(*r));
+                  "The image \"" + image + "\" could not be pulled: " + EngineErrorMessage(*r));
   }
   if (auto error = PullStreamError(r->body)) {
-    return Failed(kReasonImagePullFailed, "pulling image \"" + image + "\" failed: " + *error);
+    return Failed(kReasonImagePullFailed,
+                  "The image \"" + image + "\" could not be pulled: " + *error);
   }
   return std::nullopt;
 }
@@ -369,8 +370,9 @@ std::optional<Observation> DockerAdapter::EnsureImage(
     if (r->status == 200) return std::nullopt;
     if (r->status != 404) return Unreachable(EngineError("inspect image", *r));
     if (params.pullPolicy == api::PullPolicy::kNever) {
-      return Failed(kReasonImagePullFailed,
-                    "image \"" + image + "\" is not present on the engine and pullPolicy is Never");
+      return Failed(kReasonImagePullFailed, "The image \"" + image +
+                                                "\" is not present on the engine and pullPolicy is "
+                                                "Never: pull it there or change the pullPolicy");
     }
   }
   auto creds = SelectRegistryCredentials(request.imagePullConfigs, *ref);
@@ -398,8 +400,9 @@ Observation DockerAdapter::StartAndObserve(EngineClient& client, const std::stri
                                            const std::string& id) {
   auto r = client.Call("POST", "/containers/" + EngineClient::Escape(id) + "/start");
   if (!r.ok()) return Unreachable(r.status());
-  // 204 started, 304 already started; otherwise the engine records why in State.Error, which
-  // the inspect below reports (StartFailed), or the container is gone.
+  // 204 started, 304 already started; otherwise the engine records why in State.Error and
+  // State.ExitCode, which the inspect below reports (StartFailed or StartNotConfirmed), or the
+  // container is gone.
   auto found = FindContainer(client, uid, {{kContainerReferenceType, id}});
   if (!found.ok()) return Unreachable(found.status());
   if (!*found) return Absent();
@@ -432,11 +435,12 @@ Observation DockerAdapter::EnsureExecution(const ExecutionRequest& request) {
   if (request.job.status.execution) refs = request.job.status.execution->references;
 
   auto adopt = [&](const json& inspect) {
-    Observation o = ObservationFromInspect(inspect);
-    // Created but never started (a lost response between create and start): start it now.
-    if (o.phase == ExecutionPhase::kPending)
-      return StartAndObserve(client, uid, GetString(inspect, "Id"));
-    return o;
+    // Created but never started (a lost response between create and start, or a start the
+    // engine could not finish, e.g. because it was killed during it): start it now. Starting is
+    // idempotent (304 when it runs already); if the engine keeps refusing, the answer stays
+    // Unknown/StartNotConfirmed and the next Ensure tries again.
+    if (MayStart(inspect)) return StartAndObserve(client, uid, GetString(inspect, "Id"));
+    return ObservationFromInspect(inspect);
   };
 
   auto found = FindContainer(client, uid, refs);
@@ -475,9 +479,11 @@ Observation DockerAdapter::EnsureExecution(const ExecutionRequest& request) {
           " is taken by a container without this Job's UID label: " + EngineErrorMessage(*r));
     }
     case 404:
-      return Failed(kReasonImagePullFailed, "creating the container: " + EngineErrorMessage(*r));
+      return Failed(kReasonImagePullFailed,
+                    "The engine could not create the task's container: " + EngineErrorMessage(*r));
     case 400:
-      return Failed(kReasonBackendRejected, "creating the container: " + EngineErrorMessage(*r));
+      return Failed(kReasonBackendRejected,
+                    "The engine refused the task's container: " + EngineErrorMessage(*r));
     default:
       return Unreachable(EngineError("create container", *r));
   }

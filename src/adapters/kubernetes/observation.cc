@@ -3,6 +3,7 @@
 #include <string>
 
 #include "adapters/kubernetes/batch_job.h"
+#include "adapters/task_messages.h"
 #include "api/json.h"
 
 namespace ayatori::adapters::kubernetes {
@@ -94,24 +95,23 @@ Observation ObservePod(const PodFacts& pod, api::Time now, std::chrono::seconds 
       if (pod.reason == "ContainerStatusUnknown" || !pod.exitCode) {
         o.phase = ExecutionPhase::kUnknown;
         o.reason = "ContainerStatusUnknown";
-        o.message = "pod " + pod.name + ": the container's result is unknown" +
-                    details(pod.reason, pod.message);
+        o.message =
+            "The task's result is unknown: pod " + pod.name + details(pod.reason, pod.message);
         return o;
       }
       o.exitCode = pod.exitCode;
       if (pod.reason == "OOMKilled") {
         o.phase = ExecutionPhase::kFailed;
         o.reason = "OOMKilled";
-        o.message = "the container was killed for exceeding its memory limit (exit code " +
-                    std::to_string(*pod.exitCode) + ")";
+        o.message = TaskOomKilledMessage(*pod.exitCode);
       } else if (*pod.exitCode == 0) {
         o.phase = ExecutionPhase::kSucceeded;
         o.reason = "Completed";
+        o.message = TaskExitedMessage(0);
       } else {
         o.phase = ExecutionPhase::kFailed;
         o.reason = "ProcessFailed";
-        o.message = "the container exited with code " + std::to_string(*pod.exitCode) +
-                    (pod.reason.empty() ? "" : " (" + pod.reason + ")");
+        o.message = TaskExitedMessage(*pod.exitCode);
       }
       return o;
     case ContainerState::kRunning:
@@ -122,7 +122,7 @@ Observation ObservePod(const PodFacts& pod, api::Time now, std::chrono::seconds 
       if (IsImagePullReason(pod.reason) && pod.created && now - *pod.created >= imagePullTimeout) {
         o.phase = ExecutionPhase::kFailed;
         o.reason = "ImagePullFailed";
-        o.message = "the image could not be pulled within " +
+        o.message = "The image could not be pulled within " +
                     std::to_string(imagePullTimeout.count()) + "s" +
                     details(pod.reason, pod.message);
         return o;
@@ -146,11 +146,12 @@ Observation ObservePod(const PodFacts& pod, api::Time now, std::chrono::seconds 
   if (pod.phase == "Failed") {
     o.phase = ExecutionPhase::kFailed;
     o.reason = "BackendRejected";
-    o.message = "pod " + pod.name + " failed before its container started" +
-                details(pod.podReason, pod.podMessage);
+    o.message = "The task could not start: pod " + pod.name +
+                " failed before its container started" + details(pod.podReason, pod.podMessage);
   } else if (pod.phase == "Succeeded") {
     o.phase = ExecutionPhase::kSucceeded;
     o.reason = "Completed";
+    o.message = TaskExitedMessage(0);
     o.exitCode = 0;  // the kubelet reports Succeeded only when every container exited 0
   } else if (pod.phase == "Running") {
     o.phase = ExecutionPhase::kRunning;
@@ -309,7 +310,7 @@ Observation ObserveExecution(const std::optional<BatchJobFacts>& batchJob,
     Observation o;
     o.phase = ExecutionPhase::kUnknown;
     o.reason = "ExecutionMismatch";
-    o.message = "batch/v1 Job " + batchJob->name + " has uid " + batchJob->uid +
+    o.message = "The task's batch/v1 Job " + batchJob->name + " has uid " + batchJob->uid +
                 ", not the recorded execution " + expectedBatchJobUid;
     return o;
   }
@@ -334,13 +335,14 @@ Observation ObserveExecution(const std::optional<BatchJobFacts>& batchJob,
   } else if (batchJob->complete) {
     o.phase = ExecutionPhase::kSucceeded;
     o.reason = "Completed";
+    o.message = TaskExitedMessage(0);
     o.exitCode = 0;  // the Job controller counts a pod as succeeded only when it exited 0
     o.finishedAt = batchJob->completionTime;
   } else if (batchJob->hadPods) {
     o.phase = ExecutionPhase::kUnknown;
     o.reason = "PodLost";
-    o.message =
-        "the pod of batch/v1 Job " + batchJob->name + " is gone without a result that can be read";
+    o.message = "The task's pod (of batch/v1 Job " + batchJob->name +
+                ") is gone without a result that can be read";
     if (batchJob->failed) {
       o.message += " (Job condition Failed: " + batchJob->failedReason + ": " +
                    batchJob->failedMessage + ")";
@@ -378,13 +380,21 @@ Observation ObserveCancellation(const std::vector<PodFacts>& pods, api::Time now
     }
     if (o.startedAt) ranFrom = o.startedAt;
     if (o.finishedAt) ranUntil = o.finishedAt;
+    // deletionTimestamp - deletionGracePeriodSeconds is when the deletion was requested, but only
+    // as long as no later delete shortened the grace period: the kubelet (and kwok) finish a
+    // deletion with grace 0 once the container is dead, which moves deletionTimestamp to that
+    // moment while a finalizer (batch.kubernetes.io/job-tracking) keeps the pod. With grace 0 the
+    // request time is lost, and a kill by our stop would pass for an earlier failure.
     bool beforeDeletion = !pod.deleted.has_value();
-    if (pod.deleted && o.finishedAt) {
+    if (pod.deleted && o.finishedAt && pod.deletionGracePeriodSeconds > 0) {
       beforeDeletion =
           *o.finishedAt < *pod.deleted - std::chrono::seconds(pod.deletionGracePeriodSeconds);
     }
-    if (beforeDeletion &&
-        (o.phase == ExecutionPhase::kSucceeded || o.phase == ExecutionPhase::kFailed)) {
+    // Exit 0 is the task's own success whenever it happened, as on every adapter: the stop's
+    // kill gives 137 (or 143); a process that still exits 0 finished its work (success wins).
+    // Any other ending counts as the task's own only if it came before the stop was requested.
+    if (o.phase == ExecutionPhase::kSucceeded ||
+        (beforeDeletion && o.phase == ExecutionPhase::kFailed)) {
       if (!natural || o.phase == ExecutionPhase::kSucceeded) natural = std::move(o);
     }
   }
@@ -395,7 +405,8 @@ Observation ObserveCancellation(const std::vector<PodFacts>& pods, api::Time now
   o.reason = "Cancelled";
   o.startedAt = ranFrom;
   o.finishedAt = ranUntil;
-  o.message = ranFrom ? "the container was stopped" : "the execution was stopped before it started";
+  o.message = ranFrom ? TaskStoppedMessage("(its pod was deleted)")
+                      : "The task was cancelled before it started, or its pod is gone";
   return o;
 }
 

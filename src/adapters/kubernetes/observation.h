@@ -109,9 +109,12 @@ Observation ObserveExecutionFromJson(const std::optional<nlohmann::json>& batchJ
 // Cancel, after the batch Job was deleted (propagationPolicy=Background): what is left of the
 // execution, judged from the pods still carrying the UID label.
 //  - a pod not yet terminal -> its kPending / kRunning observation (still stopping);
-//  - a container that terminated before the deletion was requested (no deletionTimestamp on the
-//    pod, or finishedAt < deletionTimestamp - deletionGracePeriodSeconds) keeps its own result:
-//    exit 0 -> kSucceeded (success wins), otherwise its kFailed;
+//  - a container that exited 0 -> kSucceeded, whenever it happened (success wins, as on every
+//    adapter: an exit 0 is the task's own result, a kill gives 137);
+//  - a container that failed before the deletion was requested (no deletionTimestamp on the pod,
+//    or finishedAt < deletionTimestamp - deletionGracePeriodSeconds with a grace period > 0: a
+//    final delete with grace 0 moves deletionTimestamp and loses the request time) keeps its
+//    kFailed;
 //  - everything else (killed, or nothing left at all) -> kCancelled.
 Observation ObserveCancellation(const std::vector<PodFacts>& pods, api::Time now);
 Observation ObserveCancellationFromJson(const std::vector<nlohmann::json>& pods, api::Time now);

@@ -4,6 +4,7 @@
 
 #include "adapters/docker/container.h"
 #include "adapters/docker/registry_auth.h"
+#include "adapters/task_messages.h"
 #include "api/json.h"
 #include "ayatori/json_get.h"
 
@@ -418,10 +419,11 @@ Observation OpenSandboxAdapter::SandboxGone(const std::string& sandboxId, const 
   o.phase = ExecutionPhase::kFailed;
   if (expires && *expires <= std::chrono::system_clock::now()) {
     o.reason = kReasonSandboxExpired;
-    o.message = "sandbox " + sandboxId + " expired (the server's timeout) before the task finished";
+    o.message = "The task's sandbox " + sandboxId +
+                " expired (the server's timeout) before the task finished";
   } else {
     o.reason = kReasonSandboxGone;
-    o.message = "sandbox " + sandboxId +
+    o.message = "The task's sandbox " + sandboxId +
                 " no longer exists (deleted, or expired after its timeout) and the task's result "
                 "was not seen";
   }
@@ -634,7 +636,7 @@ Observation OpenSandboxAdapter::Cancel(const ExecutionKey& key) {
     Forget(key.uid, sandboxId);
     o.phase = ExecutionPhase::kCancelled;
     o.exitCode = exitCode;
-    o.message = "the command was interrupted and the sandbox deleted";
+    o.message = TaskStoppedMessage("(its command was interrupted and its sandbox deleted)");
     return o;
   }
   o.phase = ExecutionPhase::kRunning;  // still stopping

@@ -6,6 +6,7 @@
 
 #include "adapters/docker/container.h"
 #include "adapters/docker/registry_auth.h"
+#include "adapters/task_messages.h"
 #include "api/json.h"
 #include "ayatori/json_get.h"
 
@@ -395,12 +396,12 @@ std::optional<Observation> ObservationFromSandbox(const nlohmann::json& sandbox)
   if (state == "Terminated" || state == "Failed" || state == "Stopping") {
     o.phase = ExecutionPhase::kFailed;
     o.reason = kReasonSandboxFailed;
-    o.message = "the sandbox stopped before the task finished (" + detail + ")";
+    o.message = "The task's sandbox stopped before the task finished (" + detail + ")";
     return o;
   }
   o.phase = ExecutionPhase::kUnknown;
   o.reason = kReasonUnexpectedState;
-  o.message = "sandbox in state " + (detail.empty() ? std::string("(none)") : detail);
+  o.message = "The task's sandbox is in state " + (detail.empty() ? std::string("(none)") : detail);
   return o;
 }
 
@@ -411,7 +412,7 @@ Observation ObservationFromCommandStatus(const nlohmann::json& status) {
   if (!status.is_object() || running == status.end() || !running->is_boolean()) {
     o.phase = ExecutionPhase::kUnknown;
     o.reason = kReasonUnexpectedState;
-    o.message = "execd command status without \"running\"";
+    o.message = "The sandbox's execd reports the task's command without \"running\"";
     return o;
   }
   if (running->get<bool>()) {
@@ -424,26 +425,28 @@ Observation ObservationFromCommandStatus(const nlohmann::json& status) {
   if (code == status.end() || !code->is_number_integer()) {
     o.phase = ExecutionPhase::kUnknown;
     o.reason = kReasonUnexpectedState;
-    o.message = "execd reports the command finished without an exit code";
+    o.message = "The sandbox's execd reports the task finished without an exit code";
     return o;
   }
   const int64_t exitCode = code->get<int64_t>();
   if (exitCode == 0) {
     o.phase = ExecutionPhase::kSucceeded;
     o.exitCode = 0;
+    o.message = TaskExitedMessage(0);
     return o;
   }
   o.phase = ExecutionPhase::kFailed;
   o.reason = kReasonProcessFailed;
   if (exitCode < 0) {
     if (auto sig = SignalNumber(error)) o.exitCode = 128 + *sig;
-    o.message = "the task was stopped by a signal (" + error + ")";
+    o.message = TaskKilledBySignalMessage(error);
     return o;
   }
   o.exitCode = static_cast<int32_t>(std::min<int64_t>(exitCode, 255));
+  o.message = TaskExitedMessage(*o.exitCode);
   if (exitCode == 255 && error.rfind("fork/exec", 0) == 0) {
     o.reason = kReasonStartFailed;
-    o.message = "execd could not start the command: " + error;
+    o.message = TaskCouldNotStartMessage(error);
   }
   return o;
 }

@@ -246,6 +246,16 @@ TEST(ObservationFromInspectTest, MapsEngineStates) {
       {"created", Inspect("created", 0), P::kPending, "", std::nullopt},
       {"created, start failed", Inspect("created", 127, false, "exec: \"/nope\": no such file"),
        P::kFailed, kReasonStartFailed, std::nullopt},
+      {"created, command not executable", Inspect("created", 126, false, "permission denied"),
+       P::kFailed, kReasonStartFailed, std::nullopt},
+      {"created, init OOM-killed during the start",
+       Inspect("created", 128, false,
+               "OCI runtime start failed: container init was OOM-killed (memory limit too low?): "
+               "unknown"),
+       P::kFailed, kReasonOOMKilled, std::nullopt},
+      {"created, start failed inside the engine",
+       Inspect("created", 128, false, "task c0ffee: already exists"), P::kUnknown,
+       kReasonStartNotConfirmed, std::nullopt},
       {"created, cancelled", Inspect("created", 0, false, "", "/ayatori-u1-cancelled"),
        P::kCancelled, "", std::nullopt},
       {"running", Inspect("running", 0), P::kRunning, "", std::nullopt},
@@ -282,8 +292,55 @@ TEST(ObservationFromInspectTest, MapsEngineStates) {
   Observation done = ObservationFromInspect(Inspect("exited", 3));
   EXPECT_EQ(done.startedAt, started);
   EXPECT_EQ(done.finishedAt, finished);
-  EXPECT_NE(done.message.find('3'), std::string::npos);
+  // The same words on every adapter (src/adapters/task_messages.h).
+  EXPECT_EQ(done.message, "The task exited with code 3");
+  EXPECT_EQ(ObservationFromInspect(Inspect("exited", 0)).message, "The task exited with code 0");
+  EXPECT_EQ(ObservationFromInspect(Inspect("exited", 137, true)).message,
+            "The task exceeded its memory limit and was killed (exit code 137)");
+  EXPECT_EQ(ObservationFromInspect(Inspect("created", 127, false, "exec: \"/nope\": no such file"))
+                .message,
+            "The task could not start: exec: \"/nope\": no such file");
   EXPECT_FALSE(ObservationFromInspect(Inspect("created", 0)).startedAt.has_value());
+}
+
+// The State a real dockerd (20.10) shows after it was killed (SIGKILL) during
+// POST /containers/{id}/start and started again, followed by one more start: containerd kept the
+// task of the interrupted start, so dockerd's start fails inside the engine, records exit code 128
+// and shows the container as never started. (With "id already in use" instead, that task had even
+// run the process.) Not a failure of the task: Unknown, and Ensure may start it again.
+json InterruptedStartInspect(const std::string& error) {
+  json inspect = Inspect("created", 128, false, error);
+  inspect["State"] = json::parse(R"({"Status":"created","Running":false,"Paused":false,
+      "Restarting":false,"OOMKilled":false,"Dead":false,"Pid":0,"ExitCode":128,
+      "StartedAt":"0001-01-01T00:00:00Z","FinishedAt":"0001-01-01T00:00:00Z"})");
+  inspect["State"]["Error"] = error;
+  return inspect;
+}
+
+TEST(ObservationFromInspectTest, StartFailedInsideTheEngineIsUnknownNotFailed) {
+  for (const std::string error :
+       {"task 28170099ac7441ccafd0b13d36d6d68b45eb5f8348699f374e05e5e4e75b7009: already exists",
+        "id already in use"}) {
+    const json inspect = InterruptedStartInspect(error);
+    Observation o = ObservationFromInspect(inspect);
+    EXPECT_EQ(o.phase, ExecutionPhase::kUnknown) << error << ": " << ExecutionPhaseName(o.phase);
+    EXPECT_EQ(o.reason, kReasonStartNotConfirmed) << error;
+    EXPECT_NE(o.message.find(error), std::string::npos) << o.message;
+    EXPECT_FALSE(o.exitCode.has_value()) << "128 is the engine's, not the task's exit code";
+    EXPECT_FALSE(o.startedAt.has_value());
+    EXPECT_TRUE(MayStart(inspect)) << error;
+  }
+}
+
+TEST(ObservationFromInspectTest, MayStartOnlyWhatNeverStartedAndCanRun) {
+  EXPECT_TRUE(MayStart(Inspect("created", 0)));
+  EXPECT_FALSE(MayStart(Inspect("created", 127, false, "exec: \"/nope\": no such file")));
+  EXPECT_FALSE(MayStart(Inspect("created", 126, false, "permission denied")));
+  EXPECT_FALSE(MayStart(Inspect("created", 128, false, "container init was OOM-killed")));
+  EXPECT_FALSE(MayStart(Inspect("created", 0, false, "", "/ayatori-u1-cancelled")));
+  EXPECT_FALSE(MayStart(Inspect("running", 0)));
+  EXPECT_FALSE(MayStart(Inspect("exited", 0)));
+  EXPECT_FALSE(MayStart(json{{"Id", "c0ffee"}}));
 }
 
 TEST(ParseEngineTimeTest, ZeroTimeIsNever) {

@@ -306,6 +306,86 @@ TEST_F(KubernetesAdapterE2E, CancelAfterSuccessKeepsTheSuccess) {
   EXPECT_EQ(BatchJobsOf(r.job.metadata.uid).size(), 1u) << "a finished execution is not deleted";
 }
 
+// issue 12: the cancel-versus-success race reads the same on every adapter. The task exits 0 in
+// the very second the stop is requested: its pod, already marked for deletion, ends with exit 0.
+// The Docker adapter reports any exit 0 as Succeeded (success wins); so must this one, although
+// the end came no earlier than the deletion request (whole seconds on both).
+//
+// kwok would mark a deleted pod as killed (137), so the test plays the kubelet for this one pod:
+// a finalizer of its own keeps the pod after the deletion, and the test writes the container's
+// exit 0, as a kubelet would for a process that finished as the stop arrived.
+TEST_F(KubernetesAdapterE2E, ExitZeroInTheSecondOfTheCancelIsSucceeded) {
+  ExecutionRequest r = Request({Env("TESTENV_RUN_FOR", "1h")});
+  Observation ensured = adapter_->Ensure(r);
+  ExecutionKey key = Key(r, ensured);
+  Observation running =
+      ObserveUntil(key, [](const Observation& o) { return o.phase == ExecutionPhase::kRunning; });
+  ASSERT_EQ(running.phase, ExecutionPhase::kRunning) << running.message;
+  std::vector<json> pods = PodsOf(r.job.metadata.uid);
+  ASSERT_EQ(pods.size(), 1u);
+  const std::string pod = pods[0]["metadata"]["name"].get<std::string>();
+  constexpr const char* kHold = "test.ayatori.ddupan.top/hold";
+  PatchOptions plain;
+  auto held = client_->Patch(
+      PodsResource(), ns_, pod, PatchType::kJson,
+      json::array({{{"op", "add"}, {"path", "/metadata/finalizers/-"}, {"value", kHold}}}), plain);
+  ASSERT_TRUE(held.ok()) << held.status().ToString();
+
+  // The stop request: the batch Job is deleted, its pod marked for deletion.
+  Observation first = adapter_->Cancel(key);
+  EXPECT_TRUE(first.phase == ExecutionPhase::kRunning || first.phase == ExecutionPhase::kCancelled)
+      << ExecutionPhaseName(first.phase) << " " << first.message;
+  json deleted;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto got = client_->Get(PodsResource(), ns_, pod);
+        if (!got.ok() || !got->contains("metadata") ||
+            !(*got)["metadata"].contains("deletionTimestamp")) {
+          return false;
+        }
+        deleted = *got;
+        return true;
+      },
+      30s, kPoll))
+      << "the pod was never marked for deletion";
+  // The second of the request: deletionTimestamp minus the grace period.
+  const auto deletionTimestamp =
+      api::ParseTime(deleted["metadata"]["deletionTimestamp"].get<std::string>());
+  ASSERT_TRUE(deletionTimestamp.ok());
+  const api::Time requested = *deletionTimestamp - std::chrono::seconds(deleted["metadata"].value(
+                                                       "deletionGracePeriodSeconds", int64_t{0}));
+  const std::string startedAt =
+      running.startedAt ? api::FormatTime(*running.startedAt) : api::FormatTime(requested);
+  json status = {
+      {"phase", "Succeeded"},
+      {"containerStatuses", json::array({{{"name", deleted["spec"]["containers"][0]["name"]},
+                                          {"image", deleted["spec"]["containers"][0]["image"]},
+                                          {"imageID", ""},
+                                          {"ready", false},
+                                          {"restartCount", 0},
+                                          {"state",
+                                           {{"terminated",
+                                             {{"exitCode", 0},
+                                              {"reason", "Completed"},
+                                              {"startedAt", startedAt},
+                                              {"finishedAt", api::FormatTime(requested)}}}}}}})}};
+  PatchOptions statusPatch;
+  statusPatch.subresource = "status";
+  auto exited = client_->Patch(PodsResource(), ns_, pod, PatchType::kMerge, {{"status", status}},
+                               statusPatch);
+  ASSERT_TRUE(exited.ok()) << exited.status().ToString();
+
+  Observation o = CancelUntilStopped(key);
+  EXPECT_EQ(o.phase, ExecutionPhase::kSucceeded) << ExecutionPhaseName(o.phase) << " " << o.message;
+  EXPECT_EQ(o.exitCode, 0);
+  EXPECT_EQ(o.message, "The task exited with code 0");
+
+  // Let the pod go.
+  auto released = client_->Patch(PodsResource(), ns_, pod, PatchType::kMerge,
+                                 {{"metadata", {{"finalizers", nullptr}}}}, plain);
+  EXPECT_TRUE(released.ok()) << released.status().ToString();
+}
+
 TEST_F(KubernetesAdapterE2E, EnsureTwiceMakesOneBatchJob) {
   ExecutionRequest r = Request({Env("TESTENV_RUN_FOR", "1h")});
   Observation a = adapter_->Ensure(r);

@@ -166,6 +166,8 @@ TEST(ObserveExecution, ExitZeroSucceeds) {
   EXPECT_EQ(o.exitCode, 0);
   EXPECT_EQ(o.startedAt, T("2026-11-29T08:01:00Z"));
   EXPECT_EQ(o.finishedAt, T("2026-11-29T08:05:00Z"));
+  // The same words on every adapter (src/adapters/task_messages.h).
+  EXPECT_EQ(o.message, "The task exited with code 0");
 }
 
 TEST(ObserveExecution, NonZeroExitIsProcessFailedWithTheCode) {
@@ -175,6 +177,7 @@ TEST(ObserveExecution, NonZeroExitIsProcessFailedWithTheCode) {
   EXPECT_EQ(o.exitCode, 3);
   EXPECT_TRUE(o.startedAt);
   EXPECT_TRUE(o.finishedAt);
+  EXPECT_EQ(o.message, "The task exited with code 3");
 }
 
 TEST(ObserveExecution, OomKilledIsItsOwnReason) {
@@ -182,6 +185,7 @@ TEST(ObserveExecution, OomKilledIsItsOwnReason) {
   EXPECT_EQ(o.phase, ExecutionPhase::kFailed);
   EXPECT_EQ(o.reason, "OOMKilled");
   EXPECT_EQ(o.exitCode, 137);
+  EXPECT_EQ(o.message, "The task exceeded its memory limit and was killed (exit code 137)");
 }
 
 TEST(ObserveExecution, TerminatedStateWinsOverAStalePodPhase) {
@@ -356,10 +360,23 @@ TEST(ObserveCancellation, KilledPodIsCancelled) {
   EXPECT_FALSE(o.exitCode);
 }
 
-TEST(ObserveCancellation, EvenAnExitZeroAfterTheRequestIsCancelled) {
-  json pod = Deleted(Pod("Succeeded", Terminated(0, "Completed", "2026-11-29T08:09:45Z")),
-                     "2026-11-29T08:10:00Z", 30);
-  EXPECT_EQ(ObserveCancellationFromJson({pod}, kNow).phase, ExecutionPhase::kCancelled);
+// Success wins on every adapter (the Docker adapter reports exit 0 as Succeeded whatever stopped
+// it): an exit 0 in the second the stop was requested, or while the pod was being stopped, is the
+// task's own result, not a cancellation.
+TEST(ObserveCancellation, AnExitZeroRacingTheRequestIsSucceeded) {
+  // Deletion requested at 08:09:30 (deletionTimestamp 08:10:00 minus 30 s of grace).
+  for (const char* finished : {"2026-11-29T08:09:30Z", "2026-11-29T08:09:45Z"}) {
+    json pod =
+        Deleted(Pod("Succeeded", Terminated(0, "Completed", finished)), "2026-11-29T08:10:00Z", 30);
+    Observation o = ObserveCancellationFromJson({pod}, kNow);
+    EXPECT_EQ(o.phase, ExecutionPhase::kSucceeded) << finished;
+    EXPECT_EQ(o.exitCode, 0) << finished;
+    EXPECT_EQ(o.finishedAt, T(finished));
+  }
+  // A failure after the request is the stop's doing.
+  json killed = Deleted(Pod("Failed", Terminated(143, "Error", "2026-11-29T08:09:30Z")),
+                        "2026-11-29T08:10:00Z", 30);
+  EXPECT_EQ(ObserveCancellationFromJson({killed}, kNow).phase, ExecutionPhase::kCancelled);
 }
 
 TEST(ObserveCancellation, SuccessBeforeTheRequestWins) {
@@ -371,6 +388,17 @@ TEST(ObserveCancellation, SuccessBeforeTheRequestWins) {
   // Not yet deleted at all: finished on its own.
   EXPECT_EQ(ObserveCancellationFromJson({Pod("Succeeded", Terminated(0, "Completed"))}, kNow).phase,
             ExecutionPhase::kSucceeded);
+}
+
+// The kubelet (kwok too) ends a deletion with grace 0 once the container is dead; while a finalizer
+// (batch.kubernetes.io/job-tracking) keeps the pod, deletionTimestamp is then that moment, not the
+// request's. Killed by our stop at 08:09:31 (requested 08:09:30), finalized at 08:09:33: still
+// the stop's doing, never a failure of the task (found by the chaos e2e test).
+TEST(ObserveCancellation, AKillFinalizedWithGraceZeroIsCancelled) {
+  json pod = Deleted(Pod("Failed", Terminated(137, "Error", "2026-11-29T08:09:31Z")),
+                     "2026-11-29T08:09:33Z", 0);
+  Observation o = ObserveCancellationFromJson({pod}, kNow);
+  EXPECT_EQ(o.phase, ExecutionPhase::kCancelled) << ExecutionPhaseName(o.phase) << o.reason;
 }
 
 TEST(ObserveCancellation, FailureBeforeTheRequestKeepsItsResult) {

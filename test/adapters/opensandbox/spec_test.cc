@@ -240,6 +240,9 @@ TEST(OpenSandboxSpecTest, CommandStatusMapsToPhasesExitCodesAndTimes) {
   EXPECT_EQ(three.phase, ExecutionPhase::kFailed);
   EXPECT_EQ(three.reason, kReasonProcessFailed);
   EXPECT_EQ(three.exitCode, 3);
+  // The same words on every adapter (src/adapters/task_messages.h).
+  EXPECT_EQ(ok.message, "The task exited with code 0");
+  EXPECT_EQ(three.message, "The task exited with code 3");
   auto killed = ObservationFromCommandStatus(
       json::parse(R"({"running":false,"exit_code":-1,"error":"signal: killed"})"));
   EXPECT_EQ(killed.phase, ExecutionPhase::kFailed);
@@ -250,6 +253,8 @@ TEST(OpenSandboxSpecTest, CommandStatusMapsToPhasesExitCodesAndTimes) {
   auto noStart = ObservationFromCommandStatus(json::parse(
       R"({"running":false,"exit_code":255,"error":"fork/exec /bin/sh: no such file or directory"})"));
   EXPECT_EQ(noStart.reason, kReasonStartFailed);
+  EXPECT_EQ(noStart.message,
+            "The task could not start: fork/exec /bin/sh: no such file or directory");
   auto broken = ObservationFromCommandStatus(json::parse(R"({"running":false})"));
   EXPECT_EQ(broken.phase, ExecutionPhase::kUnknown);
   EXPECT_EQ(ObservationFromCommandStatus(json::parse("[]")).phase, ExecutionPhase::kUnknown);
