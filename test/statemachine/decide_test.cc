@@ -350,16 +350,16 @@ TEST(Decide, StaleConfirmationDoesNotEndALaterEpisode) {
   for (const auto& e : p.events) warned |= e.reason == "StaleBackendLostConfirmation";
   EXPECT_TRUE(warned);
   j.status = *p.status;
-  p = Decide(j, Facts{kNow, {}, {}});
+  p = Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt});
   EXPECT_EQ(p.call, AdapterCall::kObserve) << "the stale confirmation ended episode 2";
   EXPECT_FALSE(p.status);
   // Confirming episode 2 ends it.
   j.metadata.annotations[api::kConfirmBackendLostAnnotation] = "2:alice: host gone again";
-  p = Decide(j, Facts{kNow, {}, {}});
+  p = Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt});
   EXPECT_EQ(SucceededOf(*p.status), "False/BackendLost");
   // A value without an episode confirms nothing.
   j.metadata.annotations[api::kConfirmBackendLostAnnotation] = "alice: host gone";
-  EXPECT_EQ(Decide(j, Facts{kNow, {}, {}}).call, AdapterCall::kObserve);
+  EXPECT_EQ(Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt}).call, AdapterCall::kObserve);
 }
 
 TEST(ConfirmedEpisode, ParsesTheLeadingNumber) {
@@ -460,7 +460,7 @@ TEST(Ttl, ClassPolicyAppliedAtAcceptanceAndShownInStatus) {
   EXPECT_EQ(TtlDeadline(done), kNow + seconds(600));
   EXPECT_FALSE(TtlExpired(done, kNow + seconds(599)));
   EXPECT_TRUE(TtlExpired(done, kNow + seconds(600)));
-  Plan p = Decide(done, Facts{kNow, {}, {}});
+  Plan p = Decide(done, Facts{kNow, {}, {}, std::nullopt, std::nullopt});
   ASSERT_TRUE(p.status);  // the status now shows the TTL in force
   EXPECT_EQ(p.status->ttlSecondsAfterFinished, 600);
   EXPECT_EQ(p.requeueAfter, seconds(600));
@@ -468,12 +468,12 @@ TEST(Ttl, ClassPolicyAppliedAtAcceptanceAndShownInStatus) {
   done.status = *p.status;
   done.spec.ttlSecondsAfterFinished = 100000;
   EXPECT_EQ(TtlDeadline(done), kNow + seconds(3600));
-  p = Decide(done, Facts{kNow, {}, {}});
+  p = Decide(done, Facts{kNow, {}, {}, std::nullopt, std::nullopt});
   ASSERT_TRUE(p.status);
   EXPECT_EQ(p.status->ttlSecondsAfterFinished, 3600);
   // Nothing changed: no status write.
   done.status = *p.status;
-  EXPECT_FALSE(Decide(done, Facts{kNow, {}, {}}).status);
+  EXPECT_FALSE(Decide(done, Facts{kNow, {}, {}, std::nullopt, std::nullopt}).status);
 }
 
 // ---------------------------------------------------------------------------------------------
