@@ -142,6 +142,20 @@ ParseOutcome ParseArgs(const std::vector<std::string>& args) {
     o.out = out.str();
     return o;
   } catch (const CLI::ParseError& e) {
+    if (app.get_subcommands().empty()) {
+      // CLI11 says only "A subcommand is required": name the word it did not know.
+      for (size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        if (a == "-n" || a == "--namespace" || a == "--kubeconfig" || a == "--context") {
+          ++i;
+          continue;
+        }
+        if (!a.empty() && a[0] != '-') {
+          return UsageError("unknown command \"" + a +
+                            "\": use one of get, describe, run, cancel, wait, confirm-lost, logs");
+        }
+      }
+    }
     std::string what = e.what();
     if (what.empty()) what = e.get_name();
     return UsageError(what);
