@@ -180,10 +180,15 @@ WatchEnd WatchJob(KubeClient& client, const std::string& ns, const std::string& 
 }
 
 // Waits until the Job finished (or the timeout); prints the outcome; returns the exit code.
-int WaitFor(const std::string& ns, const std::string& name,
-            std::optional<std::chrono::seconds> timeout, KubeClient& client, Io& io) {
-  std::optional<std::chrono::steady_clock::time_point> deadline;
-  if (timeout) deadline = std::chrono::steady_clock::now() + *timeout;
+using Deadline = std::optional<std::chrono::steady_clock::time_point>;
+
+Deadline DeadlineAfter(std::optional<std::chrono::seconds> timeout) {
+  if (!timeout) return std::nullopt;
+  return std::chrono::steady_clock::now() + *timeout;
+}
+
+int WaitFor(const std::string& ns, const std::string& name, Deadline deadline, KubeClient& client,
+            Io& io) {
   api::Job job;
   auto finished = [](const api::Job& j) { return FinishedExitCode(j).has_value(); };
   switch (WatchJob(client, ns, name, deadline, finished, job, io)) {
@@ -267,12 +272,11 @@ int Run(const Invocation& inv, const std::string& ns, KubeClient& client,
   }
   io.out << JobRef(inv.name) << " created\n";
   if (!inv.wait) return kExitOk;
+  const Deadline deadline = DeadlineAfter(inv.timeout);  // one --timeout for logs and wait
   if (inv.logs) {
     // Follow the output once the process started (or the Job finished: the log API answers for
     // a finished execution too, so a Job that ends at once is not missed). A missing log API is
     // reported and the Job still waited for: the exit code says how it ended.
-    std::optional<std::chrono::steady_clock::time_point> deadline;
-    if (inv.timeout) deadline = std::chrono::steady_clock::now() + *inv.timeout;
     api::Job seen;
     auto started = [](const api::Job& j) {
       return j.status.startTime.has_value() || FinishedExitCode(j).has_value();
@@ -282,7 +286,7 @@ int Run(const Invocation& inv, const std::string& ns, KubeClient& client,
       (void)StreamLogs(ns, inv.name, {true, std::nullopt, std::nullopt}, streamer, io);
     }
   }
-  return WaitFor(ns, inv.name, inv.timeout, client, io);
+  return WaitFor(ns, inv.name, deadline, client, io);
 }
 
 int Cancel(const Invocation& inv, const std::string& ns, KubeClient& client, Io& io) {
@@ -432,7 +436,7 @@ int Execute(const Invocation& inv, const std::string& ns, KubeClient& client,
     case Verb::kCancel:
       return Cancel(inv, ns, client, io);
     case Verb::kWait:
-      return WaitFor(ns, inv.name, inv.timeout, client, io);
+      return WaitFor(ns, inv.name, DeadlineAfter(inv.timeout), client, io);
     case Verb::kConfirmLost:
       return ConfirmLost(inv, ns, client, io);
     case Verb::kLogs: {

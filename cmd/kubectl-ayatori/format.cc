@@ -80,30 +80,27 @@ void EmitYaml(YAML::Emitter& out, const nlohmann::json& j) {
 }  // namespace
 
 std::string FormatAge(std::chrono::seconds age) {
+  // "<a><unit>" or "<a><unit><b><subunit>" (the second part left out when it is 0).
+  auto two = [](int64_t a, const char* unit, int64_t b, const char* subunit) {
+    std::string out = std::to_string(a) + unit;
+    return b == 0 ? out : out + std::to_string(b) + subunit;
+  };
+  constexpr int64_t kHoursPerYear = int64_t{24} * 365;
   const int64_t s = age.count();
   if (s < -1) return "<invalid>";
   if (s < 0) return "0s";
   if (s < 120) return std::to_string(s) + "s";
   const int64_t m = s / 60;
-  if (m < 10) {
-    return s % 60 == 0 ? std::to_string(m) + "m"
-                       : std::to_string(m) + "m" + std::to_string(s % 60) + "s";
-  }
+  if (m < 10) return two(m, "m", s % 60, "s");
   if (m < 180) return std::to_string(m) + "m";
   const int64_t h = m / 60;
-  if (h < 8)
-    return m % 60 == 0 ? std::to_string(h) + "h"
-                       : std::to_string(h) + "h" + std::to_string(m % 60) + "m";
+  if (h < 8) return two(h, "h", m % 60, "m");
   if (h < 48) return std::to_string(h) + "h";
   const int64_t d = h / 24;
-  if (h < 24 * 8)
-    return h % 24 == 0 ? std::to_string(d) + "d"
-                       : std::to_string(d) + "d" + std::to_string(h % 24) + "h";
-  if (h < 24 * 365 * 2) return std::to_string(d) + "d";
+  if (h < int64_t{24} * 8) return two(d, "d", h % 24, "h");
+  if (h < kHoursPerYear * 2) return std::to_string(d) + "d";
   const int64_t y = d / 365;
-  if (h < 24 * 365 * 8)
-    return d % 365 == 0 ? std::to_string(y) + "y"
-                        : std::to_string(y) + "y" + std::to_string(d % 365) + "d";
+  if (h < kHoursPerYear * 8) return two(y, "y", d % 365, "d");
   return std::to_string(y) + "y";
 }
 
@@ -251,8 +248,8 @@ EventLine EventLineFromJson(const nlohmann::json& e) {
       e["series"]["count"].is_number_integer()) {
     line.count = std::max(line.count, e["series"]["count"].get<int64_t>());
   }
-  for (std::string t : {str("lastTimestamp"), str("series", "lastObservedTime"), str("eventTime"),
-                        str("firstTimestamp")}) {
+  for (const std::string& t : {str("lastTimestamp"), str("series", "lastObservedTime"),
+                               str("eventTime"), str("firstTimestamp")}) {
     if (t.empty()) continue;
     if (auto parsed = kube::ParseTime(t)) {
       line.last = std::chrono::floor<std::chrono::seconds>(*parsed);
@@ -384,7 +381,9 @@ std::string FormatDescribe(const api::Job& job, std::vector<EventLine> events, a
   std::stable_sort(events.begin(), events.end(), [](const EventLine& a, const EventLine& b) {
     return a.last.value_or(api::Time{}) < b.last.value_or(api::Time{});
   });
-  if (events.size() > maxEvents) events.erase(events.begin(), events.end() - maxEvents);
+  if (events.size() > maxEvents) {
+    events.erase(events.begin(), events.end() - static_cast<std::ptrdiff_t>(maxEvents));
+  }
   std::vector<std::vector<std::string>> rows = {{"TYPE", "REASON", "AGE", "FROM", "MESSAGE"}};
   for (const auto& e : events) {
     std::string age = AgeSince(e.last, now);

@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
   auto client = kube::RestClient::New(*config, clientOptions);
   plugin::PathStreamer streamer = [&](std::string_view path, std::stop_token stop,
                                       const std::function<bool(std::string_view)>& onData) {
-    return client->StreamPath(path, std::move(stop), onData);
+    return client->StreamPath(path, stop, onData);
   };
   return plugin::Execute(inv, ns, *client, streamer, {std::cout, std::cerr, std::cin});
 }

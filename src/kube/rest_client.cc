@@ -176,7 +176,7 @@ StatusOr<nlohmann::json> RestClient::GetPath(std::string_view path) {
   return ExecuteJson(t, "GET", config_.server + std::string(path), "", "");
 }
 
-Status RestClient::StreamPath(std::string_view path, std::stop_token stop,
+Status RestClient::StreamPath(std::string_view path, const std::stop_token& stop,
                               const std::function<bool(std::string_view)>& onData) {
   Target t{"get", nullptr, {}, {}, {}};
   HttpRequest req;

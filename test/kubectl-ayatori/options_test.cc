@@ -14,13 +14,13 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Pair;
 
-Invocation Parse(std::vector<std::string> args) {
+Invocation Parse(const std::vector<std::string>& args) {
   ParseOutcome o = ParseArgs(args);
   EXPECT_TRUE(o.invocation.has_value()) << o.err;
   return o.invocation.value_or(Invocation{});
 }
 
-ParseOutcome ParseFails(std::vector<std::string> args) {
+ParseOutcome ParseFails(const std::vector<std::string>& args) {
   ParseOutcome o = ParseArgs(args);
   EXPECT_FALSE(o.invocation.has_value());
   EXPECT_EQ(o.exitCode, kExitUsage);

@@ -411,6 +411,31 @@ TEST_F(KubectlAyatoriTest, RunCreatesTheJobFromFlags) {
   EXPECT_THAT(r.out, HasSubstr("run-3 created"));
 }
 
+TEST_F(KubectlAyatoriTest, RunLogsFollowsOnceStartedThenMirrorsTheJob) {
+  // The controller's part is played by the test: the Job starts, then succeeds. The log API is
+  // not served here, so the plugin says so and still waits for the Job: exit 0.
+  auto running = std::async(std::launch::async, [&] {
+    return Plugin({"run", "run-logs", "-n", ns(), "--image", "busybox", "--logs", "--timeout",
+                   "60s", "--", "echo", "hi"});
+  });
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return RunKubectl({"get", kJobs, "run-logs", "-n", ns()}).exitCode == 0;
+      },
+      std::chrono::seconds(30), kKubectlPoll));
+  EXPECT_TRUE(HoldsFor(
+      [&] { return running.wait_for(std::chrono::seconds(0)) != std::future_status::ready; },
+      std::chrono::seconds(1)));
+  ASSERT_NO_FATAL_FAILURE(SetStatus("run-logs", StatusFor("Running")));
+  ASSERT_NO_FATAL_FAILURE(SetStatus("run-logs", StatusFor("Succeeded")));
+  ASSERT_EQ(running.wait_for(std::chrono::seconds(60)), std::future_status::ready);
+  auto r = running.get();
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("run-logs created\n"));
+  EXPECT_THAT(r.out, HasSubstr("run-logs Succeeded (Completed, exit code 0)"));
+  EXPECT_THAT(r.err, HasSubstr("the Job log API is not installed in this cluster"));
+}
+
 TEST_F(KubectlAyatoriTest, CancelSetsDesiredStateAndLeavesFinishedJobsAlone) {
   ASSERT_NO_FATAL_FAILURE(CreateJobIn("cancel-done", "Succeeded"));
   auto r = Plugin({"cancel", "cancel-done", "-n", ns()});
