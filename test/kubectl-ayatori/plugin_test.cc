@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -483,6 +484,26 @@ TEST_F(KubectlAyatoriTest, ConfirmLostAsksAndSetsTheAnnotation) {
   EXPECT_EQ(r.exitCode, 1);
   EXPECT_THAT(r.err, HasSubstr("job \"not-lost\" is Running, not ResultUnknown"));
   EXPECT_EQ(GetJsonPath(kJobs, ns(), "not-lost", annotation), "");
+}
+
+TEST_F(KubectlAyatoriTest, KubectlRunsThePluginFromPath) {
+  ASSERT_NO_FATAL_FAILURE(CreateJobIn("via-kubectl", "Running"));
+  const std::string dir = std::filesystem::path(PluginBinary()).parent_path().string();
+  const char* path = std::getenv("PATH");
+  // env(1) replaces PATH (a second PATH entry in the environment would not win).
+  const std::vector<std::string> withPath{"env", "PATH=" + dir + ":" + (path ? path : ""),
+                                          Kubectl()};
+  auto list = withPath;
+  list.insert(list.end(), {"plugin", "list"});
+  auto r = RunProcess(list);
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr(dir + "/kubectl-ayatori"));
+  auto get = withPath;
+  get.insert(get.end(), {"ayatori", "get", "via-kubectl", "-n", ns(), "--kubeconfig",
+                         TestenvVar("KUBECONFIG")});
+  r = RunProcess(get);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(Words(Lines(r.out).at(1)).at(1), "Running") << r.out;
 }
 
 TEST_F(KubectlAyatoriTest, ErrorsSayWhatToDo) {
