@@ -415,8 +415,8 @@ std::string ExplainError(const Status& status, std::string_view what) {
     case StatusCode::kNotFound:
       if (ResourceMissing(status)) {
         return prefix + status.message() +
-               "\nThe Ayatori API is not installed in this cluster: kubectl apply -f "
-               "dist/install.yaml (docs/install.md)";
+               "\nThe Ayatori API is not installed in this cluster: install its CRDs "
+               "(kubectl apply -k config/crd, or the release's install manifest)";
       }
       return prefix + status.message();
     default:
