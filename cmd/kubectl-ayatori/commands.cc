@@ -134,6 +134,10 @@ WatchEnd WatchJob(KubeClient& client, const std::string& ns, const std::string& 
   if (!got) return WatchEnd::kError;
   job = std::move(got->second);
   const std::string uid = job.metadata.uid;
+  // Where the next watch starts: the Job's own resourceVersion at first; after a 410 Gone the
+  // resourceVersion of a fresh list (the Job's may be older than what the server still keeps,
+  // and watching from it again would only be refused again).
+  std::string watchFrom = job.metadata.resourceVersion;
   bool deleted = false;
   while (true) {
     if (done(job)) return WatchEnd::kDone;
@@ -147,7 +151,7 @@ WatchEnd WatchJob(KubeClient& client, const std::string& ns, const std::string& 
     }
     WatchOptions options;
     options.fieldSelector = "metadata.name=" + name;
-    options.resourceVersion = job.metadata.resourceVersion;
+    options.resourceVersion = watchFrom;
     options.timeoutSeconds = window;
     options.allowWatchBookmarks = false;
     Status watched = client.Watch(kJobs, ns, options, {}, [&](WatchEvent&& event) {
@@ -155,6 +159,7 @@ WatchEnd WatchJob(KubeClient& client, const std::string& ns, const std::string& 
       auto decoded = api::JobFromJson(event.object);
       if (!decoded.ok() || decoded->metadata.uid != uid) return true;  // another Job, same name
       job = std::move(*decoded);
+      watchFrom = job.metadata.resourceVersion;
       if (event.type == WatchEventType::kDeleted) {
         deleted = true;
         return false;
@@ -166,16 +171,19 @@ WatchEnd WatchJob(KubeClient& client, const std::string& ns, const std::string& 
       Fail(io, ExplainError(watched, "watch job \"" + name + "\""));
       return WatchEnd::kError;
     }
-    // Our resourceVersion is too old: start again from the Job as it is now.
-    auto again = client.Get(kJobs, ns, name);
-    if (!again.ok() && again.status().code() == StatusCode::kNotFound) return WatchEnd::kDeleted;
-    if (!again.ok()) {
-      Fail(io, ExplainError(again.status(), "get job \"" + name + "\""));
+    // Our resourceVersion is too old: list the Job again and watch from the list's version.
+    ListOptions relist;
+    relist.fieldSelector = options.fieldSelector;
+    auto listed = client.List(kJobs, ns, relist);
+    if (!listed.ok()) {
+      Fail(io, ExplainError(listed.status(), "list job \"" + name + "\""));
       return WatchEnd::kError;
     }
-    auto decoded = api::JobFromJson(*again);
+    if (listed->items.empty()) return WatchEnd::kDeleted;
+    auto decoded = api::JobFromJson(listed->items.front());
     if (!decoded.ok() || decoded->metadata.uid != uid) return WatchEnd::kDeleted;
     job = std::move(*decoded);
+    watchFrom = listed->resourceVersion;
   }
 }
 

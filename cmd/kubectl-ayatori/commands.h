@@ -29,7 +29,7 @@ struct LogOptions {
 std::string LogPath(std::string_view ns, std::string_view name, const LogOptions& options);
 
 // GETs an API path and hands the body to onData as it arrives (kube::RestClient::StreamPath).
-using PathStreamer = std::function<Status(std::string_view path, std::stop_token stop,
+using PathStreamer = std::function<Status(std::string_view path, const std::stop_token& stop,
                                           const std::function<bool(std::string_view)>& onData)>;
 
 struct Io {

@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
   clientOptions.qps = 20;
   clientOptions.burst = 40;
   auto client = kube::RestClient::New(*config, clientOptions);
-  plugin::PathStreamer streamer = [&](std::string_view path, std::stop_token stop,
+  plugin::PathStreamer streamer = [&](std::string_view path, const std::stop_token& stop,
                                       const std::function<bool(std::string_view)>& onData) {
     return client->StreamPath(path, stop, onData);
   };

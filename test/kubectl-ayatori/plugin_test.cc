@@ -139,7 +139,7 @@ class KubectlAyatoriTest : public ::testing::Test {
     ns_ = nullptr;
   }
 
-  static const std::string& ns() { return *ns_; }
+  static const std::string& Namespace() { return *ns_; }
 
   // A Job created with kubectl (not the plugin) whose status derives as `state`.
   static void CreateJobIn(const std::string& name, const std::string& state,
@@ -147,20 +147,20 @@ class KubectlAyatoriTest : public ::testing::Test {
     auto r = RunKubectl({"create", "-f", "-"},
                         "apiVersion: execution.ayatori.ddupan.top/v1alpha1\nkind: Job\n"
                         "metadata: {name: " +
-                            name + ", namespace: " + ns() + ", labels: " + labels +
+                            name + ", namespace: " + Namespace() + ", labels: " + labels +
                             "}\nspec: {task: {image: busybox, args: [echo, hi]}}\n");
     ASSERT_EQ(r.exitCode, 0) << r.err;
     SetStatus(name, StatusFor(state));
   }
 
   static void SetStatus(const std::string& name, const nlohmann::json& status) {
-    auto r = RunKubectl({"patch", kJobs, name, "-n", ns(), "--subresource=status", "--type=merge",
-                         "-p", nlohmann::json{{"status", status}}.dump()});
+    auto r = RunKubectl({"patch", kJobs, name, "-n", Namespace(), "--subresource=status",
+                         "--type=merge", "-p", nlohmann::json{{"status", status}}.dump()});
     ASSERT_EQ(r.exitCode, 0) << r.err;
   }
 
   static void Hold(const std::string& name) {
-    auto r = RunKubectl({"patch", kJobs, name, "-n", ns(), "--type=merge", "-p",
+    auto r = RunKubectl({"patch", kJobs, name, "-n", Namespace(), "--type=merge", "-p",
                          R"({"metadata":{"finalizers":["test.ayatori.ddupan.top/hold"]}})"});
     ASSERT_EQ(r.exitCode, 0) << r.err;
     held_->push_back(name);
@@ -189,16 +189,17 @@ TEST_F(KubectlAyatoriTest, GetShowsEveryDerivedStateInStableColumns) {
     ASSERT_NO_FATAL_FAILURE(CreateJobIn(name, written, "{suite: get}"));
   }
   // Cancelling: the plugin's own cancel on a Running Job.
-  auto cancel = Plugin({"cancel", nameOf["Cancelling"], "-n", ns()});
+  auto cancel = Plugin({"cancel", nameOf["Cancelling"], "-n", Namespace()});
   ASSERT_EQ(cancel.exitCode, 0) << cancel.err;
   EXPECT_THAT(cancel.out, HasSubstr("cancel requested"));
-  EXPECT_EQ(GetJsonPath(kJobs, ns(), nameOf["Cancelling"], "{.spec.desiredState}"), "Cancelled");
+  EXPECT_EQ(GetJsonPath(kJobs, Namespace(), nameOf["Cancelling"], "{.spec.desiredState}"),
+            "Cancelled");
   // Deleting: a finalizer keeps it with a deletionTimestamp.
   ASSERT_NO_FATAL_FAILURE(Hold(nameOf["Deleting"]));
-  auto del = RunKubectl({"delete", kJobs, nameOf["Deleting"], "-n", ns(), "--wait=false"});
+  auto del = RunKubectl({"delete", kJobs, nameOf["Deleting"], "-n", Namespace(), "--wait=false"});
   ASSERT_EQ(del.exitCode, 0) << del.err;
 
-  auto r = Plugin({"get", "-n", ns(), "-l", "suite=get"});
+  auto r = Plugin({"get", "-n", Namespace(), "-l", "suite=get"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   auto lines = Lines(r.out);
   ASSERT_EQ(lines.size(), states.size() + 1) << r.out;
@@ -228,7 +229,7 @@ TEST_F(KubectlAyatoriTest, GetShowsEveryDerivedStateInStableColumns) {
   EXPECT_EQ(rows[nameOf["ResultUnknown"]][3], "ResultUnknown");
 
   // wide: the backend reference kind, never its id.
-  r = Plugin({"get", "-n", ns(), "-l", "suite=get", "-o", "wide"});
+  r = Plugin({"get", "-n", Namespace(), "-l", "suite=get", "-o", "wide"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_THAT(Words(Lines(r.out)[0]), ElementsAre("NAME", "STATE", "CLASS", "REASON", "EXIT", "AGE",
                                                   "DESIRED", "STARTED", "ADAPTER", "BACKEND"));
@@ -240,19 +241,19 @@ TEST_F(KubectlAyatoriTest, GetShowsEveryDerivedStateInStableColumns) {
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_THAT(Words(Lines(r.out)[0]),
               ElementsAre("NAMESPACE", "NAME", "STATE", "CLASS", "REASON", "EXIT", "AGE"));
-  EXPECT_THAT(r.out, HasSubstr(ns() + "   " + nameOf["Running"]));
+  EXPECT_THAT(r.out, HasSubstr(Namespace() + "   " + nameOf["Running"]));
 
   // A selector that matches nothing says so on stderr, like kubectl, and succeeds.
-  r = Plugin({"get", "-n", ns(), "-l", "suite=none"});
+  r = Plugin({"get", "-n", Namespace(), "-l", "suite=none"});
   EXPECT_EQ(r.exitCode, 0) << r.err;
   EXPECT_EQ(r.out, "");
-  EXPECT_THAT(r.err, HasSubstr("No resources found in " + ns() + " namespace."));
+  EXPECT_THAT(r.err, HasSubstr("No resources found in " + Namespace() + " namespace."));
 }
 
 TEST_F(KubectlAyatoriTest, GetJsonAndYamlAreTheApiObjects) {
   ASSERT_NO_FATAL_FAILURE(CreateJobIn("out-a", "Failed", "{suite: out}"));
   ASSERT_NO_FATAL_FAILURE(CreateJobIn("out-b", "Running", "{suite: out}"));
-  auto r = Plugin({"get", "out-a", "-n", ns(), "-o", "json"});
+  auto r = Plugin({"get", "out-a", "-n", Namespace(), "-o", "json"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   auto job = nlohmann::json::parse(r.out);
   EXPECT_EQ(job["kind"], "Job");
@@ -260,24 +261,24 @@ TEST_F(KubectlAyatoriTest, GetJsonAndYamlAreTheApiObjects) {
   EXPECT_EQ(job["status"]["result"]["exitCode"], 7);
   EXPECT_FALSE(job["metadata"].contains("managedFields"));
 
-  r = Plugin({"get", "-n", ns(), "-l", "suite=out", "-o", "json"});
+  r = Plugin({"get", "-n", Namespace(), "-l", "suite=out", "-o", "json"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   auto list = nlohmann::json::parse(r.out);
   EXPECT_EQ(list["kind"], "List");
   ASSERT_EQ(list["items"].size(), 2u);
 
-  r = Plugin({"get", "out-b", "-n", ns(), "-o", "yaml"});
+  r = Plugin({"get", "out-b", "-n", Namespace(), "-o", "yaml"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   YAML::Node node = YAML::Load(r.out);
   EXPECT_EQ(node["kind"].as<std::string>(), "Job");
   EXPECT_EQ(node["metadata"]["uid"].as<std::string>(),
-            GetJsonPath(kJobs, ns(), "out-b", "{.metadata.uid}"));
+            GetJsonPath(kJobs, Namespace(), "out-b", "{.metadata.uid}"));
   EXPECT_EQ(node["status"]["execution"]["references"][0]["id"].as<std::string>(), "c0ffee");
 }
 
 TEST_F(KubectlAyatoriTest, DescribeShowsStateWhyReferencesResourcesClassAndEvents) {
   ASSERT_NO_FATAL_FAILURE(CreateJobIn("desc", "ResultUnknown"));
-  const std::string uid = GetJsonPath(kJobs, ns(), "desc", "{.metadata.uid}");
+  const std::string uid = GetJsonPath(kJobs, Namespace(), "desc", "{.metadata.uid}");
   // An Event about the Job (as the controller's recorder writes them), and one about another
   // object that describe must not show.
   for (const auto& [name, objectUid, reason] :
@@ -285,7 +286,7 @@ TEST_F(KubectlAyatoriTest, DescribeShowsStateWhyReferencesResourcesClassAndEvent
            {"desc.1", uid, "BackendUnreachable"}, {"other.1", "not-the-job", "Unrelated"}}) {
     nlohmann::json event = {{"apiVersion", "events.k8s.io/v1"},
                             {"kind", "Event"},
-                            {"metadata", {{"name", name}, {"namespace", ns()}}},
+                            {"metadata", {{"name", name}, {"namespace", Namespace()}}},
                             {"eventTime", "2026-01-01T00:00:03.000000Z"},
                             {"reportingController", "execution.ayatori.ddupan.top/controller"},
                             {"reportingInstance", "test"},
@@ -297,12 +298,12 @@ TEST_F(KubectlAyatoriTest, DescribeShowsStateWhyReferencesResourcesClassAndEvent
                              {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
                               {"kind", "Job"},
                               {"name", "desc"},
-                              {"namespace", ns()},
+                              {"namespace", Namespace()},
                               {"uid", objectUid}}}};
     auto r = RunKubectl({"create", "-f", "-"}, event.dump());
     ASSERT_EQ(r.exitCode, 0) << r.err;
   }
-  auto r = Plugin({"describe", "desc", "-n", ns()});
+  auto r = Plugin({"describe", "desc", "-n", Namespace()});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("\nState:                 ResultUnknown\n"));
   EXPECT_THAT(r.out, HasSubstr("  Why:                 Succeeded=Unknown/ResultUnknown: "
@@ -328,22 +329,22 @@ TEST_F(KubectlAyatoriTest, WaitExitCodeMirrorsTheJob) {
   ASSERT_NO_FATAL_FAILURE(CreateJobIn("wait-failed", "Failed"));
   ASSERT_NO_FATAL_FAILURE(CreateJobIn("wait-cancelled", "Cancelled"));
   ASSERT_NO_FATAL_FAILURE(CreateJobIn("wait-running", "Running"));
-  auto r = Plugin({"wait", "wait-ok", "-n", ns()});
+  auto r = Plugin({"wait", "wait-ok", "-n", Namespace()});
   EXPECT_EQ(r.exitCode, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("wait-ok Succeeded (Completed, exit code 0)"));
-  r = Plugin({"wait", "wait-failed", "-n", ns()});
+  r = Plugin({"wait", "wait-failed", "-n", Namespace()});
   EXPECT_EQ(r.exitCode, kExitJobFailed) << r.err;
   EXPECT_THAT(r.err, HasSubstr("wait-failed Failed (ProcessFailed, exit code 7)"));
-  r = Plugin({"wait", "wait-cancelled", "-n", ns()});
+  r = Plugin({"wait", "wait-cancelled", "-n", Namespace()});
   EXPECT_EQ(r.exitCode, kExitJobCancelled) << r.err;
-  r = Plugin({"wait", "wait-running", "-n", ns(), "--timeout", "2s"});
+  r = Plugin({"wait", "wait-running", "-n", Namespace(), "--timeout", "2s"});
   EXPECT_EQ(r.exitCode, kExitTimeout) << r.err;
   EXPECT_THAT(r.err, HasSubstr("timed out waiting for job \"wait-running\": it is Running"));
 
   // A wait that is under way sees the Job finish through its watch. (Its --timeout only bounds
   // the test if the status write failed.)
   auto waiting = std::async(std::launch::async, [&] {
-    return Plugin({"wait", "wait-running", "-n", ns()});
+    return Plugin({"wait", "wait-running", "-n", Namespace()});
   });
   EXPECT_TRUE(HoldsFor(
       [&] { return waiting.wait_for(std::chrono::seconds(0)) != std::future_status::ready; },
@@ -356,12 +357,12 @@ TEST_F(KubectlAyatoriTest, WaitExitCodeMirrorsTheJob) {
   // ...and its deletion.
   ASSERT_NO_FATAL_FAILURE(CreateJobIn("wait-deleted", "Running"));
   waiting = std::async(std::launch::async, [&] {
-    return Plugin({"wait", "wait-deleted", "-n", ns()});
+    return Plugin({"wait", "wait-deleted", "-n", Namespace()});
   });
   EXPECT_TRUE(HoldsFor(
       [&] { return waiting.wait_for(std::chrono::seconds(0)) != std::future_status::ready; },
       std::chrono::seconds(2)));
-  auto del = RunKubectl({"delete", kJobs, "wait-deleted", "-n", ns()});
+  auto del = RunKubectl({"delete", kJobs, "wait-deleted", "-n", Namespace()});
   ASSERT_EQ(del.exitCode, 0) << del.err;
   ASSERT_EQ(waiting.wait_for(std::chrono::seconds(30)), std::future_status::ready);
   r = waiting.get();
@@ -370,14 +371,14 @@ TEST_F(KubectlAyatoriTest, WaitExitCodeMirrorsTheJob) {
 }
 
 TEST_F(KubectlAyatoriTest, RunCreatesTheJobFromFlags) {
-  auto r = Plugin({"run",          "run-1",   "-n",       ns(),    "--image",
-                   "busybox:1.36", "--class", "docker",   "--env", "GREETING=hello world",
-                   "--cpu",        "250m",    "--memory", "64Mi",  "--deadline",
-                   "10m",          "--ttl",   "1h",       "--",    "echo",
+  auto r = Plugin({"run",          "run-1",   "-n",       Namespace(), "--image",
+                   "busybox:1.36", "--class", "docker",   "--env",     "GREETING=hello world",
+                   "--cpu",        "250m",    "--memory", "64Mi",      "--deadline",
+                   "10m",          "--ttl",   "1h",       "--",        "echo",
                    "-n",           "hi"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_EQ(r.out, "job.execution.ayatori.ddupan.top/run-1 created\n");
-  auto got = RunKubectl({"get", kJobs, "run-1", "-n", ns(), "-o", "json"});
+  auto got = RunKubectl({"get", kJobs, "run-1", "-n", Namespace(), "-o", "json"});
   ASSERT_EQ(got.exitCode, 0) << got.err;
   auto spec = nlohmann::json::parse(got.out)["spec"];
   EXPECT_EQ(spec["jobClassName"], "docker");
@@ -391,23 +392,24 @@ TEST_F(KubectlAyatoriTest, RunCreatesTheJobFromFlags) {
   EXPECT_EQ(spec["activeDeadlineSeconds"], 600);
   EXPECT_EQ(spec["ttlSecondsAfterFinished"], 3600);
 
-  r = Plugin({"run", "run-2", "-n", ns(), "--image", "busybox", "--command", "--", "/bin/sh", "-c",
-              "exit 3"});
+  r = Plugin({"run", "run-2", "-n", Namespace(), "--image", "busybox", "--command", "--", "/bin/sh",
+              "-c", "exit 3"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  EXPECT_EQ(GetJsonPath(kJobs, ns(), "run-2", "{.spec.task.command}"),
+  EXPECT_EQ(GetJsonPath(kJobs, Namespace(), "run-2", "{.spec.task.command}"),
             R"(["/bin/sh","-c","exit 3"])");
 
   // The same name again: what to do instead.
-  r = Plugin({"run", "run-1", "-n", ns(), "--image", "busybox"});
+  r = Plugin({"run", "run-1", "-n", Namespace(), "--image", "busybox"});
   EXPECT_EQ(r.exitCode, 1);
-  EXPECT_THAT(r.err, HasSubstr("job \"run-1\" already exists in namespace \"" + ns() +
+  EXPECT_THAT(r.err, HasSubstr("job \"run-1\" already exists in namespace \"" + Namespace() +
                                "\": choose another name"));
   // The API server's validation comes through.
-  r = Plugin({"run", "run-bad", "-n", ns(), "--image", "has space"});
+  r = Plugin({"run", "run-bad", "-n", Namespace(), "--image", "has space"});
   EXPECT_EQ(r.exitCode, 1);
   EXPECT_THAT(r.err, HasSubstr("spec.task.image"));
   // No controller runs here: --wait gives up at its timeout, exit code 5.
-  r = Plugin({"run", "run-3", "-n", ns(), "--image", "busybox", "--wait", "--timeout", "2s"});
+  r = Plugin(
+      {"run", "run-3", "-n", Namespace(), "--image", "busybox", "--wait", "--timeout", "2s"});
   EXPECT_EQ(r.exitCode, kExitTimeout) << r.err;
   EXPECT_THAT(r.out, HasSubstr("run-3 created"));
 }
@@ -416,12 +418,12 @@ TEST_F(KubectlAyatoriTest, RunLogsFollowsOnceStartedThenMirrorsTheJob) {
   // The controller's part is played by the test: the Job starts, then succeeds. The log API is
   // not served here, so the plugin says so and still waits for the Job: exit 0.
   auto running = std::async(std::launch::async, [&] {
-    return Plugin({"run", "run-logs", "-n", ns(), "--image", "busybox", "--logs", "--timeout",
-                   "60s", "--", "echo", "hi"});
+    return Plugin({"run", "run-logs", "-n", Namespace(), "--image", "busybox", "--logs",
+                   "--timeout", "60s", "--", "echo", "hi"});
   });
   ASSERT_TRUE(Eventually(
       [&] {
-        return RunKubectl({"get", kJobs, "run-logs", "-n", ns()}).exitCode == 0;
+        return RunKubectl({"get", kJobs, "run-logs", "-n", Namespace()}).exitCode == 0;
       },
       std::chrono::seconds(30), kKubectlPoll));
   EXPECT_TRUE(HoldsFor(
@@ -439,15 +441,15 @@ TEST_F(KubectlAyatoriTest, RunLogsFollowsOnceStartedThenMirrorsTheJob) {
 
 TEST_F(KubectlAyatoriTest, CancelSetsDesiredStateAndLeavesFinishedJobsAlone) {
   ASSERT_NO_FATAL_FAILURE(CreateJobIn("cancel-done", "Succeeded"));
-  auto r = Plugin({"cancel", "cancel-done", "-n", ns()});
+  auto r = Plugin({"cancel", "cancel-done", "-n", Namespace()});
   EXPECT_EQ(r.exitCode, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("already finished (Succeeded): nothing to cancel"));
-  EXPECT_EQ(GetJsonPath(kJobs, ns(), "cancel-done", "{.spec.desiredState}"), "Running");
+  EXPECT_EQ(GetJsonPath(kJobs, Namespace(), "cancel-done", "{.spec.desiredState}"), "Running");
   ASSERT_NO_FATAL_FAILURE(CreateJobIn("cancel-run", "Running"));
-  r = Plugin({"cancel", "cancel-run", "-n", ns()});
+  r = Plugin({"cancel", "cancel-run", "-n", Namespace()});
   EXPECT_EQ(r.exitCode, 0) << r.err;
-  EXPECT_EQ(GetJsonPath(kJobs, ns(), "cancel-run", "{.spec.desiredState}"), "Cancelled");
-  r = Plugin({"get", "cancel-run", "-n", ns()});
+  EXPECT_EQ(GetJsonPath(kJobs, Namespace(), "cancel-run", "{.spec.desiredState}"), "Cancelled");
+  r = Plugin({"get", "cancel-run", "-n", Namespace()});
   EXPECT_EQ(Words(Lines(r.out).at(1)).at(1), "Cancelling");
 }
 
@@ -456,34 +458,35 @@ TEST_F(KubectlAyatoriTest, ConfirmLostAsksAndSetsTheAnnotation) {
       "{.metadata.annotations.execution\\.ayatori\\.ddupan\\.top/confirm-backend-lost}";
   ASSERT_NO_FATAL_FAILURE(CreateJobIn("lost", "ResultUnknown"));
   // Answering no changes nothing.
-  auto r = Plugin({"confirm-lost", "lost", "-n", ns()}, "n\n");
+  auto r = Plugin({"confirm-lost", "lost", "-n", Namespace()}, "n\n");
   EXPECT_EQ(r.exitCode, 1);
   EXPECT_THAT(r.err, HasSubstr("is lost? [y/N]"));
   EXPECT_THAT(r.err, HasSubstr("Container/c0ffee"));
   EXPECT_THAT(r.err, HasSubstr("Not confirmed: nothing changed"));
-  EXPECT_EQ(GetJsonPath(kJobs, ns(), "lost", annotation), "");
+  EXPECT_EQ(GetJsonPath(kJobs, Namespace(), "lost", annotation), "");
   // No input at all (a script without --yes) changes nothing either.
-  r = Plugin({"confirm-lost", "lost", "-n", ns()});
+  r = Plugin({"confirm-lost", "lost", "-n", Namespace()});
   EXPECT_EQ(r.exitCode, 1);
-  EXPECT_EQ(GetJsonPath(kJobs, ns(), "lost", annotation), "");
+  EXPECT_EQ(GetJsonPath(kJobs, Namespace(), "lost", annotation), "");
   // y confirms.
-  r = Plugin({"confirm-lost", "lost", "-n", ns(), "--reason", "node-7 burned (ticket 42)"}, "y\n");
+  r = Plugin({"confirm-lost", "lost", "-n", Namespace(), "--reason", "node-7 burned (ticket 42)"},
+             "y\n");
   EXPECT_EQ(r.exitCode, 0) << r.err;
-  EXPECT_EQ(GetJsonPath(kJobs, ns(), "lost", annotation), "node-7 burned (ticket 42)");
+  EXPECT_EQ(GetJsonPath(kJobs, Namespace(), "lost", annotation), "node-7 burned (ticket 42)");
 
   ASSERT_NO_FATAL_FAILURE(CreateJobIn("lost-yes", "ResultUnknown"));
-  r = Plugin({"confirm-lost", "lost-yes", "-n", ns(), "--yes"});
+  r = Plugin({"confirm-lost", "lost-yes", "-n", Namespace(), "--yes"});
   EXPECT_EQ(r.exitCode, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("lost-yes confirmed lost"));
-  EXPECT_EQ(GetJsonPath(kJobs, ns(), "lost-yes", annotation),
+  EXPECT_EQ(GetJsonPath(kJobs, Namespace(), "lost-yes", annotation),
             "confirmed with kubectl ayatori confirm-lost");
 
   // Only a ResultUnknown Job.
   ASSERT_NO_FATAL_FAILURE(CreateJobIn("not-lost", "Running"));
-  r = Plugin({"confirm-lost", "not-lost", "-n", ns(), "--yes"});
+  r = Plugin({"confirm-lost", "not-lost", "-n", Namespace(), "--yes"});
   EXPECT_EQ(r.exitCode, 1);
   EXPECT_THAT(r.err, HasSubstr("job \"not-lost\" is Running, not ResultUnknown"));
-  EXPECT_EQ(GetJsonPath(kJobs, ns(), "not-lost", annotation), "");
+  EXPECT_EQ(GetJsonPath(kJobs, Namespace(), "not-lost", annotation), "");
 }
 
 TEST_F(KubectlAyatoriTest, KubectlRunsThePluginFromPath) {
@@ -499,7 +502,7 @@ TEST_F(KubectlAyatoriTest, KubectlRunsThePluginFromPath) {
   EXPECT_EQ(r.exitCode, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr(dir + "/kubectl-ayatori"));
   auto get = withPath;
-  get.insert(get.end(), {"ayatori", "get", "via-kubectl", "-n", ns(), "--kubeconfig",
+  get.insert(get.end(), {"ayatori", "get", "via-kubectl", "-n", Namespace(), "--kubeconfig",
                          TestenvVar("KUBECONFIG")});
   r = RunProcess(get);
   ASSERT_EQ(r.exitCode, 0) << r.err;
@@ -516,19 +519,19 @@ TEST_F(KubectlAyatoriTest, ErrorsSayWhatToDo) {
                                                {"logs", "nope"}}) {
     SCOPED_TRACE(args[0]);
     std::vector<std::string> full = args;
-    full.insert(full.end(), {"-n", ns()});
+    full.insert(full.end(), {"-n", Namespace()});
     auto r = Plugin(full);
     EXPECT_EQ(r.exitCode, 1);
-    EXPECT_EQ(r.err, "error: job \"nope\" not found in namespace \"" + ns() +
-                         "\": list the namespace's Jobs with `kubectl ayatori get -n " + ns() +
-                         "`, or name another namespace with -n\n");
+    EXPECT_EQ(r.err, "error: job \"nope\" not found in namespace \"" + Namespace() +
+                         "\": list the namespace's Jobs with `kubectl ayatori get -n " +
+                         Namespace() + "`, or name another namespace with -n\n");
   }
   // The log API is not served by this control plane.
   ASSERT_NO_FATAL_FAILURE(CreateJobIn("logs", "Running"));
-  auto r = Plugin({"logs", "logs", "-n", ns()});
+  auto r = Plugin({"logs", "logs", "-n", Namespace()});
   EXPECT_EQ(r.exitCode, 1);
   EXPECT_THAT(r.err, HasSubstr("the Job log API is not installed in this cluster"));
-  EXPECT_THAT(r.err, HasSubstr("/namespaces/" + ns() + "/jobs/logs/log answered 404"));
+  EXPECT_THAT(r.err, HasSubstr("/namespaces/" + Namespace() + "/jobs/logs/log answered 404"));
 
   // Bad kubeconfigs: missing, not YAML, and one whose server is down.
   const auto dir = std::filesystem::path(RequiredEnv("AYATORI_BINARY_DIR")) / "run" / "plugin";
@@ -558,7 +561,7 @@ TEST_F(KubectlAyatoriTest, ErrorsSayWhatToDo) {
                               << TestenvVar("TESTENV_USER_CERT") << "', client-key: '"
                               << TestenvVar("TESTENV_USER_KEY")
                               << "'}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n";
-  r = Plugin({"get", "-n", ns()}, "", (dir / "user").string());
+  r = Plugin({"get", "-n", Namespace()}, "", (dir / "user").string());
   EXPECT_EQ(r.exitCode, 1);
   EXPECT_THAT(r.err, HasSubstr("forbidden"));
   EXPECT_THAT(r.err, HasSubstr("Ask your cluster administrator for access (RBAC)"));
