@@ -352,7 +352,8 @@ int ConfirmLost(const Invocation& inv, const std::string& ns, KubeClient& client
       {"metadata",
        {{"resourceVersion", job.metadata.resourceVersion},  // only the state shown is confirmed
         {"annotations",
-         {{api::kConfirmBackendLostAnnotation, ConfirmLostAnnotationValue(job, inv.reason)}}}}}};
+         {{api::kConfirmBackendLostAnnotation,
+           ConfirmLostAnnotationValue(ResultUnknownEpisode(got->first), inv.reason)}}}}}};
   PatchOptions options;
   options.fieldManager = kFieldManager;
   auto patched = client.Patch(kJobs, ns, inv.name, PatchType::kMerge, patch, options);
@@ -386,8 +387,14 @@ std::string LogPath(std::string_view ns, std::string_view name, const LogOptions
               {"sinceSeconds", options.sinceSeconds ? std::to_string(*options.sinceSeconds) : ""}});
 }
 
-std::string ConfirmLostAnnotationValue(const api::Job& /*job*/, const std::string& reason) {
-  return reason.empty() ? std::string("confirmed with kubectl ayatori confirm-lost") : reason;
+std::string ConfirmLostAnnotationValue(int64_t episode, const std::string& reason) {
+  return std::to_string(episode) + ":" +
+         (reason.empty() ? std::string("confirmed with kubectl ayatori confirm-lost") : reason);
+}
+
+int64_t ResultUnknownEpisode(const nlohmann::json& job) {
+  const auto ptr = nlohmann::json::json_pointer("/status/resultUnknownEpisode");
+  return job.contains(ptr) && job.at(ptr).is_number_integer() ? job.at(ptr).get<int64_t>() : 0;
 }
 
 std::optional<int> FinishedExitCode(const api::Job& job) {

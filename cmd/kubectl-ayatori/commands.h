@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <iosfwd>
+#include <nlohmann/json.hpp>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -38,9 +39,12 @@ struct Io {
   std::istream& in;
 };
 
-// The value of the confirm-backend-lost annotation for `job` (docs/api.md: "<who/why>"). Kept
-// alone so that binding the confirmation to one ResultUnknown episode changes only this.
-std::string ConfirmLostAnnotationValue(const api::Job& job, const std::string& reason);
+// The value of the confirm-backend-lost annotation for a Job (docs/api.md):
+// "<episode>:<who/why>", naming the ResultUnknown episode it confirms (status.resultUnknownEpisode,
+// 0 when absent), so that a confirmation left on the Job never ends a later outage.
+std::string ConfirmLostAnnotationValue(int64_t episode, const std::string& reason);
+// status.resultUnknownEpisode of a Job as the API server returned it; 0 when absent.
+int64_t ResultUnknownEpisode(const nlohmann::json& job);
 
 // wait's exit code for a Job that finished (docs/kubectl-ayatori.md, "Exit codes"): 0 Succeeded,
 // kExitJobFailed, kExitJobCancelled; nullopt while it has not finished. A Job being deleted

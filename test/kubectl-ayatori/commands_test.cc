@@ -156,10 +156,13 @@ TEST(ExplainErrorTest, SaysWhatToDo) {
             "create: spec.task.image: Invalid value");
 }
 
-TEST(ConfirmLostAnnotationValueTest, TheReasonOrADefault) {
-  EXPECT_EQ(ConfirmLostAnnotationValue(JobIn("ResultUnknown"), "node-7 burned"), "node-7 burned");
-  EXPECT_EQ(ConfirmLostAnnotationValue(JobIn("ResultUnknown"), ""),
-            "confirmed with kubectl ayatori confirm-lost");
+TEST(ConfirmLostAnnotationValueTest, NamesTheEpisodeThenWhoAndWhy) {
+  EXPECT_EQ(ConfirmLostAnnotationValue(3, "node-7 burned"), "3:node-7 burned");
+  EXPECT_EQ(ConfirmLostAnnotationValue(0, ""), "0:confirmed with kubectl ayatori confirm-lost");
+  EXPECT_EQ(ResultUnknownEpisode(nlohmann::json::parse(R"({"status":{"resultUnknownEpisode":2}})")),
+            2);
+  EXPECT_EQ(ResultUnknownEpisode(nlohmann::json::parse(R"({"status":{}})")), 0);
+  EXPECT_EQ(ResultUnknownEpisode(nlohmann::json::parse(R"({"metadata":{}})")), 0);
 }
 
 }  // namespace

@@ -472,14 +472,14 @@ TEST_F(KubectlAyatoriTest, ConfirmLostAsksAndSetsTheAnnotation) {
   r = Plugin({"confirm-lost", "lost", "-n", Namespace(), "--reason", "node-7 burned (ticket 42)"},
              "y\n");
   EXPECT_EQ(r.exitCode, 0) << r.err;
-  EXPECT_EQ(GetJsonPath(kJobs, Namespace(), "lost", annotation), "node-7 burned (ticket 42)");
+  EXPECT_EQ(GetJsonPath(kJobs, Namespace(), "lost", annotation), "0:node-7 burned (ticket 42)");
 
   ASSERT_NO_FATAL_FAILURE(CreateJobIn("lost-yes", "ResultUnknown"));
   r = Plugin({"confirm-lost", "lost-yes", "-n", Namespace(), "--yes"});
   EXPECT_EQ(r.exitCode, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("lost-yes confirmed lost"));
   EXPECT_EQ(GetJsonPath(kJobs, Namespace(), "lost-yes", annotation),
-            "confirmed with kubectl ayatori confirm-lost");
+            "0:confirmed with kubectl ayatori confirm-lost");
 
   // Only a ResultUnknown Job.
   ASSERT_NO_FATAL_FAILURE(CreateJobIn("not-lost", "Running"));
