@@ -176,6 +176,23 @@ StatusOr<nlohmann::json> RestClient::GetPath(std::string_view path) {
   return ExecuteJson(t, "GET", config_.server + std::string(path), "", "");
 }
 
+Status RestClient::StreamPath(std::string_view path, const std::stop_token& stop,
+                              const std::function<bool(std::string_view)>& onData) {
+  Target t{"get", nullptr, {}, {}, {}};
+  HttpRequest req;
+  req.method = "GET";
+  req.url = config_.server + std::string(path);
+  req.timeout = std::chrono::milliseconds(0);  // a followed log may stream for hours
+  if (!limiter_.Wait(stop)) return Status(StatusCode::kCancelled, "stream stopped");
+  req.headers = Headers("");
+  auto begin = std::chrono::steady_clock::now();
+  auto resp = transport_->Stream(req, stop, onData);
+  Record(t, resp.ok() ? resp->status : 0, std::chrono::steady_clock::now() - begin, 0);
+  if (!resp.ok()) return resp.status();
+  if (!Is2xx(resp->status)) return DecodeApiError(resp->status, resp->body).ToStatus();
+  return Status::Ok();
+}
+
 StatusOr<nlohmann::json> RestClient::Get(const ResourceRef& ref, std::string_view ns,
                                          std::string_view name) {
   Target t{"get", &ref, ns, name, {}};

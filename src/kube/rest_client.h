@@ -83,6 +83,11 @@ class RestClient final : public KubeClient {
 
   // GET of an arbitrary API path ("/version", "/apis/batch/v1"), for discovery and probes.
   StatusOr<nlohmann::json> GetPath(std::string_view path);
+  // GET of an arbitrary API path whose body is not JSON (e.g. a log subresource), handed to
+  // `onData` piece by piece as it arrives; `onData` returning false ends it without error. A
+  // non-2xx answer is decoded like any other API error (kNotFound for 404, ...).
+  Status StreamPath(std::string_view path, const std::stop_token& stop,
+                    const std::function<bool(std::string_view)>& onData);
 
   // Requests so far by verb and HTTP code ("<error>" for transport failures), e.g.
   // {{"create","201"}, 12}. Retries count as requests.

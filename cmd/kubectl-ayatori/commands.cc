@@ -1,0 +1,465 @@
+#include "commands.h"
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "api/json.h"
+#include "controller/kinds.h"
+#include "format.h"
+#include "kube/resource.h"
+#include "statemachine/statemachine.h"
+
+namespace ayatori::plugin {
+
+namespace {
+
+using controller::kJobs;
+using statemachine::State;
+
+const ResourceRef kCoreEvents{"", "v1", "events", true};
+constexpr const char* kFieldManager = "kubectl-ayatori";
+// How long one watch request of `wait` may last before it is renewed (the server ends it).
+constexpr int64_t kWatchWindowSeconds = 300;
+
+api::Time Now() {
+  return std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+}
+
+std::string JobRef(const std::string& name) { return "job.execution.ayatori.ddupan.top/" + name; }
+
+bool ResourceMissing(const Status& s) {
+  // A 404 for the path itself (no CRD), rather than for one object.
+  return s.code() == StatusCode::kNotFound &&
+         s.message().find("could not find the requested resource") != std::string::npos;
+}
+
+int Fail(Io& io, const std::string& message) {
+  io.err << "error: " << message << "\n";
+  return kExitError;
+}
+
+// GET of one Job, decoded; errors are printed.
+std::optional<std::pair<nlohmann::json, api::Job>> GetJob(KubeClient& client, const std::string& ns,
+                                                          const std::string& name, Io& io) {
+  auto raw = client.Get(kJobs, ns, name);
+  if (!raw.ok()) {
+    if (raw.status().code() == StatusCode::kNotFound && !ResourceMissing(raw.status())) {
+      Fail(io, "job \"" + name + "\" not found in namespace \"" + ns +
+                   "\": list the namespace's Jobs with `kubectl ayatori get -n " + ns +
+                   "`, or name another namespace with -n");
+    } else {
+      Fail(io, ExplainError(raw.status(), "get job \"" + name + "\""));
+    }
+    return std::nullopt;
+  }
+  auto job = api::JobFromJson(*raw);
+  if (!job.ok()) {
+    Fail(io, "job \"" + name + "\" cannot be read: " + job.status().message() +
+                 " (is the plugin older than the cluster's CRD?)");
+    return std::nullopt;
+  }
+  return std::pair{std::move(*raw), std::move(*job)};
+}
+
+int Get(const Invocation& inv, const std::string& ns, KubeClient& client, Io& io) {
+  std::vector<nlohmann::json> raw;
+  if (!inv.name.empty()) {
+    auto got = GetJob(client, ns, inv.name, io);
+    if (!got) return kExitError;
+    raw.push_back(std::move(got->first));
+  } else {
+    ListOptions options;
+    options.labelSelector = inv.selector;
+    auto status = ListAll(client, kJobs, inv.allNamespaces ? "" : ns, options,
+                          [&](nlohmann::json&& item) { raw.push_back(std::move(item)); });
+    if (!status.ok()) return Fail(io, ExplainError(status.status(), "list jobs"));
+  }
+  if (inv.output == "json" || inv.output == "yaml") {
+    auto doc = OutputDocument(raw, !inv.name.empty());
+    io.out << (inv.output == "json" ? ToJsonText(doc) : ToYamlText(doc));
+    return kExitOk;
+  }
+  if (raw.empty()) {
+    io.err << (inv.allNamespaces ? std::string("No resources found\n")
+                                 : "No resources found in " + ns + " namespace.\n");
+    return kExitOk;
+  }
+  std::vector<api::Job> jobs;
+  int exit = kExitOk;
+  for (const auto& item : raw) {
+    auto job = api::JobFromJson(item);
+    if (!job.ok()) {
+      exit = Fail(io, "a Job cannot be read: " + job.status().message());
+      continue;
+    }
+    jobs.push_back(std::move(*job));
+  }
+  std::sort(jobs.begin(), jobs.end(), [](const api::Job& a, const api::Job& b) {
+    return std::tie(a.metadata.namespace_, a.metadata.name) <
+           std::tie(b.metadata.namespace_, b.metadata.name);
+  });
+  io.out << FormatJobTable(jobs, {inv.output == "wide", inv.allNamespaces}, Now());
+  return exit;
+}
+
+int Describe(const Invocation& inv, const std::string& ns, KubeClient& client, Io& io) {
+  auto got = GetJob(client, ns, inv.name, io);
+  if (!got) return kExitError;
+  const api::Job& job = got->second;
+  std::vector<EventLine> events;
+  ListOptions options;
+  options.fieldSelector = "involvedObject.uid=" + job.metadata.uid;
+  auto listed = ListAll(client, kCoreEvents, ns, options,
+                        [&](nlohmann::json&& e) { events.push_back(EventLineFromJson(e)); });
+  io.out << FormatDescribe(job, std::move(events), Now());
+  if (!listed.ok()) {
+    // The Job itself was shown; Events are a courtesy that RBAC may deny.
+    io.err << "warning: " << ExplainError(listed.status(), "list events") << "\n";
+  }
+  return kExitOk;
+}
+
+enum class WatchEnd { kDone, kDeleted, kTimeout, kError };
+
+// Follows the Job (GET, then watches from its resourceVersion, renewed every
+// kWatchWindowSeconds) until done(job), its deletion, the deadline or an error (printed). `job`
+// is the latest copy seen.
+WatchEnd WatchJob(KubeClient& client, const std::string& ns, const std::string& name,
+                  std::optional<std::chrono::steady_clock::time_point> deadline,
+                  const std::function<bool(const api::Job&)>& done, api::Job& job, Io& io) {
+  auto got = GetJob(client, ns, name, io);
+  if (!got) return WatchEnd::kError;
+  job = std::move(got->second);
+  const std::string uid = job.metadata.uid;
+  // Where the next watch starts: the Job's own resourceVersion at first; after a 410 Gone the
+  // resourceVersion of a fresh list (the Job's may be older than what the server still keeps,
+  // and watching from it again would only be refused again).
+  std::string watchFrom = job.metadata.resourceVersion;
+  bool deleted = false;
+  while (true) {
+    if (done(job)) return WatchEnd::kDone;
+    if (deleted) return WatchEnd::kDeleted;
+    int64_t window = kWatchWindowSeconds;
+    if (deadline) {
+      auto left =
+          std::chrono::ceil<std::chrono::seconds>(*deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return WatchEnd::kTimeout;
+      window = std::min<int64_t>(window, left.count());
+    }
+    WatchOptions options;
+    options.fieldSelector = "metadata.name=" + name;
+    options.resourceVersion = watchFrom;
+    options.timeoutSeconds = window;
+    options.allowWatchBookmarks = false;
+    Status watched = client.Watch(kJobs, ns, options, {}, [&](WatchEvent&& event) {
+      if (event.type == WatchEventType::kBookmark) return true;
+      auto decoded = api::JobFromJson(event.object);
+      if (!decoded.ok() || decoded->metadata.uid != uid) return true;  // another Job, same name
+      job = std::move(*decoded);
+      watchFrom = job.metadata.resourceVersion;
+      if (event.type == WatchEventType::kDeleted) {
+        deleted = true;
+        return false;
+      }
+      return !done(job);
+    });
+    if (watched.ok()) continue;
+    if (watched.code() != StatusCode::kGone) {
+      Fail(io, ExplainError(watched, "watch job \"" + name + "\""));
+      return WatchEnd::kError;
+    }
+    // Our resourceVersion is too old: list the Job again and watch from the list's version.
+    ListOptions relist;
+    relist.fieldSelector = options.fieldSelector;
+    auto listed = client.List(kJobs, ns, relist);
+    if (!listed.ok()) {
+      Fail(io, ExplainError(listed.status(), "list job \"" + name + "\""));
+      return WatchEnd::kError;
+    }
+    if (listed->items.empty()) return WatchEnd::kDeleted;
+    auto decoded = api::JobFromJson(listed->items.front());
+    if (!decoded.ok() || decoded->metadata.uid != uid) return WatchEnd::kDeleted;
+    job = std::move(*decoded);
+    watchFrom = listed->resourceVersion;
+  }
+}
+
+// Waits until the Job finished (or the timeout); prints the outcome; returns the exit code.
+using Deadline = std::optional<std::chrono::steady_clock::time_point>;
+
+Deadline DeadlineAfter(std::optional<std::chrono::seconds> timeout) {
+  if (!timeout) return std::nullopt;
+  return std::chrono::steady_clock::now() + *timeout;
+}
+
+int WaitFor(const std::string& ns, const std::string& name, Deadline deadline, KubeClient& client,
+            Io& io) {
+  api::Job job;
+  auto finished = [](const api::Job& j) { return FinishedExitCode(j).has_value(); };
+  switch (WatchJob(client, ns, name, deadline, finished, job, io)) {
+    case WatchEnd::kError:
+      return kExitError;
+    case WatchEnd::kDeleted:
+      io.err << "error: job \"" << name << "\" was deleted before it finished\n";
+      return kExitJobDeleted;
+    case WatchEnd::kTimeout:
+      io.err << "error: timed out waiting for job \"" << name << "\": it is "
+             << statemachine::StateName(statemachine::DeriveState(job))
+             << "; wait longer with --timeout, or see why with `kubectl ayatori describe " << name
+             << " -n " << ns << "`\n";
+      return kExitTimeout;
+    case WatchEnd::kDone:
+      break;
+  }
+  const int code = *FinishedExitCode(job);
+  api::Job undeleted = job;
+  undeleted.metadata.deletionTimestamp.reset();
+  const State state = statemachine::DeriveState(undeleted);
+  std::string detail = StateReason(undeleted, state);
+  if (job.status.result && job.status.result->exitCode) {
+    detail += ", exit code " + std::to_string(*job.status.result->exitCode);
+  }
+  (code == kExitOk ? io.out : io.err) << JobRef(name) << " " << statemachine::StateName(state)
+                                      << (detail.empty() ? "" : " (" + detail + ")") << "\n";
+  return code;
+}
+
+api::Job JobFromFlags(const Invocation& inv, const std::string& ns) {
+  api::Job job;
+  job.metadata.name = inv.name;
+  job.metadata.namespace_ = ns;
+  job.spec.jobClassName = inv.jobClass;
+  job.spec.task.image = inv.image;
+  (inv.command ? job.spec.task.command : job.spec.task.args) = inv.words;
+  for (const auto& [k, v] : inv.env) job.spec.task.env.push_back({k, v, std::nullopt});
+  if (!inv.cpu.empty() || !inv.memory.empty()) {
+    api::ResourceRequirements r;
+    if (!inv.cpu.empty()) r.limits.cpu = api::Quantity::MustParse(inv.cpu);
+    if (!inv.memory.empty()) r.limits.memory = api::Quantity::MustParse(inv.memory);
+    job.spec.resources = r;
+  }
+  job.spec.activeDeadlineSeconds = inv.deadlineSeconds;
+  job.spec.ttlSecondsAfterFinished = inv.ttlSeconds;
+  return job;
+}
+
+int StreamLogs(const std::string& ns, const std::string& name, const LogOptions& options,
+               const PathStreamer& streamer, Io& io) {
+  const std::string path = LogPath(ns, name, options);
+  Status s = streamer(path, {}, [&](std::string_view chunk) {
+    io.out.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    io.out.flush();
+    return true;
+  });
+  if (s.ok()) return kExitOk;
+  if (s.code() == StatusCode::kNotFound) {
+    return Fail(io,
+                "the Job log API is not installed in this cluster (GET " + path +
+                    " answered 404 Not Found): install Ayatori's log API (docs/kubectl-ayatori.md, "
+                    "\"Logs\"), or ask your cluster administrator");
+  }
+  return Fail(io, ExplainError(s, "logs of job \"" + name + "\""));
+}
+
+int Run(const Invocation& inv, const std::string& ns, KubeClient& client,
+        const PathStreamer& streamer, Io& io) {
+  api::Job job = JobFromFlags(inv, ns);
+  WriteOptions options;
+  options.fieldManager = kFieldManager;
+  auto created = client.Create(kJobs, ns, api::ToJson(job), options);
+  if (!created.ok()) {
+    if (created.status().code() == StatusCode::kAlreadyExists) {
+      return Fail(io, "job \"" + inv.name + "\" already exists in namespace \"" + ns +
+                          "\": choose another name, or delete it first (kubectl delete ajob " +
+                          inv.name + " -n " + ns + ")");
+    }
+    return Fail(io, ExplainError(created.status(), "create job \"" + inv.name + "\""));
+  }
+  io.out << JobRef(inv.name) << " created\n";
+  if (!inv.wait) return kExitOk;
+  const Deadline deadline = DeadlineAfter(inv.timeout);  // one --timeout for logs and wait
+  if (inv.logs) {
+    // Follow the output once the process started (or the Job finished: the log API answers for
+    // a finished execution too, so a Job that ends at once is not missed). A missing log API is
+    // reported and the Job still waited for: the exit code says how it ended.
+    api::Job seen;
+    auto started = [](const api::Job& j) {
+      return j.status.startTime.has_value() || FinishedExitCode(j).has_value();
+    };
+    if (WatchJob(client, ns, inv.name, deadline, started, seen, io) == WatchEnd::kDone &&
+        seen.status.startTime) {
+      (void)StreamLogs(ns, inv.name, {true, std::nullopt, std::nullopt}, streamer, io);
+    }
+  }
+  return WaitFor(ns, inv.name, deadline, client, io);
+}
+
+int Cancel(const Invocation& inv, const std::string& ns, KubeClient& client, Io& io) {
+  auto got = GetJob(client, ns, inv.name, io);
+  if (!got) return kExitError;
+  const State state = statemachine::DeriveState(got->second);
+  if (statemachine::IsTerminal(state)) {
+    io.out << JobRef(inv.name) << " already finished (" << statemachine::StateName(state)
+           << "): nothing to cancel\n";
+    return kExitOk;
+  }
+  PatchOptions options;
+  options.fieldManager = kFieldManager;
+  auto patched = client.Patch(kJobs, ns, inv.name, PatchType::kMerge,
+                              {{"spec", {{"desiredState", "Cancelled"}}}}, options);
+  if (!patched.ok())
+    return Fail(io, ExplainError(patched.status(), "cancel job \"" + inv.name + "\""));
+  io.out << JobRef(inv.name) << " cancel requested (the Job is Cancelled once the backend "
+         << "confirmed the execution stopped; `kubectl ayatori wait " << inv.name
+         << "` waits for it)\n";
+  return kExitOk;
+}
+
+int ConfirmLost(const Invocation& inv, const std::string& ns, KubeClient& client, Io& io) {
+  auto got = GetJob(client, ns, inv.name, io);
+  if (!got) return kExitError;
+  const api::Job& job = got->second;
+  const State state = statemachine::DeriveState(job);
+  if (state != State::kResultUnknown) {
+    return Fail(io, "job \"" + inv.name + "\" is " + statemachine::StateName(state) +
+                        ", not ResultUnknown: only a Job whose backend cannot tell whether its "
+                        "execution still runs can be confirmed lost");
+  }
+  if (!inv.yes) {
+    io.err << "Job " << ns << "/" << inv.name << " is ResultUnknown: " << ExplainState(job, state)
+           << "\n";
+    if (job.status.execution) {
+      io.err << "Its execution: " << job.status.execution->adapter;
+      for (const auto& ref : job.status.execution->references)
+        io.err << " " << ref.type << "/" << ref.id;
+      io.err << "\n";
+    }
+    io.err << "Confirming that the execution is lost fails the Job for good (BackendLost); "
+              "check on the backend first that it no longer runs.\n"
+           << "Confirm that the execution of job " << ns << "/" << inv.name << " is lost? [y/N]: ";
+    io.err.flush();
+    std::string answer;
+    std::getline(io.in, answer);
+    if (answer != "y" && answer != "Y" && answer != "yes" && answer != "YES") {
+      io.err << "Not confirmed: nothing changed (use --yes to skip the question)\n";
+      return kExitError;
+    }
+  }
+  nlohmann::json patch = {
+      {"metadata",
+       {{"resourceVersion", job.metadata.resourceVersion},  // only the state shown is confirmed
+        {"annotations",
+         {{api::kConfirmBackendLostAnnotation,
+           ConfirmLostAnnotationValue(ResultUnknownEpisode(got->first), inv.reason)}}}}}};
+  PatchOptions options;
+  options.fieldManager = kFieldManager;
+  auto patched = client.Patch(kJobs, ns, inv.name, PatchType::kMerge, patch, options);
+  if (!patched.ok()) {
+    if (patched.status().code() == StatusCode::kConflict) {
+      return Fail(io, "job \"" + inv.name +
+                          "\" changed while you confirmed (the backend may "
+                          "have answered): look at it again and re-run confirm-lost if it is still "
+                          "ResultUnknown");
+    }
+    if (patched.status().code() == StatusCode::kForbidden ||
+        patched.status().code() == StatusCode::kInvalid) {
+      return Fail(io, patched.status().message() +
+                          "\nAsk a member of ayatori:backend-lost-confirmers to confirm it "
+                          "(docs/api.md, \"Admission policy\")");
+    }
+    return Fail(io, ExplainError(patched.status(), "confirm job \"" + inv.name + "\" lost"));
+  }
+  io.out << JobRef(inv.name) << " confirmed lost: the controller fails it with BackendLost\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+std::string LogPath(std::string_view ns, std::string_view name, const LogOptions& options) {
+  ResourceRef ref{kLogApiGroup, kLogApiVersion, "jobs", true};
+  return kube::ResourcePath(ref, ns, name, "log") +
+         kube::QueryString(
+             {{"follow", options.follow ? "true" : ""},
+              {"tailLines", options.tailLines ? std::to_string(*options.tailLines) : ""},
+              {"sinceSeconds", options.sinceSeconds ? std::to_string(*options.sinceSeconds) : ""}});
+}
+
+std::string ConfirmLostAnnotationValue(int64_t episode, const std::string& reason) {
+  return std::to_string(episode) + ":" +
+         (reason.empty() ? std::string("confirmed with kubectl ayatori confirm-lost") : reason);
+}
+
+int64_t ResultUnknownEpisode(const nlohmann::json& job) {
+  const auto ptr = nlohmann::json::json_pointer("/status/resultUnknownEpisode");
+  return job.contains(ptr) && job.at(ptr).is_number_integer() ? job.at(ptr).get<int64_t>() : 0;
+}
+
+std::optional<int> FinishedExitCode(const api::Job& job) {
+  api::Job undeleted = job;
+  undeleted.metadata.deletionTimestamp.reset();  // a deleted Job keeps the outcome it reached
+  switch (statemachine::DeriveState(undeleted)) {
+    case State::kSucceeded:
+      return kExitOk;
+    case State::kFailed:
+      return kExitJobFailed;
+    case State::kCancelled:
+      return kExitJobCancelled;
+    default:
+      return std::nullopt;
+  }
+}
+
+std::string ExplainError(const Status& status, std::string_view what) {
+  const std::string prefix = std::string(what) + ": ";
+  switch (status.code()) {
+    case StatusCode::kUnavailable:
+      return prefix + status.message() +
+             "\nIs the cluster running, and is the server of your kubeconfig right? "
+             "(kubectl config view --minify)";
+    case StatusCode::kUnauthorized:
+      return prefix + status.message() +
+             "\nThe API server refused your credentials: check the user of your kubeconfig "
+             "(kubectl config view --minify)";
+    case StatusCode::kForbidden:
+      return prefix + status.message() +
+             "\nAsk your cluster administrator for access (RBAC) to "
+             "jobs.execution.ayatori.ddupan.top";
+    case StatusCode::kNotFound:
+      if (ResourceMissing(status)) {
+        return prefix + status.message() +
+               "\nThe Ayatori API is not installed in this cluster: install its CRDs "
+               "(kubectl apply -k config/crd, or the release's install manifest)";
+      }
+      return prefix + status.message();
+    default:
+      return prefix + status.message();
+  }
+}
+
+int Execute(const Invocation& inv, const std::string& ns, KubeClient& client,
+            const PathStreamer& streamer, Io io) {
+  switch (inv.verb) {
+    case Verb::kGet:
+      return Get(inv, ns, client, io);
+    case Verb::kDescribe:
+      return Describe(inv, ns, client, io);
+    case Verb::kRun:
+      return Run(inv, ns, client, streamer, io);
+    case Verb::kCancel:
+      return Cancel(inv, ns, client, io);
+    case Verb::kWait:
+      return WaitFor(ns, inv.name, DeadlineAfter(inv.timeout), client, io);
+    case Verb::kConfirmLost:
+      return ConfirmLost(inv, ns, client, io);
+    case Verb::kLogs: {
+      if (!GetJob(client, ns, inv.name, io)) return kExitError;  // a missing Job says so first
+      return StreamLogs(ns, inv.name, {inv.follow, inv.tailLines, inv.sinceSeconds}, streamer, io);
+    }
+  }
+  return kExitUsage;
+}
+
+}  // namespace ayatori::plugin

@@ -1,0 +1,64 @@
+// What kubectl-ayatori prints, as pure functions of the objects read from the API server and the
+// current time (no I/O, no clock reads), so the columns and their widths are unit-tested
+// (test/kubectl-ayatori/format_test.cc). The state of a Job is never computed here: it is the
+// state machine's DeriveState (src/statemachine/statemachine.h).
+#pragma once
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "api/types.h"
+#include "statemachine/statemachine.h"
+
+namespace ayatori::plugin {
+
+// kubectl's age (k8s.io/apimachinery/pkg/util/duration.HumanDuration): "45s", "3m12s", "4h5m",
+// "12d", "2y31d". A time in the future by more than a second is "<invalid>", as kubectl prints.
+std::string FormatAge(std::chrono::seconds age);
+
+// Rows of cells aligned like kubectl's tabwriter (minimum width 6, padding 3, no trailing blanks).
+std::string RenderTable(const std::vector<std::vector<std::string>>& rows);
+
+// The reason that explains a Job's derived state: the Accepted reason while Resolving (what it
+// waits for), else the Succeeded reason (Running, ResultUnknown, ProcessFailed, ...); "" if none.
+std::string StateReason(const api::Job& job, statemachine::State state);
+
+// One sentence for `describe`: why the Job is in `state`, from the condition that decides it.
+std::string ExplainState(const api::Job& job, statemachine::State state);
+
+struct GetOptions {
+  bool wide = false;
+  bool withNamespace = false;  // -A: a NAMESPACE column first
+};
+
+// `get` as a table: NAME STATE CLASS REASON EXIT AGE; wide adds DESIRED STARTED ADAPTER BACKEND
+// (the kinds of the execution's references, never ids, endpoints or credentials).
+std::string FormatJobTable(const std::vector<api::Job>& jobs, const GetOptions& options,
+                           api::Time now);
+
+// `-o json` / `-o yaml` of objects as the API server returned them, without
+// metadata.managedFields (as kubectl prints them). Several objects make a v1 List.
+nlohmann::json OutputDocument(const std::vector<nlohmann::json>& objects, bool single);
+std::string ToJsonText(const nlohmann::json& doc);  // 4-space indent, like kubectl
+std::string ToYamlText(const nlohmann::json& doc);  // strings that YAML would misread are quoted
+
+// One Event for `describe` (a core/v1 Event as the API serves it, also for events.k8s.io writes).
+struct EventLine {
+  std::string type;  // Normal, Warning
+  std::string reason;
+  std::string from;  // reportingComponent / source.component
+  std::string message;
+  int64_t count = 1;
+  std::optional<api::Time> last;  // lastTimestamp, series.lastObservedTime or eventTime
+};
+EventLine EventLineFromJson(const nlohmann::json& event);
+
+// `describe`: conditions, derived state and why, class, task (env values are never printed, only
+// where they come from), effective resources, execution references, times, result and the most
+// recent Events (oldest first, at most `maxEvents`).
+std::string FormatDescribe(const api::Job& job, std::vector<EventLine> events, api::Time now,
+                           size_t maxEvents = 20);
+
+}  // namespace ayatori::plugin

@@ -1,0 +1,169 @@
+// The verbs of kubectl-ayatori (cmd/kubectl-ayatori/commands.h) against FakeKubeClient, for what
+// the real control plane of the integration test cannot show: a log API that answers (the chunks
+// reach stdout as they come), a log API that fails otherwise than 404, and a wait whose watch
+// must start again from a fresh GET after its resourceVersion expired.
+#include "commands.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <future>
+#include <sstream>
+
+#include "api/json.h"
+#include "controller/kinds.h"
+#include "kube/testing/fake_kube_client.h"
+
+namespace ayatori::plugin {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+api::Job JobIn(const std::string& reason) {
+  api::Job job;
+  job.metadata.name = "j";
+  job.metadata.namespace_ = "ci";
+  job.spec.task.image = "busybox";
+  const api::Time t = api::ParseTime("2026-12-01T12:00:00Z").value();
+  job.status.conditions = {{"Accepted", api::ConditionStatus::kTrue, "Valid", "", 1, t},
+                           {"Scheduled", api::ConditionStatus::kTrue, "BackendCreated", "", 1, t}};
+  job.status.startTime = t;
+  if (reason == "Completed") {
+    job.status.conditions.push_back({"Succeeded", api::ConditionStatus::kTrue, reason, "", 1, t});
+    job.status.completionTime = t;
+    job.status.result = api::JobResult{0, reason};
+  } else if (reason == "Running" || reason == "ResultUnknown") {
+    job.status.conditions.push_back(
+        {"Succeeded", api::ConditionStatus::kUnknown, reason, "", 1, t});
+  } else {
+    job.status.conditions.push_back({"Succeeded", api::ConditionStatus::kFalse, reason, "", 1, t});
+    job.status.completionTime = t;
+  }
+  return job;
+}
+
+struct Outcome {
+  int exitCode = -1;
+  std::string out, err;
+};
+
+Outcome Exec(const std::vector<std::string>& args, KubeClient& client,
+             const PathStreamer& streamer) {
+  ParseOutcome parsed = ParseArgs(args);
+  EXPECT_TRUE(parsed.invocation.has_value()) << parsed.err;
+  std::ostringstream out, err;
+  std::istringstream in;
+  Outcome r;
+  r.exitCode = Execute(*parsed.invocation, "ci", client, streamer, {out, err, in});
+  r.out = out.str();
+  r.err = err.str();
+  return r;
+}
+
+class CommandsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(client_.Create(controller::kJobs, "ci", api::ToJson(JobIn("Running")), {}).ok());
+  }
+  kube::testing::FakeKubeClient client_;
+};
+
+TEST_F(CommandsTest, LogsStreamEachChunkAsItComes) {
+  std::string requested;
+  PathStreamer streamer = [&](std::string_view path, const std::stop_token&,
+                              const std::function<bool(std::string_view)>& onData) {
+    requested = std::string(path);
+    onData("line 1\n");
+    onData("line 2\n");
+    return Status::Ok();
+  };
+  Outcome r = Exec({"logs", "-f", "j", "--tail", "5"}, client_, streamer);
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out, "line 1\nline 2\n");
+  EXPECT_EQ(requested, LogPath("ci", "j", {true, 5, std::nullopt}));
+}
+
+TEST_F(CommandsTest, LogsErrorsSayWhatHappened) {
+  Status answer(StatusCode::kNotFound, "the server could not find the requested resource");
+  PathStreamer streamer = [&](std::string_view, const std::stop_token&,
+                              const std::function<bool(std::string_view)>&) { return answer; };
+  Outcome r = Exec({"logs", "j"}, client_, streamer);
+  EXPECT_EQ(r.exitCode, kExitError);
+  EXPECT_THAT(r.err, StartsWith("error: the Job log API is not installed in this cluster"));
+  answer = Status(StatusCode::kGone, "the execution of job ci/j is gone");
+  r = Exec({"logs", "j"}, client_, streamer);
+  EXPECT_EQ(r.exitCode, kExitError);
+  EXPECT_EQ(r.err, "error: logs of job \"j\": the execution of job ci/j is gone\n");
+  answer = Status(StatusCode::kForbidden, "user alice cannot get jobs/log");
+  r = Exec({"logs", "j"}, client_, streamer);
+  EXPECT_THAT(r.err, HasSubstr("Ask your cluster administrator for access (RBAC)"));
+}
+
+TEST_F(CommandsTest, WaitStartsAgainWhenItsResourceVersionExpired) {
+  PathStreamer none;
+  auto waiting = std::async(std::launch::async, [&] {
+    return Exec({"wait", "j", "--timeout", "20s"}, client_, none);
+  });
+  ASSERT_TRUE(client_.WaitForWatches(1, std::chrono::seconds(10)));
+  // The server forgets the history and ends the watch: the next watch from the old
+  // resourceVersion gets 410 Gone, and the wait must list the Job again and watch from the
+  // list's resourceVersion (from the Job's own, it would be refused again and again).
+  ASSERT_TRUE(client_
+                  .Create(controller::kJobs, "other",
+                          {{"apiVersion", api::kApiVersion},
+                           {"kind", "Job"},
+                           {"metadata", {{"name", "later"}, {"namespace", "other"}}},
+                           {"spec", {{"task", {{"image", "busybox"}}}}}},
+                          {})
+                  .ok());  // the cluster moves on: the Job's resourceVersion is now an old one
+  client_.Compact();
+  client_.CloseWatches();
+  ASSERT_TRUE(client_.WaitForWatches(1, std::chrono::seconds(10)));
+  auto stored = client_.Peek(controller::kJobs, "ci", "j").value();
+  stored["status"] = api::StatusToJson(JobIn("Completed").status);
+  ASSERT_TRUE(client_.UpdateStatus(controller::kJobs, "ci", stored, {}).ok());
+  ASSERT_EQ(waiting.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  Outcome r = waiting.get();
+  EXPECT_EQ(r.exitCode, kExitOk) << r.err;
+  EXPECT_EQ(r.out, "job.execution.ayatori.ddupan.top/j Succeeded (Completed, exit code 0)\n");
+  EXPECT_EQ(client_.CountActions("list", "jobs.execution.ayatori.ddupan.top"), 1u);
+  EXPECT_LE(client_.CountActions("watch", "jobs.execution.ayatori.ddupan.top"), 4u);
+}
+
+TEST(FinishedExitCodeTest, MapsTheOutcome) {
+  EXPECT_EQ(FinishedExitCode(JobIn("Completed")), kExitOk);
+  EXPECT_EQ(FinishedExitCode(JobIn("ProcessFailed")), kExitJobFailed);
+  EXPECT_EQ(FinishedExitCode(JobIn("BackendLost")), kExitJobFailed);
+  EXPECT_EQ(FinishedExitCode(JobIn("Cancelled")), kExitJobCancelled);
+  EXPECT_EQ(FinishedExitCode(JobIn("Running")), std::nullopt);
+  EXPECT_EQ(FinishedExitCode(JobIn("ResultUnknown")), std::nullopt);  // not final
+  api::Job deleted = JobIn("ProcessFailed");
+  deleted.metadata.deletionTimestamp = deleted.status.startTime;  // Deleting, but it finished
+  EXPECT_EQ(FinishedExitCode(deleted), kExitJobFailed);
+}
+
+TEST(ExplainErrorTest, SaysWhatToDo) {
+  EXPECT_THAT(ExplainError(
+                  Status(StatusCode::kNotFound, "the server could not find the requested resource"),
+                  "list jobs"),
+              HasSubstr("install its CRDs"));
+  EXPECT_THAT(ExplainError(Status(StatusCode::kUnauthorized, "Unauthorized"), "list jobs"),
+              HasSubstr("check the user of your kubeconfig"));
+  EXPECT_THAT(ExplainError(Status(StatusCode::kUnavailable, "connection refused"), "list jobs"),
+              HasSubstr("Is the cluster running"));
+  EXPECT_EQ(ExplainError(Status(StatusCode::kInvalid, "spec.task.image: Invalid value"), "create"),
+            "create: spec.task.image: Invalid value");
+}
+
+TEST(ConfirmLostAnnotationValueTest, NamesTheEpisodeThenWhoAndWhy) {
+  EXPECT_EQ(ConfirmLostAnnotationValue(3, "node-7 burned"), "3:node-7 burned");
+  EXPECT_EQ(ConfirmLostAnnotationValue(0, ""), "0:confirmed with kubectl ayatori confirm-lost");
+  EXPECT_EQ(ResultUnknownEpisode(nlohmann::json::parse(R"({"status":{"resultUnknownEpisode":2}})")),
+            2);
+  EXPECT_EQ(ResultUnknownEpisode(nlohmann::json::parse(R"({"status":{}})")), 0);
+  EXPECT_EQ(ResultUnknownEpisode(nlohmann::json::parse(R"({"metadata":{}})")), 0);
+}
+
+}  // namespace
+}  // namespace ayatori::plugin
