@@ -19,6 +19,7 @@
 #include "ayatori/clock.h"
 #include "ayatori/kube_client.h"
 #include "controller/cluster_cache.h"
+#include "controller/reference_reader.h"
 #include "obs/metrics.h"
 #include "statemachine/statemachine.h"
 
@@ -81,8 +82,6 @@ class JobReconciler {
   // for); the Job must not fall back to the current parameters.
   StatusOr<nlohmann::json> ParametersFor(const api::Job& job);
   StatusOr<std::shared_ptr<const BackendSnapshot>> ReadBackendSnapshot(const std::string& name);
-  StatusOr<std::string> ReadReferencedValue(const std::string& ns, const api::KeySelector& ref,
-                                            bool secret, bool* found);
   void RecordEvents(const api::Job& job, const std::vector<statemachine::Event>& events);
   void CountWrite(const char* what);
   bool Crash(std::string_view point, const api::Job& job) const;
@@ -94,6 +93,7 @@ class JobReconciler {
   obs::Registry& metrics_;
   kube::EventRecorder* events_;
   ReconcilerOptions options_;
+  ReferenceReader references_;  // GETs of referenced Secrets/ConfigMaps, forwarding adapters only
 };
 
 }  // namespace ayatori::controller
