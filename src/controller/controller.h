@@ -1,9 +1,9 @@
 // The Job controller: informers on Jobs, JobClasses, the parameters kinds, Namespaces and the
-// metadata of Secrets/ConfigMaps (PartialObjectMetadata: never their content); a workqueue of Job keys; workers running JobReconciler; the
-// adapters' notifications; metrics. A JobController works once: Start() when this replica leads
-// (or at once without leader election), Stop() when the process ends. A replica that stops leading
-// ends its process instead of stopping and starting again (docs/operations.md, "Leader
-// election"), so nothing here restarts.
+// metadata of Secrets/ConfigMaps (PartialObjectMetadata: never their content); a workqueue of Job
+// keys; workers running JobReconciler; the adapters' notifications; metrics. A JobController works
+// once: Start() when this replica leads (or at once without leader election), Stop() when the
+// process ends. A replica that stops leading ends its process instead of stopping and starting
+// again (docs/operations.md, "Leader election"), so nothing here restarts.
 #pragma once
 
 #include <atomic>

@@ -49,17 +49,17 @@ namespace {
 // Checks one env reference: existence in the metadata cache; when `reads` is set (the values
 // will be forwarded), the key too, by reading the object. A pending resolution when it cannot be
 // satisfied yet; an error when the read failed.
-StatusOr<std::optional<Resolution>> CheckReference(const ClusterCache& cache,
-                                                   ReferenceReads* reads, const std::string& ns,
+StatusOr<std::optional<Resolution>> CheckReference(const ClusterCache& cache, ReferenceReads* reads,
+                                                   const std::string& ns,
                                                    const std::string& envName,
                                                    const api::KeySelector& ref,
                                                    ReferenceKind kind) {
   const bool secret = kind == ReferenceKind::kSecret;
   const std::string what = std::string(ReferenceKindName(kind)) + " " + ns + "/" + ref.name;
   auto missing = [&] {
-    return Resolution::Pending(secret ? "SecretNotFound" : "ConfigMapNotFound",
-                               "env " + envName + ": " + what +
-                                   " does not exist; the Job starts once it is created");
+    return Resolution::Pending(
+        secret ? "SecretNotFound" : "ConfigMapNotFound",
+        "env " + envName + ": " + what + " does not exist; the Job starts once it is created");
   };
   auto exists = secret ? cache.GetSecret(ns, ref.name) : cache.GetConfigMap(ns, ref.name);
   if (!exists) {

@@ -25,8 +25,8 @@ StatusOr<ObjectMetadata> DecodeObjectMetadata(const nlohmann::json& object) {
   const nlohmann::json& md = object["metadata"];
   ObjectMetadata m;
   for (const auto& [field, out] :
-       {std::pair{"namespace", &m.namespace_}, std::pair{"name", &m.name},
-        std::pair{"uid", &m.uid}, std::pair{"resourceVersion", &m.resourceVersion}}) {
+       {std::pair{"namespace", &m.namespace_}, std::pair{"name", &m.name}, std::pair{"uid", &m.uid},
+        std::pair{"resourceVersion", &m.resourceVersion}}) {
     if (!StringField(md, field, out)) {
       return Status(StatusCode::kInvalidArgument,
                     std::string("object metadata: metadata.") + field + " is not a string");

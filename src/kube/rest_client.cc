@@ -88,7 +88,7 @@ std::string RestClient::BearerToken() {
 }
 
 std::vector<std::pair<std::string, std::string>> RestClient::Headers(std::string_view contentType,
-                                                                    std::string_view accept) {
+                                                                     std::string_view accept) {
   std::vector<std::pair<std::string, std::string>> h;
   h.emplace_back("Accept", accept.empty() ? "application/json" : std::string(accept));
   h.emplace_back("User-Agent", options_.userAgent);

@@ -85,7 +85,8 @@ class ResolverTest : public ::testing::Test {
                  const std::string& type = "Opaque") {
     nlohmann::json data = nlohmann::json::object();
     for (const auto& k : keys) data[k] = "dmFsdWU=";  // "value"
-    Put(kSecrets, {{"metadata", {{"name", name}, {"namespace", ns}}}, {"type", type}, {"data", data}});
+    Put(kSecrets,
+        {{"metadata", {{"name", name}, {"namespace", ns}}}, {"type", type}, {"data", data}});
     cache_.AddSecret(ns, name);
   }
   void AddConfigMap(const std::string& ns, const std::string& name,
