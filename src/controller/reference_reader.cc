@@ -23,6 +23,10 @@ StatusOr<std::optional<ReferencedObject>> ReferenceReader::Read(ReferenceKind ki
   if (secret && obj->contains("type") && (*obj)["type"].is_string()) {
     out.type = (*obj)["type"].get<std::string>();
   }
+  static const nlohmann::json::json_pointer kResourceVersion("/metadata/resourceVersion");
+  if (obj->contains(kResourceVersion) && (*obj)[kResourceVersion].is_string()) {
+    out.resourceVersion = (*obj)[kResourceVersion].get<std::string>();
+  }
 
   const nlohmann::json& object = *obj;
   for (const char* field : {"data", "binaryData"}) {
@@ -42,6 +46,33 @@ StatusOr<std::optional<ReferencedObject>> ReferenceReader::Read(ReferenceKind ki
     }
   }
   return std::optional<ReferencedObject>(std::move(out));
+}
+
+StatusOr<std::shared_ptr<const ReferencedKeys>> ReferenceReader::ReadKeys(
+    ReferenceKind kind, const std::string& ns, const std::string& name,
+    const std::string& knownResourceVersion) {
+  const std::string key = std::string(ReferenceKindName(kind)) + "/" + ns + "/" + name;
+  {
+    std::lock_guard lock(mu_);
+    auto it = remembered_.find(key);
+    if (it != remembered_.end() && !knownResourceVersion.empty() &&
+        it->second.resourceVersion == knownResourceVersion) {
+      return it->second.keys;
+    }
+  }
+  auto obj = Read(kind, ns, name);
+  if (!obj.ok()) return obj.status();
+  std::lock_guard lock(mu_);
+  if (!obj->has_value()) {
+    remembered_.erase(key);
+    return std::shared_ptr<const ReferencedKeys>();
+  }
+  auto keys = std::make_shared<ReferencedKeys>();
+  keys->type = (*obj)->type;
+  for (const auto& [k, v] : (*obj)->values) keys->names.insert(k);
+  if (remembered_.size() >= kMaxRemembered) remembered_.clear();
+  remembered_[key] = Remembered{(*obj)->resourceVersion, keys};
+  return std::shared_ptr<const ReferencedKeys>(std::move(keys));
 }
 
 StatusOr<const ReferencedObject*> ReferenceReads::Get(ReferenceKind kind, const std::string& ns,

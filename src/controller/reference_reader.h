@@ -7,8 +7,12 @@
 #pragma once
 
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "ayatori/adapter.h"
@@ -24,7 +28,14 @@ const char* ReferenceKindName(ReferenceKind kind);  // "Secret", "ConfigMap"
 // (Secret data and every binaryData are base64 on the wire; ConfigMap data is text).
 struct ReferencedObject {
   std::string type;
+  std::string resourceVersion;  // of the object as read
   std::map<std::string, SensitiveString> values;
+};
+
+// What acceptance needs of an object: its type ("" for a ConfigMap) and key names, no value.
+struct ReferencedKeys {
+  std::string type;
+  std::set<std::string> names;
 };
 
 class ReferenceReader {
@@ -38,8 +49,28 @@ class ReferenceReader {
   StatusOr<std::optional<ReferencedObject>> Read(ReferenceKind kind, const std::string& ns,
                                                  const std::string& name);
 
+  // The type and key names of ns/name (nullptr when it does not exist; errors as Read).
+  // `knownResourceVersion` is the object's resourceVersion in the metadata cache: when the last
+  // read of this object was at that version, its key names are still those and no GET is sent.
+  // So a waiting Job reconciled again (its own status write, a class change, a restart of the
+  // workqueue's backoff) costs a GET only when its object changed. Thread-safe.
+  StatusOr<std::shared_ptr<const ReferencedKeys>> ReadKeys(ReferenceKind kind,
+                                                           const std::string& ns,
+                                                           const std::string& name,
+                                                           const std::string& knownResourceVersion);
+
  private:
+  // Key names by object; bounded: past kMaxRemembered objects all are forgotten at once (they are
+  // read again when needed).
+  static constexpr size_t kMaxRemembered = 10000;
+  struct Remembered {
+    std::string resourceVersion;
+    std::shared_ptr<const ReferencedKeys> keys;
+  };
+
   KubeClient& client_;
+  std::mutex mu_;
+  std::unordered_map<std::string, Remembered> remembered_;  // "<kind>/<ns>/<name>"
 };
 
 // Reads each object at most once per use (one resolution, one request build), however many

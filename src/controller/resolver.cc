@@ -46,11 +46,11 @@ std::string ChooseJobClassName(const api::Job& job, const ClusterCache& cache,
 
 namespace {
 
-// Checks one env reference: existence in the metadata cache; when `reads` is set (the values
-// will be forwarded), the key too, by reading the object. A pending resolution when it cannot be
-// satisfied yet; an error when the read failed.
-StatusOr<std::optional<Resolution>> CheckReference(const ClusterCache& cache, ReferenceReads* reads,
-                                                   const std::string& ns,
+// Checks one env reference: existence in the metadata cache; when `reader` is set (the values
+// will be forwarded), the key too, from the object's key names. A pending resolution when it
+// cannot be satisfied yet; an error when the read failed.
+StatusOr<std::optional<Resolution>> CheckReference(const ClusterCache& cache,
+                                                   ReferenceReader* reader, const std::string& ns,
                                                    const std::string& envName,
                                                    const api::KeySelector& ref,
                                                    ReferenceKind kind) {
@@ -66,14 +66,14 @@ StatusOr<std::optional<Resolution>> CheckReference(const ClusterCache& cache, Re
     if (ref.optional) return std::optional<Resolution>();
     return std::optional<Resolution>(missing());
   }
-  if (reads == nullptr) return std::optional<Resolution>();
-  auto obj = reads->Get(kind, ns, ref.name);
-  if (!obj.ok()) return obj.status();
-  if (*obj == nullptr) {  // deleted since the cache saw it
+  if (reader == nullptr) return std::optional<Resolution>();
+  auto keys = reader->ReadKeys(kind, ns, ref.name, exists->resourceVersion);
+  if (!keys.ok()) return keys.status();
+  if (*keys == nullptr) {  // deleted since the cache saw it
     if (ref.optional) return std::optional<Resolution>();
     return std::optional<Resolution>(missing());
   }
-  if (!(*obj)->values.contains(ref.key) && !ref.optional) {
+  if (!(*keys)->names.contains(ref.key) && !ref.optional) {
     return std::optional<Resolution>(
         Resolution::Pending("KeyNotFound", "env " + envName + ": " + what + " has no key \"" +
                                                ref.key + "\"; the Job starts once it is added"));
@@ -164,8 +164,7 @@ StatusOr<Resolution> ResolveJob(const api::Job& job, const ClusterCache& cache,
   // CreateContainerConfigError). Other adapters get the values from the controller: each object
   // is read once here to check its keys, and again when the request is built.
   const bool passesReferences = AdapterPassesReferences(controllerName);
-  ReferenceReads reads(reader);
-  ReferenceReads* keyReads = passesReferences ? nullptr : &reads;
+  ReferenceReader* keyReader = passesReferences ? nullptr : &reader;
   for (const auto& env : job.spec.task.env) {
     if (!env.valueFrom) continue;
     if (env.valueFrom->secretKeyRef) {
@@ -178,13 +177,13 @@ StatusOr<Resolution> ResolveJob(const api::Job& job, const ClusterCache& cache,
                                         "\" does not allow forwarding Secret values to its backend "
                                         "(spec.secretEnvForwarding: Denied)");
       }
-      auto r = CheckReference(cache, keyReads, ns, env.name, *env.valueFrom->secretKeyRef,
+      auto r = CheckReference(cache, keyReader, ns, env.name, *env.valueFrom->secretKeyRef,
                               ReferenceKind::kSecret);
       if (!r.ok()) return r.status();
       if (*r) return **r;
     }
     if (env.valueFrom->configMapKeyRef) {
-      auto r = CheckReference(cache, keyReads, ns, env.name, *env.valueFrom->configMapKeyRef,
+      auto r = CheckReference(cache, keyReader, ns, env.name, *env.valueFrom->configMapKeyRef,
                               ReferenceKind::kConfigMap);
       if (!r.ok()) return r.status();
       if (*r) return **r;
@@ -193,15 +192,15 @@ StatusOr<Resolution> ResolveJob(const api::Job& job, const ClusterCache& cache,
   if (!passesReferences) {
     for (const auto& pull : job.spec.task.imagePullSecrets) {
       const std::string what = "imagePullSecrets: Secret " + ns + "/" + pull.name;
-      const ReferencedObject* secret = nullptr;
-      if (cache.GetSecret(ns, pull.name)) {
-        auto read = reads.Get(ReferenceKind::kSecret, ns, pull.name);
+      std::shared_ptr<const ReferencedKeys> secret;
+      if (auto exists = cache.GetSecret(ns, pull.name)) {
+        auto read = reader.ReadKeys(ReferenceKind::kSecret, ns, pull.name, exists->resourceVersion);
         if (!read.ok()) return read.status();
         secret = *read;
       }
       if (secret == nullptr) return Resolution::Pending("SecretNotFound", what + " does not exist");
       if (secret->type != "kubernetes.io/dockerconfigjson" ||
-          !secret->values.contains(".dockerconfigjson")) {
+          !secret->names.contains(".dockerconfigjson")) {
         return Resolution::Rejected("ImagePullSecretInvalid",
                                     what + " is not of type kubernetes.io/dockerconfigjson");
       }

@@ -39,11 +39,14 @@ class FakeClusterCache final : public ClusterCache {
   // What the metadata informers would hold: the Secret/ConfigMap ns/name exists. Its content is
   // not here (the controller never caches it); a test that needs it gives the resolver a
   // ReferenceReader over a FakeKubeClient holding the object.
-  void AddSecret(const std::string& ns, const std::string& name) {
-    secrets_[{ns, name}] = MetadataOf(ns, name);
+  // `resourceVersion`: the object's, as the API server (a FakeKubeClient) has it; "" = made up.
+  void AddSecret(const std::string& ns, const std::string& name,
+                 const std::string& resourceVersion = "") {
+    secrets_[{ns, name}] = MetadataOf(ns, name, resourceVersion);
   }
-  void AddConfigMap(const std::string& ns, const std::string& name) {
-    configMaps_[{ns, name}] = MetadataOf(ns, name);
+  void AddConfigMap(const std::string& ns, const std::string& name,
+                    const std::string& resourceVersion = "") {
+    configMaps_[{ns, name}] = MetadataOf(ns, name, resourceVersion);
   }
 
   std::shared_ptr<const api::Job> GetJob(const std::string& ns,
@@ -92,10 +95,12 @@ class FakeClusterCache final : public ClusterCache {
 
  private:
   using Key = std::pair<std::string, std::string>;
-  static kube::ObjectMetadata MetadataOf(const std::string& ns, const std::string& name) {
+  static kube::ObjectMetadata MetadataOf(const std::string& ns, const std::string& name,
+                                         const std::string& resourceVersion) {
     static int next = 0;
     ++next;
-    return {ns, name, "uid-" + std::to_string(next), std::to_string(next)};
+    return {ns, name, "uid-" + std::to_string(next),
+            resourceVersion.empty() ? "made-up-" + std::to_string(next) : resourceVersion};
   }
   static std::shared_ptr<const kube::ObjectMetadata> Find(
       const std::map<Key, kube::ObjectMetadata>& m, const std::string& ns,

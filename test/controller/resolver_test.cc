@@ -85,21 +85,26 @@ class ResolverTest : public ::testing::Test {
                  const std::string& type = "Opaque") {
     nlohmann::json data = nlohmann::json::object();
     for (const auto& k : keys) data[k] = "dmFsdWU=";  // "value"
-    Put(kSecrets,
-        {{"metadata", {{"name", name}, {"namespace", ns}}}, {"type", type}, {"data", data}});
-    cache_.AddSecret(ns, name);
+    cache_.AddSecret(
+        ns, name,
+        Put(kSecrets,
+            {{"metadata", {{"name", name}, {"namespace", ns}}}, {"type", type}, {"data", data}}));
   }
   void AddConfigMap(const std::string& ns, const std::string& name,
                     const std::set<std::string>& keys) {
     nlohmann::json data = nlohmann::json::object();
     for (const auto& k : keys) data[k] = "value";
-    Put(kConfigMaps, {{"metadata", {{"name", name}, {"namespace", ns}}}, {"data", data}});
-    cache_.AddConfigMap(ns, name);
+    cache_.AddConfigMap(
+        ns, name,
+        Put(kConfigMaps, {{"metadata", {{"name", name}, {"namespace", ns}}}, {"data", data}}));
   }
-  void Put(const ResourceRef& ref, const nlohmann::json& object) {
+  // Creates or replaces the object in the fake API server; returns its resourceVersion.
+  std::string Put(const ResourceRef& ref, const nlohmann::json& object) {
     const std::string ns = object["metadata"]["namespace"];
     (void)client_.Delete(ref, ns, object["metadata"]["name"].get<std::string>(), {});
-    ASSERT_TRUE(client_.Create(ref, ns, object, {}).ok());
+    auto created = client_.Create(ref, ns, object, {});
+    EXPECT_TRUE(created.ok()) << created.status().ToString();
+    return created.ok() ? (*created)["metadata"].value("resourceVersion", "") : "";
   }
 
   std::shared_ptr<adapters::InProcessTestAdapter> backend_;
@@ -342,6 +347,29 @@ TEST_F(ResolverTest, ForwardingClassReadsEachReferencedObjectOnce) {
   EXPECT_EQ(r.outcome, Outcome::kResolved) << r.reason << ": " << r.message;
   EXPECT_EQ(client_.CountActions("get", "secrets"), 1U);
   EXPECT_EQ(client_.CountActions("get", "configmaps"), 1U);
+}
+
+// Key names are remembered by the resourceVersion they were read at: a Job resolved again while
+// the metadata cache shows the same version costs no GET; a change of the object (a new version)
+// is read again, and so is an object the cache still shows while the read says it is gone.
+TEST_F(ResolverTest, KeyNamesAreReadAgainOnlyWhenTheObjectChanged) {
+  api::Job job = Job("test");
+  job.spec.task.env.push_back(SecretEnv("TOKEN", "tok", "token"));
+  AddSecret(kNs, "tok", {"other"});
+  for (int i = 0; i < 3; ++i) {
+    Resolution r = Resolve(job);
+    EXPECT_PENDING(r, "KeyNotFound");
+  }
+  EXPECT_EQ(client_.CountActions("get", "secrets"), 1U);
+  AddSecret(kNs, "tok", {"other", "token"});  // a new resourceVersion
+  EXPECT_EQ(Resolve(job).outcome, Outcome::kResolved);
+  EXPECT_EQ(client_.CountActions("get", "secrets"), 2U);
+  // The metadata cache lags: it shows a version the reader has not seen, and the object is gone.
+  ASSERT_TRUE(client_.Delete(kSecrets, kNs, "tok", {}).ok());
+  cache_.AddSecret(kNs, "tok");
+  Resolution gone = Resolve(job);  // (EXPECT_PENDING evaluates its argument three times)
+  EXPECT_PENDING(gone, "SecretNotFound");
+  EXPECT_EQ(client_.CountActions("get", "secrets"), 3U);
 }
 
 TEST_F(ResolverTest, DeniedForwardingRejectsBeforeReadingTheSecret) {
