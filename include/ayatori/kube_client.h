@@ -42,6 +42,10 @@ struct ListOptions {
   std::string resourceVersionMatch;  // "", "NotOlderThan" or "Exact"
   int64_t limit = 0;                 // page size; 0 = everything in one response
   std::string continueToken;         // from the previous page
+  // Items come as PartialObjectMetadata (kind, apiVersion meta.k8s.io/v1 and metadata only, no
+  // data or spec): the API server is asked for them by the Accept header, so the content never
+  // travels. For caches that only need to know that an object exists or changed.
+  bool metadataOnly = false;
 };
 
 struct ObjectList {
@@ -83,6 +87,7 @@ struct WatchOptions {
   std::string resourceVersion;  // start after this version; "" = current state as ADDED events
   bool allowWatchBookmarks = true;
   int64_t timeoutSeconds = 0;  // server closes the stream after this; 0 = server default
+  bool metadataOnly = false;   // event objects as PartialObjectMetadata (see ListOptions)
 };
 
 enum class WatchEventType { kAdded, kModified, kDeleted, kBookmark };

@@ -5,21 +5,14 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "api/types.h"
 #include "controller/backend_snapshot.h"
+#include "kube/object_metadata.h"
 
 namespace ayatori::controller {
-
-// What the cache keeps of a Secret or ConfigMap: its type and the names of its keys, never the
-// values (values are read fresh, only for Jobs whose backend needs them, only when needed).
-struct ReferencedObjectInfo {
-  std::string type;  // Secret type, e.g. kubernetes.io/dockerconfigjson; "" for ConfigMaps
-  std::set<std::string> keys;
-};
 
 class ClusterCache {
  public:
@@ -33,9 +26,12 @@ class ClusterCache {
                                                               const std::string& name) const = 0;
   // The namespace's default-job-class annotation; "" when absent or the namespace is unknown.
   virtual std::string NamespaceDefaultJobClass(const std::string& ns) const = 0;
-  virtual std::shared_ptr<const ReferencedObjectInfo> GetSecret(const std::string& ns,
+  // The metadata of a Secret or ConfigMap (it exists), or nullptr. Only metadata: the cache
+  // never holds their type, keys or values (controller/reference_reader.h reads those, for the
+  // Jobs that need them).
+  virtual std::shared_ptr<const kube::ObjectMetadata> GetSecret(const std::string& ns,
                                                                 const std::string& name) const = 0;
-  virtual std::shared_ptr<const ReferencedObjectInfo> GetConfigMap(
+  virtual std::shared_ptr<const kube::ObjectMetadata> GetConfigMap(
       const std::string& ns, const std::string& name) const = 0;
   // A backend snapshot of the controller's namespace by ConfigMap name (backend_snapshot.h);
   // nullptr if the cache has none of that name (just created, or deleted).

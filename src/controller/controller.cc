@@ -94,15 +94,21 @@ std::shared_ptr<const NamespaceInfo> DecodeNamespace(const nlohmann::json& j) {
   return std::make_shared<const NamespaceInfo>(std::move(info));
 }
 
-// Keeps the key names only: Secret values never enter the cache.
-std::shared_ptr<const ReferencedObjectInfo> DecodeReferenced(const nlohmann::json& j) {
-  ReferencedObjectInfo info;
-  if (j.contains("type") && j["type"].is_string()) info.type = j["type"].get<std::string>();
-  for (const char* field : {"data", "binaryData"}) {
-    if (!j.contains(field) || !j[field].is_object()) continue;
-    for (const auto& [k, v] : j[field].items()) info.keys.insert(k);
+// Metadata-only informers (Secrets, ConfigMaps): what the API server sends is a
+// PartialObjectMetadata, and only its metadata is kept.
+kube::InformerOptions MetadataOnly(const char* name) {
+  kube::InformerOptions o = Named(name);
+  o.metadataOnly = true;
+  return o;
+}
+
+std::shared_ptr<const kube::ObjectMetadata> DecodeMetadata(const nlohmann::json& j) {
+  auto m = kube::DecodeObjectMetadata(j);
+  if (!m.ok()) {
+    obs::Error("cannot decode object metadata; it is ignored", {{"error", m.status().message()}});
+    return nullptr;
   }
-  return std::make_shared<const ReferencedObjectInfo>(std::move(info));
+  return std::make_shared<const kube::ObjectMetadata>(std::move(*m));
 }
 
 std::function<std::shared_ptr<const nlohmann::json>(const nlohmann::json&)> DecodeParameters(
@@ -144,8 +150,8 @@ InformerClusterCache::InformerClusterCache(KubeClient& client, std::string docke
       dockerParameters(client, kDockerParameters, Named("dockerexecutionparameters"),
                        DecodeParameters(std::move(dockerEndpointOverride))),
       namespaces(client, kNamespaces, Named("namespaces"), DecodeNamespace),
-      secrets(client, kSecrets, Named("secrets"), DecodeReferenced),
-      configMaps(client, kConfigMaps, Named("configmaps"), DecodeReferenced),
+      secrets(client, kSecrets, MetadataOnly("secrets"), DecodeMetadata),
+      configMaps(client, kConfigMaps, MetadataOnly("configmaps"), DecodeMetadata),
       backendSnapshots(client, kConfigMaps, SnapshotsIn(controllerNamespace),
                        DecodeBackendSnapshot),
       controllerNamespace_(controllerNamespace) {
@@ -237,12 +243,12 @@ std::string InformerClusterCache::NamespaceDefaultJobClass(const std::string& ns
   return info ? info->defaultJobClass : "";
 }
 
-std::shared_ptr<const ReferencedObjectInfo> InformerClusterCache::GetSecret(
+std::shared_ptr<const kube::ObjectMetadata> InformerClusterCache::GetSecret(
     const std::string& ns, const std::string& name) const {
   return secrets.Get(Key(ns, name));
 }
 
-std::shared_ptr<const ReferencedObjectInfo> InformerClusterCache::GetConfigMap(
+std::shared_ptr<const kube::ObjectMetadata> InformerClusterCache::GetConfigMap(
     const std::string& ns, const std::string& name) const {
   return configMaps.Get(Key(ns, name));
 }
@@ -274,7 +280,7 @@ JobController::JobController(KubeClient& client, adapters::AdapterRegistry& regi
   // controller/resolver.h): the Job informer indexes waiting Jobs by those objects, so an event
   // costs a lookup, not a scan of every Job. Events of an informer's first list are skipped:
   // Start() queues every Job once all informers have synced.
-  using RefPtr = kube::Informer<ReferencedObjectInfo>::Ptr;
+  using RefPtr = kube::Informer<kube::ObjectMetadata>::Ptr;
   for (const auto& [informerRef, kindRef] :
        {std::pair{&cache_->secrets, "Secret"}, std::pair{&cache_->configMaps, "ConfigMap"}}) {
     auto* informer = informerRef;  // lambdas capture variables, not structured bindings
@@ -284,10 +290,11 @@ JobController::JobController(KubeClient& client, adapters::AdapterRegistry& regi
             [this, informer, kind](const std::string& key, const RefPtr&) {
               if (informer->HasSynced()) WakeJobsWaitingOn(WaitTarget(kind, key));
             },
-        // Resolution reads only the type and the key names.
+        // The metadata does not say which keys changed: any new resourceVersion (a key added, a
+        // type changed, the object replaced) wakes the waiting Jobs, which read it again.
         .onUpdate =
             [this, kind](const std::string& key, const RefPtr& old, const RefPtr& now) {
-              if (old->type != now->type || old->keys != now->keys) {
+              if (old->resourceVersion != now->resourceVersion || old->uid != now->uid) {
                 WakeJobsWaitingOn(WaitTarget(kind, key));
               }
             },

@@ -1,9 +1,9 @@
 // The Job controller: informers on Jobs, JobClasses, the parameters kinds, Namespaces and the
-// key names of Secrets/ConfigMaps; a workqueue of Job keys; workers running JobReconciler; the
-// adapters' notifications; metrics. A JobController works once: Start() when this replica leads
-// (or at once without leader election), Stop() when the process ends. A replica that stops leading
-// ends its process instead of stopping and starting again (docs/operations.md, "Leader
-// election"), so nothing here restarts.
+// metadata of Secrets/ConfigMaps (PartialObjectMetadata: never their content); a workqueue of Job
+// keys; workers running JobReconciler; the adapters' notifications; metrics. A JobController works
+// once: Start() when this replica leads (or at once without leader election), Stop() when the
+// process ends. A replica that stops leading ends its process instead of stopping and starting
+// again (docs/operations.md, "Leader election"), so nothing here restarts.
 #pragma once
 
 #include <atomic>
@@ -79,9 +79,9 @@ class InformerClusterCache final : public ClusterCache {
   std::shared_ptr<const nlohmann::json> GetParameters(const std::string& kind,
                                                       const std::string& name) const override;
   std::string NamespaceDefaultJobClass(const std::string& ns) const override;
-  std::shared_ptr<const ReferencedObjectInfo> GetSecret(const std::string& ns,
+  std::shared_ptr<const kube::ObjectMetadata> GetSecret(const std::string& ns,
                                                         const std::string& name) const override;
-  std::shared_ptr<const ReferencedObjectInfo> GetConfigMap(const std::string& ns,
+  std::shared_ptr<const kube::ObjectMetadata> GetConfigMap(const std::string& ns,
                                                            const std::string& name) const override;
   std::shared_ptr<const BackendSnapshot> GetBackendSnapshot(const std::string& name) const override;
 
@@ -92,8 +92,10 @@ class InformerClusterCache final : public ClusterCache {
   kube::Informer<nlohmann::json> openSandboxParameters;
   kube::Informer<nlohmann::json> dockerParameters;
   kube::Informer<NamespaceInfo> namespaces;
-  kube::Informer<ReferencedObjectInfo> secrets;
-  kube::Informer<ReferencedObjectInfo> configMaps;
+  // Metadata-only list/watch of every Secret and ConfigMap (kube/object_metadata.h): they wake
+  // the Jobs waiting for one and answer whether one exists; the content is never sent.
+  kube::Informer<kube::ObjectMetadata> secrets;
+  kube::Informer<kube::ObjectMetadata> configMaps;
   // Only the labelled ConfigMaps of the controller's namespace, with their values.
   kube::Informer<BackendSnapshot> backendSnapshots;
 

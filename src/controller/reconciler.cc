@@ -75,7 +75,8 @@ JobReconciler::JobReconciler(KubeClient& client, const ClusterCache& cache,
       clock_(clock),
       metrics_(metrics),
       events_(events),
-      options_(std::move(options)) {}
+      options_(std::move(options)),
+      references_(client) {}
 
 ReconcileResult JobReconciler::Reconcile(const std::string& ns, const std::string& name) {
   auto cached = cache_.GetJob(ns, name);
@@ -338,36 +339,6 @@ StatusOr<Observation> JobReconciler::CallAdapter(AdapterCall call, const api::Jo
   return result;
 }
 
-StatusOr<std::string> JobReconciler::ReadReferencedValue(const std::string& ns,
-                                                         const api::KeySelector& ref, bool secret,
-                                                         bool* found) {
-  *found = false;
-  auto obj = client_.Get(secret ? kSecrets : kConfigMaps, ns, ref.name);
-  const char* kind = secret ? "Secret" : "ConfigMap";
-  if (!obj.ok()) {
-    if (obj.status().code() == StatusCode::kNotFound && ref.optional) return std::string();
-    return Status(obj.status().code(), std::string("reading ") + kind + " " + ns + "/" + ref.name +
-                                           ": " + obj.status().message());
-  }
-  for (const char* field : {"data", "binaryData"}) {
-    if (!obj->contains(field) || !(*obj)[field].is_object()) continue;
-    const auto& data = (*obj)[field];
-    auto it = data.find(ref.key);
-    if (it == data.end() || !it->is_string()) continue;
-    *found = true;
-    if (!secret && std::string(field) == "data") return it->get<std::string>();
-    std::string decoded;
-    if (!kube::Base64Decode(it->get<std::string>(), &decoded)) {
-      return Status(StatusCode::kInvalidArgument, std::string(kind) + " " + ns + "/" + ref.name +
-                                                      " key " + ref.key + " is not base64");
-    }
-    return decoded;
-  }
-  if (ref.optional) return std::string();
-  return Status(StatusCode::kNotFound,
-                std::string(kind) + " " + ns + "/" + ref.name + " has no key " + ref.key);
-}
-
 StatusOr<ExecutionRequest> JobReconciler::BuildRequest(const api::Job& job,
                                                        nlohmann::json parameters) {
   ExecutionRequest request;
@@ -377,25 +348,42 @@ StatusOr<ExecutionRequest> JobReconciler::BuildRequest(const api::Job& job,
   if (job.status.effectiveResources) request.resources = *job.status.effectiveResources;
   if (AdapterPassesReferences(request.jobClass.controllerName)) return request;
   const std::string& ns = job.metadata.namespace_;
+  // One GET per referenced object, however many of its keys the Job names.
+  ReferenceReads reads(references_);
   for (const auto& env : job.spec.task.env) {
     if (env.value) {
       request.resolvedEnv.push_back({env.name, SensitiveString(*env.value)});
       continue;
     }
     if (!env.valueFrom) continue;
-    bool secret = env.valueFrom->secretKeyRef.has_value();
+    const bool secret = env.valueFrom->secretKeyRef.has_value();
+    const ReferenceKind kind = secret ? ReferenceKind::kSecret : ReferenceKind::kConfigMap;
     const api::KeySelector& ref =
         secret ? *env.valueFrom->secretKeyRef : *env.valueFrom->configMapKeyRef;
-    bool found = false;
-    auto value = ReadReferencedValue(ns, ref, secret, &found);
-    if (!value.ok()) return value.status();
-    if (found) request.resolvedEnv.push_back({env.name, SensitiveString(std::move(*value))});
+    auto obj = reads.Get(kind, ns, ref.name);
+    if (!obj.ok()) return obj.status();
+    const std::string what = std::string(ReferenceKindName(kind)) + " " + ns + "/" + ref.name;
+    if (*obj == nullptr) {
+      if (ref.optional) continue;
+      return Status(StatusCode::kNotFound, what + " does not exist");
+    }
+    auto value = (*obj)->values.find(ref.key);
+    if (value == (*obj)->values.end()) {
+      if (ref.optional) continue;
+      return Status(StatusCode::kNotFound, what + " has no key " + ref.key);
+    }
+    request.resolvedEnv.push_back({env.name, value->second});
   }
   for (const auto& pull : job.spec.task.imagePullSecrets) {
-    bool found = false;
-    auto config = ReadReferencedValue(ns, {pull.name, ".dockerconfigjson", false}, true, &found);
-    if (!config.ok()) return config.status();
-    request.imagePullConfigs.emplace_back(std::move(*config));
+    auto obj = reads.Get(ReferenceKind::kSecret, ns, pull.name);
+    if (!obj.ok()) return obj.status();
+    const std::string what = "Secret " + ns + "/" + pull.name;
+    if (*obj == nullptr) return Status(StatusCode::kNotFound, what + " does not exist");
+    auto config = (*obj)->values.find(".dockerconfigjson");
+    if (config == (*obj)->values.end()) {
+      return Status(StatusCode::kNotFound, what + " has no key .dockerconfigjson");
+    }
+    request.imagePullConfigs.push_back(config->second);
   }
   return request;
 }
@@ -411,7 +399,9 @@ ExecutionKey JobReconciler::BuildKey(const api::Job& job, nlohmann::json paramet
 }
 
 StatusOr<statemachine::Resolution> JobReconciler::Resolve(const api::Job& job) {
-  statemachine::Resolution resolution = ResolveJob(job, cache_, registry_);
+  auto resolved = ResolveJob(job, cache_, registry_, references_);
+  if (!resolved.ok()) return resolved.status();
+  statemachine::Resolution resolution = std::move(*resolved);
   if (resolution.outcome != statemachine::Resolution::Outcome::kResolved ||
       !resolution.jobClass.backendSnapshot) {
     return resolution;

@@ -21,6 +21,7 @@
 #include "ayatori/clock.h"
 #include "ayatori/kube_client.h"
 #include "controller/cluster_cache.h"
+#include "controller/reference_reader.h"
 #include "obs/metrics.h"
 #include "statemachine/statemachine.h"
 
@@ -83,8 +84,6 @@ class JobReconciler {
   // for); the Job must not fall back to the current parameters.
   StatusOr<nlohmann::json> ParametersFor(const api::Job& job);
   StatusOr<std::shared_ptr<const BackendSnapshot>> ReadBackendSnapshot(const std::string& name);
-  StatusOr<std::string> ReadReferencedValue(const std::string& ns, const api::KeySelector& ref,
-                                            bool secret, bool* found);
   void RecordEvents(const api::Job& job, const std::vector<statemachine::Event>& events);
   void CountWrite(const char* what);
   bool Crash(std::string_view point, const api::Job& job) const;
@@ -108,6 +107,7 @@ class JobReconciler {
   // Last write of a changed waiting message per Job UID; entries older than the interval are
   // dropped as new ones come, and a Job's entry when it stops waiting.
   std::unordered_map<std::string, std::chrono::steady_clock::time_point> waitingWrites_;
+  ReferenceReader references_;  // GETs of referenced Secrets/ConfigMaps, forwarding adapters only
 };
 
 }  // namespace ayatori::controller

@@ -46,25 +46,39 @@ std::string ChooseJobClassName(const api::Job& job, const ClusterCache& cache,
 
 namespace {
 
-// Checks one env reference against the cache; returns a pending resolution when it cannot be
-// satisfied yet.
-std::optional<Resolution> CheckReference(const ClusterCache& cache, const std::string& ns,
-                                         const std::string& envName, const api::KeySelector& ref,
-                                         bool secret) {
-  auto obj = secret ? cache.GetSecret(ns, ref.name) : cache.GetConfigMap(ns, ref.name);
-  const char* kind = secret ? "Secret" : "ConfigMap";
-  if (!obj) {
-    if (ref.optional) return std::nullopt;
-    return Resolution::Pending(secret ? "SecretNotFound" : "ConfigMapNotFound",
-                               "env " + envName + ": " + kind + " " + ns + "/" + ref.name +
-                                   " does not exist; the Job starts once it is created");
+// Checks one env reference: existence in the metadata cache; when `reader` is set (the values
+// will be forwarded), the key too, from the object's key names. A pending resolution when it
+// cannot be satisfied yet; an error when the read failed.
+StatusOr<std::optional<Resolution>> CheckReference(const ClusterCache& cache,
+                                                   ReferenceReader* reader, const std::string& ns,
+                                                   const std::string& envName,
+                                                   const api::KeySelector& ref,
+                                                   ReferenceKind kind) {
+  const bool secret = kind == ReferenceKind::kSecret;
+  const std::string what = std::string(ReferenceKindName(kind)) + " " + ns + "/" + ref.name;
+  auto missing = [&] {
+    return Resolution::Pending(
+        secret ? "SecretNotFound" : "ConfigMapNotFound",
+        "env " + envName + ": " + what + " does not exist; the Job starts once it is created");
+  };
+  auto exists = secret ? cache.GetSecret(ns, ref.name) : cache.GetConfigMap(ns, ref.name);
+  if (!exists) {
+    if (ref.optional) return std::optional<Resolution>();
+    return std::optional<Resolution>(missing());
   }
-  if (!obj->keys.contains(ref.key) && !ref.optional) {
-    return Resolution::Pending("KeyNotFound", "env " + envName + ": " + kind + " " + ns + "/" +
-                                                  ref.name + " has no key \"" + ref.key +
-                                                  "\"; the Job starts once it is added");
+  if (reader == nullptr) return std::optional<Resolution>();
+  auto keys = reader->ReadKeys(kind, ns, ref.name, exists->resourceVersion);
+  if (!keys.ok()) return keys.status();
+  if (*keys == nullptr) {  // deleted since the cache saw it
+    if (ref.optional) return std::optional<Resolution>();
+    return std::optional<Resolution>(missing());
   }
-  return std::nullopt;
+  if (!(*keys)->names.contains(ref.key) && !ref.optional) {
+    return std::optional<Resolution>(
+        Resolution::Pending("KeyNotFound", "env " + envName + ": " + what + " has no key \"" +
+                                               ref.key + "\"; the Job starts once it is added"));
+  }
+  return std::optional<Resolution>();
 }
 
 }  // namespace
@@ -99,8 +113,9 @@ std::vector<std::string> WaitTargets(const api::Job& job) {
   return out;
 }
 
-Resolution ResolveJob(const api::Job& job, const ClusterCache& cache,
-                      const adapters::AdapterRegistry& registry) {
+StatusOr<Resolution> ResolveJob(const api::Job& job, const ClusterCache& cache,
+                                const adapters::AdapterRegistry& registry,
+                                ReferenceReader& reader) {
   Resolution failure;
   std::string className = ChooseJobClassName(job, cache, &failure);
   if (className.empty()) return failure;
@@ -147,7 +162,12 @@ Resolution ResolveJob(const api::Job& job, const ClusterCache& cache,
   }
 
   const std::string& ns = job.metadata.namespace_;
-  bool passesReferences = AdapterPassesReferences(controllerName);
+  // Kubernetes: the kubelet resolves the references on the node, so only their existence is
+  // checked, in the metadata cache (a missing key shows up as the pod's
+  // CreateContainerConfigError). Other adapters get the values from the controller: each object
+  // is read once here to check its keys, and again when the request is built.
+  const bool passesReferences = AdapterPassesReferences(controllerName);
+  ReferenceReader* keyReader = passesReferences ? nullptr : &reader;
   for (const auto& env : job.spec.task.env) {
     if (!env.valueFrom) continue;
     if (env.valueFrom->secretKeyRef) {
@@ -160,28 +180,32 @@ Resolution ResolveJob(const api::Job& job, const ClusterCache& cache,
                                         "\" does not allow forwarding Secret values to its backend "
                                         "(spec.secretEnvForwarding: Denied)");
       }
-      if (auto r = CheckReference(cache, ns, env.name, *env.valueFrom->secretKeyRef, true)) {
-        return *r;
-      }
+      auto r = CheckReference(cache, keyReader, ns, env.name, *env.valueFrom->secretKeyRef,
+                              ReferenceKind::kSecret);
+      if (!r.ok()) return r.status();
+      if (*r) return **r;
     }
     if (env.valueFrom->configMapKeyRef) {
-      if (auto r = CheckReference(cache, ns, env.name, *env.valueFrom->configMapKeyRef, false)) {
-        return *r;
-      }
+      auto r = CheckReference(cache, keyReader, ns, env.name, *env.valueFrom->configMapKeyRef,
+                              ReferenceKind::kConfigMap);
+      if (!r.ok()) return r.status();
+      if (*r) return **r;
     }
   }
   if (!passesReferences) {
     for (const auto& pull : job.spec.task.imagePullSecrets) {
-      auto secret = cache.GetSecret(ns, pull.name);
-      if (!secret) {
-        return Resolution::Pending("SecretNotFound", "imagePullSecrets: Secret " + ns + "/" +
-                                                         pull.name + " does not exist");
+      const std::string what = "imagePullSecrets: Secret " + ns + "/" + pull.name;
+      std::shared_ptr<const ReferencedKeys> secret;
+      if (auto exists = cache.GetSecret(ns, pull.name)) {
+        auto read = reader.ReadKeys(ReferenceKind::kSecret, ns, pull.name, exists->resourceVersion);
+        if (!read.ok()) return read.status();
+        secret = *read;
       }
+      if (secret == nullptr) return Resolution::Pending("SecretNotFound", what + " does not exist");
       if (secret->type != "kubernetes.io/dockerconfigjson" ||
-          !secret->keys.contains(".dockerconfigjson")) {
+          !secret->names.contains(".dockerconfigjson")) {
         return Resolution::Rejected("ImagePullSecretInvalid",
-                                    "imagePullSecrets: Secret " + ns + "/" + pull.name +
-                                        " is not of type kubernetes.io/dockerconfigjson");
+                                    what + " is not of type kubernetes.io/dockerconfigjson");
       }
     }
   }

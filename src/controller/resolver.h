@@ -1,7 +1,11 @@
 // Resolving a Job before it is accepted (DESIGN.md § Decisions): which JobClass (explicit name,
 // namespace default, cluster default), which adapter and parameters, the effective resources,
-// and whether every Secret/ConfigMap reference can be satisfied. Reads only the cache: no values
-// of Secrets or ConfigMaps are read here.
+// and whether every Secret/ConfigMap reference can be satisfied (docs/api.md § Secret and
+// ConfigMap references). Reads the cache; for a Job whose adapter must forward values (Docker,
+// OpenSandbox) and whose class allows it, it also GETs each referenced object that exists, to
+// check its keys (and a pull secret's type), unless the reader already read it at the version the
+// metadata cache shows (ReferenceReader::ReadKeys). A Kubernetes-class Job's references are checked for
+// existence only, in the metadata cache: the controller reads no Secret for it.
 #pragma once
 
 #include <string>
@@ -10,6 +14,7 @@
 
 #include "adapters/registry.h"
 #include "controller/cluster_cache.h"
+#include "controller/reference_reader.h"
 #include "statemachine/statemachine.h"
 
 namespace ayatori::controller {
@@ -38,7 +43,10 @@ std::vector<std::string> WaitTargets(const api::Job& job);
 std::string WaitTarget(std::string_view kind, std::string_view objectKey);
 inline constexpr const char* kWaitsOnDefaultJobClass = "DefaultJobClass";
 
-statemachine::Resolution ResolveJob(const api::Job& job, const ClusterCache& cache,
-                                    const adapters::AdapterRegistry& registry);
+// An error only when a targeted read failed (API unreachable, forbidden): the round is retried
+// with backoff and the Job's status says nothing new.
+StatusOr<statemachine::Resolution> ResolveJob(const api::Job& job, const ClusterCache& cache,
+                                              const adapters::AdapterRegistry& registry,
+                                              ReferenceReader& reader);
 
 }  // namespace ayatori::controller

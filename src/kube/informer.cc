@@ -221,6 +221,7 @@ Status InformerCore::ListAndReplace(const std::stop_token& stop) {
   lo.labelSelector = options_.labelSelector;
   lo.fieldSelector = options_.fieldSelector;
   lo.limit = options_.pageSize;
+  lo.metadataOnly = options_.metadataOnly;
   auto rv = ListAll(client_, ref_, options_.namespace_, lo, [&](nlohmann::json&& item) {
     Meta m = MetaOf(item);
     Object o = Decode(item);
@@ -340,6 +341,7 @@ Status InformerCore::WatchOnce(const std::stop_token& stop) {
   wo.labelSelector = options_.labelSelector;
   wo.fieldSelector = options_.fieldSelector;
   wo.allowWatchBookmarks = true;
+  wo.metadataOnly = options_.metadataOnly;
   wo.timeoutSeconds = base + static_cast<int64_t>(rng() % static_cast<uint64_t>(base));
 
   std::stop_source watchStop;

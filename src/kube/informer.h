@@ -38,6 +38,9 @@ struct InformerOptions {
   std::string namespace_;  // "" = all namespaces (and cluster-scoped kinds)
   std::string labelSelector;
   std::string fieldSelector;
+  // List and watch PartialObjectMetadata (ListOptions::metadataOnly): the decoder gets
+  // {kind, apiVersion, metadata} and never the object's content.
+  bool metadataOnly = false;
   int64_t pageSize = 500;  // list page size
   // The server ends each watch after a random time in [watchTimeout, 2*watchTimeout); the
   // informer then resumes from its last resourceVersion.

@@ -9,6 +9,7 @@
 
 #include "kube/api_error.h"
 #include "kube/list_decoder.h"
+#include "kube/object_metadata.h"
 #include "kube/resource.h"
 #include "kube/watch_decoder.h"
 
@@ -86,9 +87,10 @@ std::string RestClient::BearerToken() {
   return fileToken_.empty() ? config_.bearerToken : fileToken_;
 }
 
-std::vector<std::pair<std::string, std::string>> RestClient::Headers(std::string_view contentType) {
+std::vector<std::pair<std::string, std::string>> RestClient::Headers(std::string_view contentType,
+                                                                     std::string_view accept) {
   std::vector<std::pair<std::string, std::string>> h;
-  h.emplace_back("Accept", "application/json");
+  h.emplace_back("Accept", accept.empty() ? "application/json" : std::string(accept));
   h.emplace_back("User-Agent", options_.userAgent);
   if (!contentType.empty()) h.emplace_back("Content-Type", std::string(contentType));
   std::string token = BearerToken();
@@ -122,7 +124,7 @@ uint64_t RestClient::RequestCount(std::string_view verb, std::string_view code) 
 
 StatusOr<HttpResponse> RestClient::Execute(const Target& target, const char* method,
                                            std::string url, std::string body,
-                                           std::string_view contentType) {
+                                           std::string_view contentType, std::string_view accept) {
   HttpRequest req;
   req.method = method;
   req.url = std::move(url);
@@ -130,7 +132,7 @@ StatusOr<HttpResponse> RestClient::Execute(const Target& target, const char* met
   req.timeout = options_.timeout;
   for (int attempt = 0;; ++attempt) {
     limiter_.Wait();
-    req.headers = Headers(contentType);
+    req.headers = Headers(contentType, accept);
     auto start = std::chrono::steady_clock::now();
     auto resp = transport_->Do(req);
     auto latency = std::chrono::steady_clock::now() - start;
@@ -220,7 +222,8 @@ StatusOr<ObjectList> RestClient::ListEach(const ResourceRef& ref, std::string_vi
                                  {"resourceVersionMatch", o.resourceVersionMatch},
                                  {"limit", o.limit > 0 ? std::to_string(o.limit) : ""},
                                  {"continue", o.continueToken}});
-  auto resp = Execute(t, "GET", std::move(url), "", "");
+  auto resp = Execute(t, "GET", std::move(url), "", "",
+                      o.metadataOnly ? kPartialObjectMetadataListAccept : "");
   if (!resp.ok()) return resp.status();
   ObjectList list;
   Status s = DecodeListStreaming(resp->body, ref.GroupVersion(), &list, visit);
@@ -324,7 +327,7 @@ Status RestClient::Watch(const ResourceRef& ref, std::string_view ns, const Watc
   req.timeout = o.timeoutSeconds > 0 ? std::chrono::milliseconds((o.timeoutSeconds + 30) * 1000)
                                      : std::chrono::milliseconds(0);
   if (!limiter_.Wait(stop)) return Status(StatusCode::kCancelled, "watch stopped");
-  req.headers = Headers("");
+  req.headers = Headers("", o.metadataOnly ? kPartialObjectMetadataAccept : "");
 
   WatchStreamDecoder decoder(ref.GroupResource(), handler);
   auto onData = [&](std::string_view chunk) -> bool { return decoder.Feed(chunk); };

@@ -111,11 +111,14 @@ class RestClient final : public KubeClient {
     const ResourceRef* ref = nullptr;
     std::string_view ns, name, subresource;
   };
+  // `accept`: the Accept header, "" = application/json.
   StatusOr<HttpResponse> Execute(const Target& target, const char* method, std::string url,
-                                 std::string body, std::string_view contentType);
+                                 std::string body, std::string_view contentType,
+                                 std::string_view accept = {});
   StatusOr<nlohmann::json> ExecuteJson(const Target& target, const char* method, std::string url,
                                        std::string body, std::string_view contentType);
-  std::vector<std::pair<std::string, std::string>> Headers(std::string_view contentType);
+  std::vector<std::pair<std::string, std::string>> Headers(std::string_view contentType,
+                                                           std::string_view accept = {});
   std::string BearerToken();
   void Record(const Target& target, int httpCode, std::chrono::nanoseconds latency, int attempt);
 

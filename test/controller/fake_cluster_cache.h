@@ -36,12 +36,17 @@ class FakeClusterCache final : public ClusterCache {
   void SetNamespaceDefault(const std::string& ns, const std::string& className) {
     namespaceDefaults_[ns] = className;
   }
-  void AddSecret(const std::string& ns, const std::string& name, std::set<std::string> keys,
-                 std::string type = "Opaque") {
-    secrets_[{ns, name}] = ReferencedObjectInfo{std::move(type), std::move(keys)};
+  // What the metadata informers would hold: the Secret/ConfigMap ns/name exists. Its content is
+  // not here (the controller never caches it); a test that needs it gives the resolver a
+  // ReferenceReader over a FakeKubeClient holding the object.
+  // `resourceVersion`: the object's, as the API server (a FakeKubeClient) has it; "" = made up.
+  void AddSecret(const std::string& ns, const std::string& name,
+                 const std::string& resourceVersion = "") {
+    secrets_[{ns, name}] = MetadataOf(ns, name, resourceVersion);
   }
-  void AddConfigMap(const std::string& ns, const std::string& name, std::set<std::string> keys) {
-    configMaps_[{ns, name}] = ReferencedObjectInfo{"", std::move(keys)};
+  void AddConfigMap(const std::string& ns, const std::string& name,
+                    const std::string& resourceVersion = "") {
+    configMaps_[{ns, name}] = MetadataOf(ns, name, resourceVersion);
   }
 
   std::shared_ptr<const api::Job> GetJob(const std::string& ns,
@@ -70,11 +75,11 @@ class FakeClusterCache final : public ClusterCache {
     auto it = namespaceDefaults_.find(ns);
     return it == namespaceDefaults_.end() ? "" : it->second;
   }
-  std::shared_ptr<const ReferencedObjectInfo> GetSecret(const std::string& ns,
+  std::shared_ptr<const kube::ObjectMetadata> GetSecret(const std::string& ns,
                                                         const std::string& name) const override {
     return Find(secrets_, ns, name);
   }
-  std::shared_ptr<const ReferencedObjectInfo> GetConfigMap(const std::string& ns,
+  std::shared_ptr<const kube::ObjectMetadata> GetConfigMap(const std::string& ns,
                                                            const std::string& name) const override {
     return Find(configMaps_, ns, name);
   }
@@ -90,11 +95,18 @@ class FakeClusterCache final : public ClusterCache {
 
  private:
   using Key = std::pair<std::string, std::string>;
-  static std::shared_ptr<const ReferencedObjectInfo> Find(
-      const std::map<Key, ReferencedObjectInfo>& m, const std::string& ns,
+  static kube::ObjectMetadata MetadataOf(const std::string& ns, const std::string& name,
+                                         const std::string& resourceVersion) {
+    static int next = 0;
+    ++next;
+    return {ns, name, "uid-" + std::to_string(next),
+            resourceVersion.empty() ? "made-up-" + std::to_string(next) : resourceVersion};
+  }
+  static std::shared_ptr<const kube::ObjectMetadata> Find(
+      const std::map<Key, kube::ObjectMetadata>& m, const std::string& ns,
       const std::string& name) {
     auto it = m.find({ns, name});
-    return it == m.end() ? nullptr : std::make_shared<const ReferencedObjectInfo>(it->second);
+    return it == m.end() ? nullptr : std::make_shared<const kube::ObjectMetadata>(it->second);
   }
 
   KubeClient* jobs_ = nullptr;
@@ -103,8 +115,8 @@ class FakeClusterCache final : public ClusterCache {
   std::map<std::string, api::JobClass> classes_;
   std::map<Key, nlohmann::json> parameters_;
   std::map<std::string, std::string> namespaceDefaults_;
-  std::map<Key, ReferencedObjectInfo> secrets_;
-  std::map<Key, ReferencedObjectInfo> configMaps_;
+  std::map<Key, kube::ObjectMetadata> secrets_;
+  std::map<Key, kube::ObjectMetadata> configMaps_;
 };
 
 }  // namespace ayatori::controller::testing

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,8 @@
 #include "adapters/testing/in_process_adapter.h"
 #include "api/json.h"
 #include "controller/backend_snapshot.h"
+#include "controller/kinds.h"
+#include "kube/testing/fake_kube_client.h"
 #include "test/controller/fake_cluster_cache.h"
 
 namespace ayatori::controller {
@@ -70,11 +73,45 @@ class ResolverTest : public ::testing::Test {
     cache_.AddJobClass(Class("test", adapters::kControllerTest));
   }
 
-  Resolution Resolve(const api::Job& job) { return ResolveJob(job, cache_, registry_); }
+  Resolution Resolve(const api::Job& job) {
+    auto r = ResolveJob(job, cache_, registry_, reader_);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : Resolution{};
+  }
+
+  // A Secret (ConfigMap) with these keys, as the API server holds it (for the reader) and as
+  // the metadata cache knows it.
+  void AddSecret(const std::string& ns, const std::string& name, const std::set<std::string>& keys,
+                 const std::string& type = "Opaque") {
+    nlohmann::json data = nlohmann::json::object();
+    for (const auto& k : keys) data[k] = "dmFsdWU=";  // "value"
+    cache_.AddSecret(
+        ns, name,
+        Put(kSecrets,
+            {{"metadata", {{"name", name}, {"namespace", ns}}}, {"type", type}, {"data", data}}));
+  }
+  void AddConfigMap(const std::string& ns, const std::string& name,
+                    const std::set<std::string>& keys) {
+    nlohmann::json data = nlohmann::json::object();
+    for (const auto& k : keys) data[k] = "value";
+    cache_.AddConfigMap(
+        ns, name,
+        Put(kConfigMaps, {{"metadata", {{"name", name}, {"namespace", ns}}}, {"data", data}}));
+  }
+  // Creates or replaces the object in the fake API server; returns its resourceVersion.
+  std::string Put(const ResourceRef& ref, const nlohmann::json& object) {
+    const std::string ns = object["metadata"]["namespace"];
+    (void)client_.Delete(ref, ns, object["metadata"]["name"].get<std::string>(), {});
+    auto created = client_.Create(ref, ns, object, {});
+    EXPECT_TRUE(created.ok()) << created.status().ToString();
+    return created.ok() ? (*created)["metadata"].value("resourceVersion", "") : "";
+  }
 
   std::shared_ptr<adapters::InProcessTestAdapter> backend_;
   adapters::AdapterRegistry registry_;
   FakeClusterCache cache_;
+  kube::testing::FakeKubeClient client_;
+  ReferenceReader reader_{client_};
 };
 
 #define EXPECT_PENDING(r, why)                                \
@@ -306,13 +343,13 @@ TEST_F(ResolverTest, SecretForwardingDenied) {
   api::JobClass c = Class("denied", adapters::kControllerTest);
   c.spec.secretEnvForwarding = api::SecretEnvForwarding::kDenied;
   cache_.AddJobClass(c);
-  cache_.AddSecret(kNs, "tok", {"token"});
+  AddSecret(kNs, "tok", {"token"});
   api::Job job = Job("denied");
   job.spec.task.env.push_back(SecretEnv("TOKEN", "tok", "token"));
   Resolution r = Resolve(job);
   EXPECT_REJECTED(r, "SecretForwardingDenied");
   // ConfigMaps are not Secrets: the same class accepts them.
-  cache_.AddConfigMap(kNs, "cfg", {"value"});
+  AddConfigMap(kNs, "cfg", {"value"});
   api::Job withConfig = Job("denied");
   withConfig.spec.task.env.push_back(ConfigMapEnv("CONFIG", "cfg", "value"));
   EXPECT_EQ(Resolve(withConfig).outcome, Outcome::kResolved);
@@ -322,27 +359,136 @@ TEST_F(ResolverTest, KubernetesClassPassesSecretReferencesWithoutForwarding) {
   api::JobClass c = Class("k8s", api::kControllerKubernetes);
   c.spec.secretEnvForwarding = api::SecretEnvForwarding::kDenied;
   cache_.AddJobClass(c);
-  cache_.AddSecret(kNs, "tok", {"token"});
+  AddSecret(kNs, "tok", {"token"});
   api::Job job = Job("k8s");
   job.spec.task.env.push_back(SecretEnv("TOKEN", "tok", "token"));
   Resolution r = Resolve(job);
   EXPECT_EQ(r.outcome, Outcome::kResolved) << r.reason << ": " << r.message;
 }
 
+// The Kubernetes path reads no Secret and no ConfigMap: existence comes from the metadata cache,
+// a missing key is the kubelet's to report (CreateContainerConfigError).
+TEST_F(ResolverTest, KubernetesClassChecksExistenceInTheMetadataCacheAndReadsNothing) {
+  cache_.AddJobClass(Class("k8s", api::kControllerKubernetes));
+  api::Job job = Job("k8s");
+  job.spec.task.env.push_back(SecretEnv("TOKEN", "tok", "token"));
+  job.spec.task.env.push_back(ConfigMapEnv("CONFIG", "cfg", "value"));
+  EXPECT_PENDING(Resolve(job), "SecretNotFound");
+  AddSecret(kNs, "tok", {"not-the-key"});
+  EXPECT_PENDING(Resolve(job), "ConfigMapNotFound");
+  AddConfigMap(kNs, "cfg", {"not-the-key-either"});
+  Resolution r = Resolve(job);
+  EXPECT_EQ(r.outcome, Outcome::kResolved) << r.reason << ": " << r.message;
+  EXPECT_EQ(client_.CountActions("get", "secrets"), 0U);
+  EXPECT_EQ(client_.CountActions("get", "configmaps"), 0U);
+}
+
+// A forwarding class reads each referenced object once per resolution, however many keys of it
+// the Job names; an object the metadata cache does not know is not read at all.
+TEST_F(ResolverTest, ForwardingClassReadsEachReferencedObjectOnce) {
+  api::Job job = Job("test");
+  job.spec.task.env.push_back(SecretEnv("A", "tok", "a"));
+  job.spec.task.env.push_back(SecretEnv("B", "tok", "b"));
+  job.spec.task.env.push_back(ConfigMapEnv("C", "cfg", "c"));
+  EXPECT_PENDING(Resolve(job), "SecretNotFound");
+  EXPECT_EQ(client_.CountActions("get", "secrets"), 0U);
+  AddSecret(kNs, "tok", {"a", "b"});
+  AddConfigMap(kNs, "cfg", {"c"});
+  client_.ClearActions();
+  Resolution r = Resolve(job);
+  EXPECT_EQ(r.outcome, Outcome::kResolved) << r.reason << ": " << r.message;
+  EXPECT_EQ(client_.CountActions("get", "secrets"), 1U);
+  EXPECT_EQ(client_.CountActions("get", "configmaps"), 1U);
+}
+
+// Key names are remembered by the resourceVersion they were read at: a Job resolved again while
+// the metadata cache shows the same version costs no GET; a change of the object (a new version)
+// is read again, and so is an object the cache still shows while the read says it is gone.
+TEST_F(ResolverTest, KeyNamesAreReadAgainOnlyWhenTheObjectChanged) {
+  api::Job job = Job("test");
+  job.spec.task.env.push_back(SecretEnv("TOKEN", "tok", "token"));
+  AddSecret(kNs, "tok", {"other"});
+  for (int i = 0; i < 3; ++i) {
+    Resolution r = Resolve(job);
+    EXPECT_PENDING(r, "KeyNotFound");
+  }
+  EXPECT_EQ(client_.CountActions("get", "secrets"), 1U);
+  AddSecret(kNs, "tok", {"other", "token"});  // a new resourceVersion
+  EXPECT_EQ(Resolve(job).outcome, Outcome::kResolved);
+  EXPECT_EQ(client_.CountActions("get", "secrets"), 2U);
+  // The metadata cache lags: it shows a version the reader has not seen, and the object is gone.
+  ASSERT_TRUE(client_.Delete(kSecrets, kNs, "tok", {}).ok());
+  cache_.AddSecret(kNs, "tok");
+  Resolution gone = Resolve(job);  // (EXPECT_PENDING evaluates its argument three times)
+  EXPECT_PENDING(gone, "SecretNotFound");
+  EXPECT_EQ(client_.CountActions("get", "secrets"), 3U);
+}
+
+TEST_F(ResolverTest, DeniedForwardingRejectsBeforeReadingTheSecret) {
+  api::JobClass c = Class("denied-no-read", adapters::kControllerTest);
+  c.spec.secretEnvForwarding = api::SecretEnvForwarding::kDenied;
+  cache_.AddJobClass(c);
+  AddSecret(kNs, "tok", {"token"});
+  api::Job job = Job("denied-no-read");
+  job.spec.task.env.push_back(SecretEnv("TOKEN", "tok", "token"));
+  EXPECT_REJECTED(Resolve(job), "SecretForwardingDenied");
+  EXPECT_EQ(client_.CountActions("get", "secrets"), 0U);
+}
+
+// A read that fails is an error of the round (retried with the workqueue's backoff), not a
+// verdict on the Job; the next round reads again.
+TEST_F(ResolverTest, FailedReadIsAnErrorNotAResolution) {
+  AddSecret(kNs, "tok", {"token"});
+  api::Job job = Job("test");
+  job.spec.task.env.push_back(SecretEnv("TOKEN", "tok", "token"));
+  client_.FailNext("get", "secrets", Status(StatusCode::kUnavailable, "connection refused"));
+  auto failed = ResolveJob(job, cache_, registry_, reader_);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(failed.status().message().find("Secret team-a/tok"), std::string::npos)
+      << failed.status().message();
+  EXPECT_EQ(Resolve(job).outcome, Outcome::kResolved);
+}
+
+// The metadata cache lags behind the API server: a Secret deleted since it saw it is missing.
+TEST_F(ResolverTest, SecretDeletedSinceTheCacheSawItIsNotFound) {
+  cache_.AddSecret(kNs, "gone");  // the cache still has it; the API server does not
+  api::Job job = Job("test");
+  job.spec.task.env.push_back(SecretEnv("TOKEN", "gone", "token"));
+  EXPECT_PENDING(Resolve(job), "SecretNotFound");
+  api::Job optional = Job("test");
+  optional.spec.task.env.push_back(SecretEnv("TOKEN", "gone", "token", true));
+  EXPECT_EQ(Resolve(optional).outcome, Outcome::kResolved);
+}
+
+// A value that is not base64 is reported by object and key, never with the value.
+TEST_F(ResolverTest, ValueThatIsNotBase64IsAnErrorNamingTheKeyOnly) {
+  Put(kSecrets, {{"metadata", {{"name", "bad"}, {"namespace", kNs}}},
+                 {"data", {{"token", "%%not-base64-s3cret%%"}}}});
+  cache_.AddSecret(kNs, "bad");
+  api::Job job = Job("test");
+  job.spec.task.env.push_back(SecretEnv("TOKEN", "bad", "token"));
+  auto r = ResolveJob(job, cache_, registry_, reader_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("key token"), std::string::npos) << r.status().message();
+  EXPECT_EQ(r.status().message().find("s3cret"), std::string::npos) << r.status().message();
+}
+
 TEST_F(ResolverTest, SecretNotFoundThenKeyNotFoundThenResolved) {
   api::Job job = Job("test");
   job.spec.task.env.push_back(SecretEnv("TOKEN", "tok", "token"));
   EXPECT_PENDING(Resolve(job), "SecretNotFound");
-  cache_.AddSecret(kNs, "tok", {"other"});
+  AddSecret(kNs, "tok", {"other"});
   Resolution keyMissing = Resolve(job);
   EXPECT_PENDING(keyMissing, "KeyNotFound");
   EXPECT_NE(keyMissing.message.find("token"), std::string::npos) << keyMissing.message;
-  cache_.AddSecret(kNs, "tok", {"other", "token"});
+  AddSecret(kNs, "tok", {"other", "token"});
   EXPECT_EQ(Resolve(job).outcome, Outcome::kResolved);
 }
 
 TEST_F(ResolverTest, SecretOfAnotherNamespaceDoesNotCount) {
-  cache_.AddSecret("other-ns", "tok", {"token"});
+  AddSecret("other-ns", "tok", {"token"});
   api::Job job = Job("test");
   job.spec.task.env.push_back(SecretEnv("TOKEN", "tok", "token"));
   EXPECT_PENDING(Resolve(job), "SecretNotFound");
@@ -352,9 +498,9 @@ TEST_F(ResolverTest, ConfigMapNotFoundThenKeyNotFound) {
   api::Job job = Job("test");
   job.spec.task.env.push_back(ConfigMapEnv("CONFIG", "cfg", "value"));
   EXPECT_PENDING(Resolve(job), "ConfigMapNotFound");
-  cache_.AddConfigMap(kNs, "cfg", {"something-else"});
+  AddConfigMap(kNs, "cfg", {"something-else"});
   EXPECT_PENDING(Resolve(job), "KeyNotFound");
-  cache_.AddConfigMap(kNs, "cfg", {"value"});
+  AddConfigMap(kNs, "cfg", {"value"});
   EXPECT_EQ(Resolve(job).outcome, Outcome::kResolved);
 }
 
@@ -362,9 +508,9 @@ TEST_F(ResolverTest, OptionalReferencesMayBeMissing) {
   api::Job job = Job("test");
   job.spec.task.env.push_back(SecretEnv("A", "no-such-secret", "k", true));
   job.spec.task.env.push_back(ConfigMapEnv("B", "no-such-config", "k", true));
-  cache_.AddSecret(kNs, "present", {"x"});
+  AddSecret(kNs, "present", {"x"});
   job.spec.task.env.push_back(SecretEnv("C", "present", "missing-key", true));
-  cache_.AddConfigMap(kNs, "present-cm", {"x"});
+  AddConfigMap(kNs, "present-cm", {"x"});
   job.spec.task.env.push_back(ConfigMapEnv("D", "present-cm", "missing-key", true));
   Resolution r = Resolve(job);
   EXPECT_EQ(r.outcome, Outcome::kResolved) << r.reason << ": " << r.message;
@@ -374,12 +520,12 @@ TEST_F(ResolverTest, ImagePullSecrets) {
   api::Job job = Job("test");
   job.spec.task.imagePullSecrets.push_back({"registry"});
   EXPECT_PENDING(Resolve(job), "SecretNotFound");
-  cache_.AddSecret(kNs, "registry", {"token"}, "Opaque");
+  AddSecret(kNs, "registry", {"token"}, "Opaque");
   EXPECT_REJECTED(Resolve(job), "ImagePullSecretInvalid");
   // The right type without the key is just as unusable.
-  cache_.AddSecret(kNs, "registry", {"token"}, "kubernetes.io/dockerconfigjson");
+  AddSecret(kNs, "registry", {"token"}, "kubernetes.io/dockerconfigjson");
   EXPECT_REJECTED(Resolve(job), "ImagePullSecretInvalid");
-  cache_.AddSecret(kNs, "registry", {".dockerconfigjson"}, "kubernetes.io/dockerconfigjson");
+  AddSecret(kNs, "registry", {".dockerconfigjson"}, "kubernetes.io/dockerconfigjson");
   EXPECT_EQ(Resolve(job).outcome, Outcome::kResolved);
 }
 

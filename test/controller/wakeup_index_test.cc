@@ -108,11 +108,14 @@ TEST_F(WakeupIndexTest, AnEventWakesExactlyTheJobsWaitingOnThatObject) {
   // A new key in a Secret only an accepted Job refers to: nothing waits on it.
   ExpectWakes([&] { Replace(kSecrets, SecretJson("team-a", "present", {"k", "k2"})); }, {});
 
-  // A ConfigMap without the key first (the Job waits on), then a change of a value only
-  // (resolution reads key names: no wake-up), then the key.
+  // A ConfigMap without the key first (the Job waits on), then a change of a value only, then
+  // the key. The controller watches metadata only and cannot tell a value from a key: every new
+  // resourceVersion wakes the waiting Job, which reads the ConfigMap again.
   ExpectWakes([&] { Create(kConfigMaps, ConfigMapJson("team-a", "cm", {"other"})); },
               {{"team-a/wants-cm", "ConfigMap/team-a/cm"}});
-  ExpectWakes([&] { Replace(kConfigMaps, ConfigMapJson("team-a", "cm", {"other"}, "new")); }, {});
+  ExpectWakes([&] { Replace(kConfigMaps, ConfigMapJson("team-a", "cm", {"other"}, "new")); },
+              {{"team-a/wants-cm", "ConfigMap/team-a/cm"}});
+  EXPECT_EQ(env_.Accepted("team-a", "wants-cm"), "False");
   ExpectWakes(
       [&] {
         Replace(kConfigMaps, ConfigMapJson("team-a", "cm", {"other", "k"}));
@@ -151,6 +154,33 @@ TEST_F(WakeupIndexTest, AnEventWakesExactlyTheJobsWaitingOnThatObject) {
   // Never woken: the Job of another namespace and the one waiting on a Secret nobody created.
   EXPECT_EQ(env_.Accepted("team-b", "wants-s1"), "False");
   EXPECT_EQ(env_.Accepted("team-a", "wants-s2"), "False");
+}
+
+// The informers of Secrets and ConfigMaps ask for metadata only, and a Secret is read by GET
+// only for the Job that forwards it; a GET that fails is retried with the workqueue's backoff
+// until it succeeds, and the Job is accepted once, with no verdict written in between.
+TEST_F(WakeupIndexTest, SecretsAreWatchedAsMetadataAndAFailedReadIsRetriedWithBackoff) {
+  Create(kNamespaces, NamespaceJson("team-a"));
+  Create(kJobClasses, JobClassJson("test"));
+  Create(kSecrets, SecretJson("team-a", "s", {"k"}));
+  auto& client = env_.client();
+  client.FailNext("get", "secrets", Status(StatusCode::kUnavailable, "connection refused"), 3);
+  Create(kJobs, JobJson("team-a", "forwards", "test", {FromSecret("s", "k")}));
+  ASSERT_TRUE(env_.Start().ok());
+  ASSERT_TRUE(Eventually([&] { return env_.Accepted("team-a", "forwards") == "True"; }, 20s));
+  // Three failed reads, one to accept; the create's read may still be on its way.
+  EXPECT_GE(client.CountActions("get", "secrets"), 4U);
+  EXPECT_GE(env_.Counter("ayatori_workqueue_retries_total"), 3);
+  // No write in between said Accepted=False: a failed read is no verdict on the Job.
+  for (const auto& a : client.Actions()) {
+    if (a.name != "forwards" || a.subresource != "status") continue;
+    auto written = api::JobFromJson(a.body);
+    if (!written.ok()) continue;
+    for (const auto& c : written->status.conditions) {
+      EXPECT_FALSE(c.type == api::kConditionAccepted && c.status == api::ConditionStatus::kFalse)
+          << c.reason << ": " << c.message;
+    }
+  }
 }
 
 TEST_F(WakeupIndexTest, TheFirstListsWakeNothingAndStartReconcilesEveryJob) {

@@ -277,6 +277,64 @@ TEST_F(DockerControllerE2ETest, ArgvAndEnvArriveExactlyAsGivenAndTheSecretStaysO
   EXPECT_EQ(log.find(secret), std::string::npos) << "the Secret value is in the controller log";
 }
 
+// What the controller reads for a Docker-class Job (docs/api.md, "Secret and ConfigMap
+// references"), measured on the API server itself (apiserver_request_total counts every GET of a
+// Secret by any client; the test makes its Secrets with kubectl create, a POST):
+// - a Job whose Secret does not exist yet waits without reading anything;
+// - once it exists, the Secret is read to accept the Job (its keys) and to create the container
+//   (the value), and not again while the Job runs and finishes;
+// - a class that denies forwarding refuses such a Job without reading the Secret.
+TEST_F(DockerControllerE2ETest, ForwardingReadsTheReferencedSecretOnlyToAcceptAndToCreate) {
+  const std::string value = "s3cret-" + RandomToken();
+  auto gets = [] { return testing::ApiserverRequestCount("secrets", "GET"); };
+  json task = {{"image", kBusybox},
+               {"command", {"/bin/sh", "-c", "test \"$TOKEN\" = " + value}},
+               {"env",
+                {{{"name", "TOKEN"},
+                  {"valueFrom", {{"secretKeyRef", {{"name", "late"}, {"key", "token"}}}}}}}}};
+  const auto start = gets();
+  ASSERT_TRUE(start.has_value());
+  ASSERT_FALSE(CreateJob("forwarded", kClassNone, task).empty());
+  WaitForJob(
+      ns_, "forwarded",
+      [](const json& j) { return ConditionSummary(j, "Accepted") == "False/SecretNotFound"; }, 60s,
+      "Accepted=False/SecretNotFound");
+  const auto waiting = gets();
+  ASSERT_TRUE(waiting.has_value());
+  EXPECT_EQ(*waiting - *start, 0) << "Secret GETs while the Secret did not exist";
+
+  auto created =
+      Kubectl({"create", "-f", "-"}, json{{"apiVersion", "v1"},
+                                          {"kind", "Secret"},
+                                          {"metadata", {{"name", "late"}, {"namespace", ns_}}},
+                                          {"stringData", {{"token", value}}}}
+                                         .dump());
+  ASSERT_EQ(created.exitCode, 0) << created.err;
+  json job = WaitForFinished(ns_, "forwarded");
+  EXPECT_EQ(ConditionSummary(job, "Succeeded"), "True/Completed") << Describe(job);
+  const auto finished = gets();
+  ASSERT_TRUE(finished.has_value());
+  // One GET to accept and one to create; a resolution that runs again before the acceptance is
+  // in the cache (an event racing the status write) may add one.
+  EXPECT_GE(*finished - *waiting, 2);
+  EXPECT_LE(*finished - *waiting, 3);
+  std::cerr << "Secret GETs for one forwarded Job: " << *finished - *waiting << "\n";
+
+  // Denied: refused before any read, although the Secret exists.
+  ASSERT_TRUE(ApplyDockerClass(
+      "e2e-docker-denied",
+      {{"endpoint", host_}, {"pullPolicy", "IfNotPresent"}, {"networkMode", "none"}},
+      {{"secretEnvForwarding", "Denied"}}));
+  ASSERT_FALSE(CreateJob("denied", "e2e-docker-denied", task).empty());
+  json denied = WaitForFinished(ns_, "denied");
+  EXPECT_EQ(ConditionSummary(denied, "Accepted"), "False/SecretForwardingDenied")
+      << Describe(denied);
+  const auto end = gets();
+  ASSERT_TRUE(end.has_value());
+  EXPECT_EQ(*end - *finished, 0) << "Secret GETs for a Job whose class denies forwarding";
+  EXPECT_EQ(controller_.Log().find(value), std::string::npos);
+}
+
 TEST_F(DockerControllerE2ETest, DeletingARunningJobRemovesItsContainerAndThenTheJob) {
   std::string uid = CreateJob("doomed", kClassNone, Task(kBusybox, {"/bin/sleep", "300"}));
   ASSERT_FALSE(uid.empty());

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "kube/informer.h"
+#include "kube/object_metadata.h"
 #include "kube/resource.h"
 #include "test/kube/integration_util.h"
 #include "test/support/wait.h"
@@ -209,6 +210,82 @@ TEST_F(InformerIntegrationTest, ClusterScopedKindAndPaginatedInitialList) {
   std::string fresh = testing::NewNamespace(*client_, "kube-informer-ns");
   ASSERT_TRUE(Eventually([&] { return namespaces.Get(fresh) != nullptr; }, 10s));
   (void)client_->Delete(NamespacesResource(), "", fresh, {});
+}
+
+}  // namespace
+}  // namespace ayatori::kube
+
+namespace ayatori::kube {
+namespace {
+
+// A metadata-only informer of Secrets, as the controller runs it: the real API server honours the
+// PartialObjectMetadata Accept headers of the list and of the watch, so neither the initial list
+// nor any watch event carries the Secret's data, and every change still arrives (a new
+// resourceVersion), including a key added to an existing Secret.
+TEST_F(InformerIntegrationTest, MetadataOnlyInformerOfSecretsNeverReceivesTheirData) {
+  const ResourceRef secrets = SecretsResource();
+  const std::string value = "c2VjcmV0LXZhbHVlLTQy";  // base64 of a value that must not arrive
+  nlohmann::json before = {{"metadata", {{"name", "before"}}}, {"data", {{"token", value}}}};
+  ASSERT_TRUE(client_->Create(secrets, ns_, before, {}).ok());
+
+  std::mutex mu;
+  std::vector<std::string> seen;  // every object the decoder got, as JSON text
+  std::vector<std::string> calls;
+  InformerOptions o = Options();
+  o.metadataOnly = true;
+  Informer<ObjectMetadata> inf(*client_, secrets, o, [&](const nlohmann::json& j) {
+    std::lock_guard l(mu);
+    seen.push_back(j.dump());
+    auto m = DecodeObjectMetadata(j);
+    return m.ok() ? std::make_shared<const ObjectMetadata>(*m) : nullptr;
+  });
+  Informer<ObjectMetadata>::Handlers h;
+  h.onAdd = [&](const std::string& k, const auto&) {
+    std::lock_guard l(mu);
+    calls.push_back("add " + k);
+  };
+  h.onUpdate = [&](const std::string& k, const auto& old, const auto& now) {
+    std::lock_guard l(mu);
+    if (old->resourceVersion != now->resourceVersion) calls.push_back("update " + k);
+  };
+  h.onDelete = [&](const std::string& k, const auto&) {
+    std::lock_guard l(mu);
+    calls.push_back("delete " + k);
+  };
+  inf.AddHandlers(h);
+  inf.Start();
+  ASSERT_TRUE(inf.WaitForSync(10s));
+  auto cached = inf.Get(ns_ + "/before");
+  ASSERT_NE(cached, nullptr);
+  EXPECT_EQ(cached->name, "before");
+  EXPECT_EQ(cached->namespace_, ns_);
+  EXPECT_FALSE(cached->uid.empty());
+  EXPECT_FALSE(cached->resourceVersion.empty());
+
+  nlohmann::json after = {{"metadata", {{"name", "after"}}}, {"data", {{"token", value}}}};
+  ASSERT_TRUE(client_->Create(secrets, ns_, after, {}).ok());
+  // A key added: only the metadata's resourceVersion tells.
+  ASSERT_TRUE(
+      client_->Patch(secrets, ns_, "before", PatchType::kMerge, {{"data", {{"other", value}}}}, {})
+          .ok());
+  ASSERT_TRUE(client_->Delete(secrets, ns_, "after", {}).ok());
+  const std::vector<std::string> want = {"add " + ns_ + "/before", "add " + ns_ + "/after",
+                                         "update " + ns_ + "/before", "delete " + ns_ + "/after"};
+  EXPECT_TRUE(Eventually(
+      [&] {
+        std::lock_guard l(mu);
+        return calls == want;
+      },
+      10s))
+      << ::testing::PrintToString(calls);
+
+  std::lock_guard l(mu);
+  ASSERT_GE(seen.size(), 4u);  // the list's item and three watch events
+  for (const auto& j : seen) {
+    EXPECT_EQ(j.find(value), std::string::npos) << j;
+    EXPECT_EQ(j.find("\"data\""), std::string::npos) << j;
+    EXPECT_NE(j.find("\"PartialObjectMetadata\""), std::string::npos) << j;
+  }
 }
 
 }  // namespace

@@ -109,6 +109,43 @@ TEST_F(RestClientTest, ListEncodesSelectorsAndPagingAndRestoresItemKinds) {
             "fieldSelector=metadata.name%3Da&limit=2");
 }
 
+// Metadata-only lists and watches ask the API server for PartialObjectMetadata by the Accept
+// header (what client-go's metadata informers send); everything else asks for plain JSON.
+TEST_F(RestClientTest, MetadataOnlyListAndWatchAskForPartialObjectMetadata) {
+  transport_->Push({200, R"({"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1",
+      "metadata":{"resourceVersion":"7"},"items":[{"kind":"PartialObjectMetadata",
+      "apiVersion":"meta.k8s.io/v1","metadata":{"name":"a","namespace":"ns","uid":"u1",
+      "resourceVersion":"5"}}]})"});
+  ListOptions lo;
+  lo.metadataOnly = true;
+  auto list = client_->List(ResourceRef{"", "v1", "secrets", true}, "", lo);
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  EXPECT_EQ(Header(transport_->LastRequest(), "Accept"),
+            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1");
+  ASSERT_EQ(list->items.size(), 1u);
+  EXPECT_EQ(list->items[0]["kind"], "PartialObjectMetadata");  // the item's own kind is kept
+  EXPECT_EQ(list->items[0]["apiVersion"], "meta.k8s.io/v1");
+
+  FakeResponse r{200, ""};
+  r.chunks.push_back(R"({"type":"ADDED","object":{"kind":"PartialObjectMetadata",)"
+                     R"("metadata":{"name":"a","resourceVersion":"8"}}})"
+                     "\n");
+  transport_->Push(r);
+  WatchOptions wo;
+  wo.metadataOnly = true;
+  int events = 0;
+  Status s = client_->Watch(ResourceRef{"", "v1", "secrets", true}, "", wo, {},
+                            [&](WatchEvent&&) { return ++events > 0; });
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(events, 1);
+  EXPECT_EQ(Header(transport_->LastRequest(), "Accept"),
+            "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1");
+
+  transport_->Push({200, R"({"kind":"ConfigMapList","metadata":{},"items":[]})"});
+  ASSERT_TRUE(client_->List(cm_, "ns", ListOptions{}).ok());
+  EXPECT_EQ(Header(transport_->LastRequest(), "Accept"), "application/json");
+}
+
 TEST_F(RestClientTest, ListAllFollowsContinueTokensWithoutResourceVersion) {
   transport_->Push({200, R"({"metadata":{"resourceVersion":"7","continue":"c1"},
       "items":[{"metadata":{"name":"a"}}]})"});

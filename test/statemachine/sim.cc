@@ -9,6 +9,7 @@
 #include "controller/controller.h"
 #include "controller/kinds.h"
 #include "kube/config.h"
+#include "kube/object_metadata.h"
 #include "obs/log.h"
 #include "statemachine/invariants.h"
 
@@ -367,13 +368,14 @@ class SimCache final : public controller::ClusterCache {
     if (!j || !j->contains(kAnnotations)) return "";
     return j->at(kAnnotations).value(api::kDefaultClassAnnotation, std::string());
   }
-  std::shared_ptr<const controller::ReferencedObjectInfo> GetSecret(
-      const std::string& ns, const std::string& name) const override {
-    return KeysOf(h_.server.Peek(controller::kSecrets, ns, name));
+  // What the metadata-only informers hold: only the metadata of the object.
+  std::shared_ptr<const kube::ObjectMetadata> GetSecret(const std::string& ns,
+                                                        const std::string& name) const override {
+    return MetadataOf(h_.server.Peek(controller::kSecrets, ns, name));
   }
-  std::shared_ptr<const controller::ReferencedObjectInfo> GetConfigMap(
-      const std::string& ns, const std::string& name) const override {
-    return KeysOf(h_.server.Peek(controller::kConfigMaps, ns, name));
+  std::shared_ptr<const kube::ObjectMetadata> GetConfigMap(const std::string& ns,
+                                                           const std::string& name) const override {
+    return MetadataOf(h_.server.Peek(controller::kConfigMaps, ns, name));
   }
   // The backend snapshots the reconciler stored, read as the controller's label-selected
   // informer decodes them.
@@ -389,16 +391,11 @@ class SimCache final : public controller::ClusterCache {
     auto c = api::JobClassFromJson(*j);
     return c.ok() ? std::make_shared<const api::JobClass>(std::move(*c)) : nullptr;
   }
-  static std::shared_ptr<const controller::ReferencedObjectInfo> KeysOf(
+  static std::shared_ptr<const kube::ObjectMetadata> MetadataOf(
       const std::optional<nlohmann::json>& j) {
     if (!j) return nullptr;
-    controller::ReferencedObjectInfo info;
-    info.type = j->value("type", std::string());
-    for (const char* field : {"data", "binaryData"}) {
-      if (!j->contains(field)) continue;
-      for (const auto& [key, value] : (*j)[field].items()) info.keys.insert(key);
-    }
-    return std::make_shared<const controller::ReferencedObjectInfo>(std::move(info));
+    auto m = kube::DecodeObjectMetadata(kube::PartialObjectMetadataOf(*j));
+    return m.ok() ? std::make_shared<const kube::ObjectMetadata>(std::move(*m)) : nullptr;
   }
 
   Harness& h_;

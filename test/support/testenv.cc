@@ -70,4 +70,49 @@ std::string CreateTestNamespace(const std::string& prefix) {
   return name;
 }
 
+double SumApiserverRequests(const std::string& metrics, const std::string& resource,
+                            const std::string& verb) {
+  const std::string prefix = "apiserver_request_total{";
+  double total = 0;
+  size_t pos = 0;
+  while (pos < metrics.size()) {
+    size_t end = metrics.find('\n', pos);
+    if (end == std::string::npos) end = metrics.size();
+    const std::string line = metrics.substr(pos, end - pos);
+    pos = end + 1;
+    if (line.rfind(prefix, 0) != 0) continue;
+    size_t close = line.find('}');
+    if (close == std::string::npos) continue;
+    // Labels: key="value" pairs separated by commas; the values of this metric hold no quotes.
+    std::map<std::string, std::string> labels;
+    const std::string set = line.substr(prefix.size(), close - prefix.size());
+    size_t at = 0;
+    while (at < set.size()) {
+      size_t eq = set.find("=\"", at);
+      if (eq == std::string::npos) break;
+      size_t quote = set.find('"', eq + 2);
+      if (quote == std::string::npos) break;
+      labels[set.substr(at, eq - at)] = set.substr(eq + 2, quote - eq - 2);
+      at = quote + 1;
+      if (at < set.size() && set[at] == ',') ++at;
+    }
+    if (labels["group"] != "" || labels["resource"] != resource || labels["verb"] != verb ||
+        labels["subresource"] != "") {
+      continue;
+    }
+    total += std::strtod(line.c_str() + close + 1, nullptr);
+  }
+  return total;
+}
+
+std::optional<double> ApiserverRequestCount(const std::string& resource, const std::string& verb) {
+  auto r =
+      RunProcess({Kubectl(), "--kubeconfig", TestenvVar("KUBECONFIG"), "get", "--raw", "/metrics"});
+  if (r.exitCode != 0 || r.out.find("apiserver_request_total") == std::string::npos) {
+    ADD_FAILURE() << "cannot read the API server's /metrics: " << r.err;
+    return std::nullopt;
+  }
+  return SumApiserverRequests(r.out, resource, verb);
+}
+
 }  // namespace ayatori::testing

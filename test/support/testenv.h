@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 
 namespace ayatori::testing {
@@ -19,6 +20,16 @@ std::string Kubectl();
 
 // A fresh namespace name unique to this test run, created with kubectl.
 std::string CreateTestNamespace(const std::string& prefix);
+
+// The kube-apiserver's own count of the requests it served (apiserver_request_total of its
+// /metrics, read with kubectl get --raw as the fixture's admin), summed over codes and scopes, for
+// one resource of the core group ("secrets") and one verb as the metric spells it ("GET", "LIST",
+// "WATCH", "POST"), subresources excluded. The count covers every client of the control plane.
+// nullopt, with a test failure, when /metrics cannot be read.
+std::optional<double> ApiserverRequestCount(const std::string& resource, const std::string& verb);
+// The same sum over a /metrics text (Prometheus exposition format).
+double SumApiserverRequests(const std::string& metrics, const std::string& resource,
+                            const std::string& verb);
 
 // An environment variable the test harness must set; fails the test if it is missing.
 std::string RequiredEnv(const char* name);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <random>
 
+#include "kube/object_metadata.h"
 #include "kube/resource.h"
 #include "kube/time_format.h"
 
@@ -267,7 +268,8 @@ StatusOr<ObjectList> FakeKubeClient::List(const ResourceRef& ref, std::string_vi
       list.continueToken = std::prev(it)->first;
       break;
     }
-    list.items.push_back(it->second.object);
+    list.items.push_back(options.metadataOnly ? PartialObjectMetadataOf(it->second.object)
+                                              : it->second.object);
   }
   return list;
 }
@@ -525,6 +527,9 @@ Status FakeKubeClient::Watch(const ResourceRef& ref, std::string_view ns,
     return MatchesLabelSelector(options.labelSelector, LabelsOf(obj), &error) &&
            MatchesFields(options.fieldSelector, obj, &error);
   };
+  auto project = [&](const nlohmann::json& obj) {
+    return options.metadataOnly ? PartialObjectMetadataOf(obj) : obj;
+  };
   std::vector<WatchEvent> pending;
   int64_t cursor;
   if (!options.resourceVersion.empty() && options.resourceVersion != "0") {
@@ -536,7 +541,7 @@ Status FakeKubeClient::Watch(const ResourceRef& ref, std::string_view ns,
   } else {
     for (const auto& [k, s] : objects_) {
       if (matches(k.substr(0, k.find('\n')), s.object)) {
-        pending.push_back(WatchEvent{WatchEventType::kAdded, s.object});
+        pending.push_back(WatchEvent{WatchEventType::kAdded, project(s.object)});
       }
     }
     cursor = rv_;
@@ -574,7 +579,9 @@ Status FakeKubeClient::Watch(const ResourceRef& ref, std::string_view ns,
     auto from = std::upper_bound(history_.begin(), history_.end(), cursor,
                                  [](int64_t rv, const HistoryEntry& e) { return rv < e.rv; });
     for (auto h = from; h != history_.end(); ++h) {
-      if (matches(h->resource, h->object)) pending.push_back(WatchEvent{h->type, h->object});
+      if (matches(h->resource, h->object)) {
+        pending.push_back(WatchEvent{h->type, project(h->object)});
+      }
       cursor = h->rv;
     }
     if (bookmarkGeneration_ != bookmarkGen) {

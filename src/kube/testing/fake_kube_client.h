@@ -13,6 +13,7 @@
 //  - patches: merge, JSON (a failed "test" op -> kInvalid), strategic treated as merge;
 //  - list: label selectors (=, ==, !=, exists, !key, in, notin), metadata.name/namespace field
 //    selectors, limit/continue pagination;
+//  - list and watch with metadataOnly: objects as PartialObjectMetadata (metadata only);
 //  - watch: replays history after a resourceVersion, kGone for one older than Compact(),
 //    bookmarks on SendBookmark(), CloseWatches() ends streams like a server timeout.
 // Every call is recorded as an Action; FailNext() injects errors.

@@ -594,6 +594,72 @@ TEST_F(KubernetesControllerE2E, SecretAndConfigMapEnvStayReferencesForTheNode) {
   EXPECT_EQ(controller_.Log().find(configValue), std::string::npos);
 }
 
+// The controller reads no Secret for a Kubernetes-class Job (docs/api.md, "Secret and ConfigMap
+// references"): it knows that a referenced Secret exists from its metadata-only watch, and the
+// kubelet reads the values. Measured on the API server itself, whose apiserver_request_total
+// counts every GET of a Secret by any client, while Jobs that reference Secrets are accepted, wait
+// for a Secret, run and finish. The test's own Secrets are made with kubectl create (a POST;
+// kubectl apply would GET them first).
+TEST_F(KubernetesControllerE2E, KubernetesClassJobsWithSecretReferencesCauseNoSecretGet) {
+  const std::string secretValue = "s3cret-" + RandomHex(24);
+  secretValues_.push_back(secretValue);
+  auto createSecret = [&](const std::string& name) {
+    json secret = {{"apiVersion", "v1"},
+                   {"kind", "Secret"},
+                   {"metadata", {{"name", name}, {"namespace", ns_}}},
+                   {"stringData", {{"token", secretValue}}}};
+    auto r = Kubectl({"create", "-f", "-"}, secret.dump());
+    EXPECT_EQ(r.exitCode, 0) << "kubectl create secret " << name << ": " << r.err;
+  };
+  auto gets = [] { return testing::ApiserverRequestCount("secrets", "GET"); };
+  const auto before = gets();
+  ASSERT_TRUE(before.has_value());
+
+  createSecret("present");
+  auto cm =
+      Kubectl({"create", "-f", "-"}, json{{"apiVersion", "v1"},
+                                          {"kind", "ConfigMap"},
+                                          {"metadata", {{"name", "settings"}, {"namespace", ns_}}},
+                                          {"data", {{"value", "v"}}}}
+                                         .dump());
+  ASSERT_EQ(cm.exitCode, 0) << cm.err;
+  auto envWith = [](const std::string& secret) {
+    json env = Env({{"TESTENV_RUN_FOR", "1s"}});
+    env.push_back({{"name", "TOKEN"},
+                   {"valueFrom", {{"secretKeyRef", {{"name", secret}, {"key", "token"}}}}}});
+    env.push_back({{"name", "SETTING"},
+                   {"valueFrom", {{"configMapKeyRef", {{"name", "settings"}, {"key", "value"}}}}}});
+    return env;
+  };
+  ASSERT_FALSE(CreateJob("refs-a", envWith("present")).empty());
+  ASSERT_FALSE(CreateJob("refs-b", envWith("present")).empty());
+  // A Job whose Secret does not exist yet waits for it; creating it wakes the Job.
+  ASSERT_FALSE(CreateJob("refs-late", envWith("late")).empty());
+  WaitForJob(
+      "refs-late", [](const json& j) { return Summary(j, "Accepted") == "False/SecretNotFound"; },
+      "Accepted=False/SecretNotFound");
+  createSecret("late");
+  for (const char* name : {"refs-a", "refs-b", "refs-late"}) {
+    json job = WaitForFinished(name);
+    EXPECT_EQ(Summary(job, "Succeeded"), "True/Completed") << Describe(job);
+  }
+
+  const auto after = gets();
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(*after - *before, 0)
+      << "Secret GETs seen by the API server while Kubernetes-class Jobs with Secret references "
+         "ran (no other client of this control plane GETs Secrets)";
+  std::cerr << "apiserver_request_total{resource=secrets,verb=GET}: " << *before << " before, "
+            << *after << " after\n";
+
+  // The measurement can fail: one GET by kubectl shows up in it.
+  auto r = Kubectl({"get", "secret", "present", "-n", ns_, "-o", "name"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const auto control = gets();
+  ASSERT_TRUE(control.has_value());
+  EXPECT_GE(*control - *after, 1) << "a kubectl get of a Secret was not counted";
+}
+
 // ---------------------------------------------------------------------------------------------
 // Controller crashes.
 
