@@ -349,7 +349,9 @@ StatusOr<ExecutionRequest> JobReconciler::BuildRequest(const api::Job& job,
   request.jobClass = *job.status.resolvedJobClass;
   request.parameters = std::move(parameters);
   if (job.status.effectiveResources) request.resources = *job.status.effectiveResources;
-  if (AdapterPassesReferences(request.jobClass.controllerName)) return request;
+  // Only an adapter that says it resolves references gets them unresolved.
+  const AdapterDescriptor* descriptor = registry_.FindDescriptor(request.jobClass.controllerName);
+  if (descriptor != nullptr && descriptor->resolvesEnvReferences) return request;
   const std::string& ns = job.metadata.namespace_;
   for (const auto& env : job.spec.task.env) {
     if (env.value) {

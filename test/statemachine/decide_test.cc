@@ -45,7 +45,7 @@ api::Job Starting() {
   Set(j, api::kConditionScheduled, ConditionStatus::kTrue, kReasonBackendCreated);
   Set(j, api::kConditionSucceeded, ConditionStatus::kUnknown, kReasonScheduling);
   j.status.resolvedJobClass =
-      api::ResolvedJobClass{"standard", "c1", api::kControllerDocker, {}, {}};
+      api::ResolvedJobClass{"standard", "c1", "execution.ayatori.ddupan.top/docker", {}, {}};
   j.status.effectiveResources = api::ResourceRequirements{};
   j.status.execution = api::ExecutionStatus{"docker", {{"Container", "abc"}}};
   j.status.observedGeneration = 1;
@@ -121,7 +121,8 @@ TEST(Decide, HeaderExampleSequence) {
   Facts facts;
   facts.now = kNow;
   facts.resolution = Resolution::Resolved(
-      api::ResolvedJobClass{"standard", "c1", api::kControllerDocker, {}, {}}, {}, "docker");
+      api::ResolvedJobClass{"standard", "c1", "execution.ayatori.ddupan.top/docker", {}, {}}, {},
+      "docker");
 
   Plan p = Decide(j, facts);
   EXPECT_EQ(p.finalizer, FinalizerChange::kAdd);
@@ -230,7 +231,7 @@ TEST(Decide, StartTimeOnlyWithScheduled) {
   Set(j, api::kConditionAccepted, ConditionStatus::kTrue, kReasonValid);
   Set(j, api::kConditionSucceeded, ConditionStatus::kUnknown, kReasonScheduling);
   j.status.resolvedJobClass =
-      api::ResolvedJobClass{"standard", "c1", api::kControllerDocker, {}, {}};
+      api::ResolvedJobClass{"standard", "c1", "execution.ayatori.ddupan.top/docker", {}, {}};
   Observation o = Obs(ExecutionPhase::kRunning);  // no references: cannot be Scheduled
   o.startedAt = kNow;
   Plan p = Decide(j, With(AdapterCall::kEnsure, o));
