@@ -17,8 +17,11 @@
 #include <stop_token>
 #include <thread>
 
+#include "adapters/docker/descriptor.h"
 #include "adapters/docker/docker_adapter.h"
+#include "adapters/kubernetes/descriptor.h"
 #include "adapters/kubernetes/kubernetes_adapter.h"
+#include "adapters/opensandbox/descriptor.h"
 #include "adapters/opensandbox/opensandbox_adapter.h"
 #include "adapters/registry.h"
 #include "adapters/testing/in_process_adapter.h"
@@ -283,17 +286,23 @@ int main(int argc, char** argv) {
   adapters::docker::DockerAdapterOptions dockerOptions;
   if (!f.dockerEndpoint.empty()) dockerOptions.defaultEndpoint = f.dockerEndpoint;
   dockerOptions.tlsSource = adapters::docker::SecretTlsSource(*client);
-  registry.Register(api::kControllerDocker,
-                    std::make_shared<adapters::docker::DockerAdapter>(dockerOptions));
   adapters::kubernetes::KubernetesAdapterOptions k8sOptions;
   k8sOptions.log = [](const std::string& line) { obs::Warn(line, {{"adapter", "kubernetes"}}); };
-  registry.Register(api::kControllerKubernetes,
-                    std::make_shared<adapters::kubernetes::KubernetesAdapter>(*client, k8sOptions));
-  registry.Register(api::kControllerOpenSandbox,
-                    adapters::opensandbox::NewOpenSandboxAdapter(*client));
-  if (f.enableTestAdapter) {
-    registry.Register(adapters::kControllerTest,
-                      std::make_shared<adapters::InProcessTestAdapter>());
+  // One line per backend: its descriptor and its adapter (src/adapters/registry.h).
+  for (Status s : {
+           registry.Register(adapters::docker::Descriptor(f.dockerEndpoint),
+                             std::make_shared<adapters::docker::DockerAdapter>(dockerOptions)),
+           registry.Register(
+               adapters::kubernetes::Descriptor(),
+               std::make_shared<adapters::kubernetes::KubernetesAdapter>(*client, k8sOptions)),
+           registry.Register(adapters::opensandbox::Descriptor(),
+                             adapters::opensandbox::NewOpenSandboxAdapter(*client)),
+           f.enableTestAdapter
+               ? registry.Register(adapters::TestDescriptor(),
+                                   std::make_shared<adapters::InProcessTestAdapter>())
+               : Status::Ok(),
+       }) {
+    if (!s.ok()) return Fail(s.message());
   }
 
   kube::EventRecorderOptions eventOptions;
@@ -309,7 +318,6 @@ int main(int argc, char** argv) {
 
   controller::ControllerOptions controllerOptions;
   controllerOptions.workers = f.workers;
-  controllerOptions.dockerEndpointOverride = f.dockerEndpoint;
   controllerOptions.syncTimeout = *syncTimeout;
   controllerOptions.reconciler.controllerNamespace = f.controllerNamespace;
   controller::JobController jobController(*client, registry, SystemClock::Instance(), metrics,

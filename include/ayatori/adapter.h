@@ -96,6 +96,57 @@ struct ExecutionKey {
 nlohmann::json WithPinnedParameters(nlohmann::json parameters,
                                     const std::map<std::string, std::string>& pinned);
 
+// The typed, cluster-scoped object a JobClass's parametersRef names for an adapter.
+struct ParametersKind {
+  std::string group;     // API group, e.g. execution.ayatori.ddupan.top
+  std::string version;   // e.g. v1alpha1
+  std::string kind;      // e.g. DockerExecutionParameters
+  std::string resource;  // plural resource name, e.g. dockerexecutionparameters
+  // Spec fields the adapter honours. A parameters object that sets any other field asks for
+  // something this adapter does not do, and its class is refused (RequirementsNotEnforced).
+  std::vector<std::string> fields;
+  bool operator==(const ParametersKind&) const = default;
+};
+
+// What an adapter guarantees for every execution it runs. Fail-closed: an adapter claims only
+// what it enforces, and a Job whose class asks for anything else is refused at acceptance
+// (RequirementsNotEnforced in src/adapters/registry.h), never run with the ask ignored. A
+// default-constructed Enforcement claims nothing.
+struct Enforcement {
+  bool memoryLimit = false;    // limits.memory caps the task's memory
+  bool cpuLimit = false;       // limits.cpu caps the task's CPU time
+  bool egressDeny = false;     // the task can be kept from opening outbound connections
+  bool isolation = false;      // the task runs in its own container, pod or sandbox boundary
+  bool imagePullAuth = false;  // the Job's imagePullSecrets authenticate its image pull
+  bool operator==(const Enforcement&) const = default;
+
+  // Every guarantee: for in-process test backends, which run nothing that could escape one.
+  static Enforcement Everything() { return {true, true, true, true, true}; }
+};
+
+// One adapter describes itself to the controller with this value (src/adapters/<backend>/ each
+// define theirs); registering it (AdapterRegistry::Register) is all the controller needs to
+// serve the backend: the parameters informer, env handling and the enforcement check follow.
+struct AdapterDescriptor {
+  // The JobClass spec.controllerName the adapter serves.
+  std::string controllerName;
+  // nullopt: the adapter takes no parameters object; a class that names one is refused.
+  std::optional<ParametersKind> parameters;
+  // True: the backend resolves env secretKeyRef/configMapKeyRef and imagePullSecrets itself
+  // (Kubernetes: the kubelet), so the controller passes the references and never reads values.
+  // False: the controller resolves them into ExecutionRequest.resolvedEnv/imagePullConfigs, and
+  // Secret values only when the class allows forwarding.
+  bool resolvesEnvReferences = false;
+  Enforcement enforces;
+  // What a parameters object (as JSON, or {} without one) asks the backend to enforce, beyond
+  // the resource limits and image auth every Job may ask for (e.g. networkMode none asks for
+  // egress deny). Null: the parameters ask for nothing of the kind.
+  std::function<Enforcement(const nlohmann::json& parameters)> parametersAsk;
+  // Values laid over spec.<field> of every parameters object of the kind as it is read, e.g.
+  // the Docker endpoint of --docker-endpoint. Set by whoever registers the adapter.
+  std::map<std::string, std::string> specOverrides;
+};
+
 class Adapter {
  public:
   virtual ~Adapter() = default;

@@ -1,24 +1,71 @@
-// Adapters register under the JobClass controllerName they serve
-// (execution.ayatori.ddupan.top/docker, .../kubernetes, .../opensandbox).
+// The adapters this controller serves, each with the descriptor it describes itself by
+// (AdapterDescriptor in include/ayatori/adapter.h), keyed by the JobClass controllerName.
+// Adding a backend is its folder under src/adapters/ plus one Register call in
+// cmd/ayatori-controller/main.cc: the controller builds its parameters informers, env handling and
+// the enforcement check from what is registered here.
 #pragma once
 
-#include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "api/types.h"
 #include "ayatori/adapter.h"
+#include "ayatori/kube_client.h"
+#include "ayatori/status.h"
 
 namespace ayatori::adapters {
 
+struct RegisteredAdapter {
+  AdapterDescriptor descriptor;
+  std::shared_ptr<Adapter> adapter;
+};
+
 class AdapterRegistry {
  public:
-  void Register(std::string controllerName, std::shared_ptr<Adapter> adapter);
+  // kInvalidArgument for a null adapter, an empty controllerName, an incomplete parameters kind
+  // (group, version, kind and resource are all needed for its informer); kAlreadyExists when
+  // the controllerName or the parameters kind is already registered.
+  Status Register(AdapterDescriptor descriptor, std::shared_ptr<Adapter> adapter);
   // nullptr when no adapter serves that controllerName.
   std::shared_ptr<Adapter> Find(const std::string& controllerName) const;
-  const std::map<std::string, std::shared_ptr<Adapter>>& All() const { return adapters_; }
+  const AdapterDescriptor* FindDescriptor(const std::string& controllerName) const;
+  // The descriptor whose parameters are of that group and kind; nullptr if none.
+  const AdapterDescriptor* FindByParametersKind(const std::string& group,
+                                                const std::string& kind) const;
+  // In registration order.
+  const std::vector<RegisteredAdapter>& All() const { return adapters_; }
+  // "a, b, c" of the controllerNames served, or "none".
+  std::string ControllerNames() const;
 
  private:
-  std::map<std::string, std::shared_ptr<Adapter>> adapters_;
+  std::vector<RegisteredAdapter> adapters_;
 };
+
+// The stable reason of a Job refused because its class asks for something the adapter does not
+// enforce (docs/api.md, docs/jobclass.md).
+inline constexpr const char* kReasonNotEnforceable = "NotEnforceable";
+
+// Fail-closed check at acceptance (the containerbackend reference's rule): what the Job and its
+// class ask for, set against what `descriptor` says its adapter enforces. Asks are: the effective
+// limits.memory and limits.cpu, the Job's imagePullSecrets, every spec field the parameters
+// object sets (each must be one of ParametersKind::fields), and what descriptor.parametersAsk
+// reads from the parameters (egress deny, isolation). nullopt when everything asked is enforced;
+// else a message naming the first ask that is not, e.g. `JobClass "sb" asks for a cpu limit
+// (limits.cpu 1), which the adapter for execution.ayatori.ddupan.top/x does not enforce`.
+// `className` is for the message only. Pure.
+std::optional<std::string> RequirementsNotEnforced(const AdapterDescriptor& descriptor,
+                                                   const std::string& className,
+                                                   const nlohmann::json& parameters,
+                                                   const api::ResourceRequirements& resources,
+                                                   const api::Job& job);
+
+// The API resource of a parameters kind (cluster-scoped, like every parameters kind).
+ResourceRef ParametersResource(const ParametersKind& kind);
+
+// `parameters` (a parameters object as JSON) with descriptor.specOverrides laid over its spec.
+nlohmann::json WithSpecOverrides(const AdapterDescriptor& descriptor, nlohmann::json parameters);
 
 }  // namespace ayatori::adapters

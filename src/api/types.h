@@ -29,10 +29,6 @@ inline constexpr const char* kJobUidLabel = "execution.ayatori.ddupan.top/job-ui
 inline constexpr const char* kJobNameLabel = "execution.ayatori.ddupan.top/job-name";
 inline constexpr const char* kJobNamespaceLabel = "execution.ayatori.ddupan.top/job-namespace";
 
-inline constexpr const char* kControllerKubernetes = "execution.ayatori.ddupan.top/kubernetes";
-inline constexpr const char* kControllerOpenSandbox = "execution.ayatori.ddupan.top/opensandbox";
-inline constexpr const char* kControllerDocker = "execution.ayatori.ddupan.top/docker";
-
 // metav1.Time: RFC 3339 with second precision on the wire.
 using Time = std::chrono::sys_seconds;
 

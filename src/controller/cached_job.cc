@@ -11,16 +11,17 @@ namespace ayatori::controller {
 namespace {
 
 // zlib's preset dictionary: what most cached Jobs share (keys, the API group, condition types,
-// reasons and messages the state machine writes, timestamps' shape). Deflate finds the longest
+// reasons and messages the state machine writes, timestamps' shape). No backend's names: those
+// come from the adapters (src/adapters/*/descriptor.cc); the shared parts of them
+// (execution.ayatori.ddupan.top/, ExecutionParameters) are enough. Deflate finds the longest
 // matches best near the end of the dictionary, so the most common strings come last. Changing it
 // is safe: entries never outlive the process.
 constexpr std::string_view kDictionary =
     R"(ProcessFailed","status":"False","type":"Succeeded"}OOMKilledImagePullFailedDeadlineExceeded)"
     R"(CancelledResultUnknownThe task is runningWaiting for the backend to start the task)"
     R"("deletionTimestamp":"2026-11-29T08:01:00Z","annotations":{"execution.ayatori.ddupan.top/)"
-    R"(confirm-backend-lost":"{"type":"Container","id":"{"type":"Sandbox","id":")"
-    R"("adapter":"docker","controllerName":"execution.ayatori.ddupan.top/docker","kind":")"
-    R"(DockerExecutionParameters"OpenSandboxExecutionParametersexecution.ayatori.ddupan.top/opensandbox)"
+    R"(confirm-backend-lost":"{"type":"","id":")"
+    R"("adapter":"","controllerName":"execution.ayatori.ddupan.top/","kind":"ExecutionParameters")"
     R"("effectiveResources":{"limits":{"cpu":"1","memory":"512Mi"},"requests":{"cpu":"100m",)"
     R"("memory":"128Mi"}},"activeDeadlineSeconds":600,"ttlSecondsAfterFinished":3600,)"
     R"({"apiVersion":"execution.ayatori.ddupan.top/v1alpha1","kind":"Job","metadata":)"
@@ -34,12 +35,12 @@ constexpr std::string_view kDictionary =
     R"("The backend execution exists","observedGeneration":1,"reason":"BackendCreated",)"
     R"("status":"True","type":"Scheduled"},{"lastTransitionTime":"2026-11-29T08:01:00Z",)"
     R"("message":"The task exited with code 0","observedGeneration":1,"reason":"Completed",)"
-    R"("status":"True","type":"Succeeded"}],"execution":{"adapter":"kubernetes","exitCode":0,)"
-    R"("references":[{"id":"00000000-0000-0000-0000-000000000000","type":"Job"}]},)"
+    R"("status":"True","type":"Succeeded"}],"execution":{"adapter":"","exitCode":0,)"
+    R"("references":[{"id":"00000000-0000-0000-0000-000000000000","type":""}]},)"
     R"("observedGeneration":1,"resolvedJobClass":{"backendSnapshot":)"
     R"("ayatori-backend-0000000000000000","controllerName":)"
-    R"("execution.ayatori.ddupan.top/kubernetes","name":"default","parametersRef":{"group":)"
-    R"("execution.ayatori.ddupan.top","kind":"KubernetesExecutionParameters","name":"default",)"
+    R"("execution.ayatori.ddupan.top/","name":"default","parametersRef":{"group":)"
+    R"("execution.ayatori.ddupan.top","kind":"ExecutionParameters","name":"default",)"
     R"("uid":"00000000-0000-0000-0000-000000000000"},"uid":"00000000-0000-0000-0000-)"
     R"(000000000000"},"startTime":"2026-11-29T08:00:00Z"}})";
 

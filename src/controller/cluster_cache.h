@@ -21,7 +21,8 @@ class ClusterCache {
                                                  const std::string& name) const = 0;
   virtual std::shared_ptr<const api::JobClass> GetJobClass(const std::string& name) const = 0;
   virtual std::vector<std::shared_ptr<const api::JobClass>> ListJobClasses() const = 0;
-  // A parameters object by kind (KubernetesExecutionParameters, ...) and name, as JSON.
+  // A parameters object by kind (one a registered adapter names, AdapterDescriptor::parameters)
+  // and name, as JSON.
   virtual std::shared_ptr<const nlohmann::json> GetParameters(const std::string& kind,
                                                               const std::string& name) const = 0;
   // The namespace's default-job-class annotation; "" when absent or the namespace is unknown.

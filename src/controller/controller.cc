@@ -111,15 +111,21 @@ std::shared_ptr<const kube::ObjectMetadata> DecodeMetadata(const nlohmann::json&
   return std::make_shared<const kube::ObjectMetadata>(std::move(*m));
 }
 
-std::function<std::shared_ptr<const nlohmann::json>(const nlohmann::json&)> DecodeParameters(
-    std::string endpointOverride) {
-  return [endpointOverride = std::move(endpointOverride)](const nlohmann::json& j) {
-    auto copy = std::make_shared<nlohmann::json>(j);
-    if (!endpointOverride.empty() && copy->value("kind", "") == "DockerExecutionParameters") {
-      (*copy)["spec"]["endpoint"] = endpointOverride;
-    }
-    return std::shared_ptr<const nlohmann::json>(std::move(copy));
-  };
+std::vector<ParametersInformer> ParametersInformers(KubeClient& client,
+                                                    const adapters::AdapterRegistry& registry) {
+  std::vector<ParametersInformer> out;
+  for (const auto& entry : registry.All()) {
+    if (!entry.descriptor.parameters) continue;
+    const ParametersKind& kind = *entry.descriptor.parameters;
+    auto decode = [descriptor = entry.descriptor](const nlohmann::json& j) {
+      return std::make_shared<const nlohmann::json>(adapters::WithSpecOverrides(descriptor, j));
+    };
+    kube::InformerOptions options = Named(kind.resource.c_str());
+    out.push_back({kind, std::make_unique<kube::Informer<nlohmann::json>>(
+                             client, adapters::ParametersResource(kind), std::move(options),
+                             std::move(decode))});
+  }
+  return out;
 }
 
 }  // namespace
@@ -139,16 +145,12 @@ api::Job CompactJobForCache(api::Job job) {
   return job;
 }
 
-InformerClusterCache::InformerClusterCache(KubeClient& client, std::string dockerEndpointOverride,
+InformerClusterCache::InformerClusterCache(KubeClient& client,
+                                           const adapters::AdapterRegistry& registry,
                                            const std::string& controllerNamespace)
     : jobs(client, kJobs, Named("jobs"), DecodeJob),
       jobClasses(client, kJobClasses, Named("jobclasses"), DecodeJobClass),
-      kubernetesParameters(client, kKubernetesParameters, Named("kubernetesexecutionparameters"),
-                           DecodeParameters("")),
-      openSandboxParameters(client, kOpenSandboxParameters, Named("opensandboxexecutionparameters"),
-                            DecodeParameters("")),
-      dockerParameters(client, kDockerParameters, Named("dockerexecutionparameters"),
-                       DecodeParameters(std::move(dockerEndpointOverride))),
+      parameters(ParametersInformers(client, registry)),
       namespaces(client, kNamespaces, Named("namespaces"), DecodeNamespace),
       secrets(client, kSecrets, MetadataOnly("secrets"), DecodeMetadata),
       configMaps(client, kConfigMaps, MetadataOnly("configmaps"), DecodeMetadata),
@@ -161,9 +163,7 @@ InformerClusterCache::InformerClusterCache(KubeClient& client, std::string docke
 void InformerClusterCache::Start() {
   jobs.Start();
   jobClasses.Start();
-  kubernetesParameters.Start();
-  openSandboxParameters.Start();
-  dockerParameters.Start();
+  for (auto& p : parameters) p.informer->Start();
   namespaces.Start();
   secrets.Start();
   configMaps.Start();
@@ -173,9 +173,7 @@ void InformerClusterCache::Start() {
 void InformerClusterCache::Stop() {
   jobs.Stop();
   jobClasses.Stop();
-  kubernetesParameters.Stop();
-  openSandboxParameters.Stop();
-  dockerParameters.Stop();
+  for (auto& p : parameters) p.informer->Stop();
   namespaces.Stop();
   secrets.Stop();
   configMaps.Stop();
@@ -190,20 +188,23 @@ bool InformerClusterCache::WaitForSync(std::chrono::milliseconds timeout, std::s
                     std::chrono::duration_cast<std::chrono::milliseconds>(
                         deadline - std::chrono::steady_clock::now()));
   };
-  std::vector<std::pair<const char*, bool>> results = {
+  std::vector<std::pair<std::string, bool>> results = {
       {"jobs", jobs.WaitForSync(remaining(), cancel)},
       {"jobclasses", jobClasses.WaitForSync(remaining(), cancel)},
-      {"kubernetesexecutionparameters", kubernetesParameters.WaitForSync(remaining(), cancel)},
-      {"opensandboxexecutionparameters", openSandboxParameters.WaitForSync(remaining(), cancel)},
-      {"dockerexecutionparameters", dockerParameters.WaitForSync(remaining(), cancel)},
-      {"namespaces", namespaces.WaitForSync(remaining(), cancel)},
-      {"secrets", secrets.WaitForSync(remaining(), cancel)},
-      {"configmaps", configMaps.WaitForSync(remaining(), cancel)},
-      {"backend snapshots", backendSnapshots.WaitForSync(remaining(), cancel)},
   };
+  for (const auto& p : parameters) {
+    results.emplace_back(p.kind.resource, p.informer->WaitForSync(remaining(), cancel));
+  }
+  results.insert(results.end(),
+                 {
+                     {"namespaces", namespaces.WaitForSync(remaining(), cancel)},
+                     {"secrets", secrets.WaitForSync(remaining(), cancel)},
+                     {"configmaps", configMaps.WaitForSync(remaining(), cancel)},
+                     {"backend snapshots", backendSnapshots.WaitForSync(remaining(), cancel)},
+                 });
   notSynced->clear();
   for (const auto& [name, ok] : results) {
-    if (!ok) *notSynced += (notSynced->empty() ? "" : ", ") + std::string(name);
+    if (!ok) *notSynced += (notSynced->empty() ? "" : ", ") + name;
   }
   return notSynced->empty();
 }
@@ -232,9 +233,9 @@ std::vector<std::shared_ptr<const api::JobClass>> InformerClusterCache::ListJobC
 
 std::shared_ptr<const nlohmann::json> InformerClusterCache::GetParameters(
     const std::string& kind, const std::string& name) const {
-  if (kind == "KubernetesExecutionParameters") return kubernetesParameters.Get(name);
-  if (kind == "OpenSandboxExecutionParameters") return openSandboxParameters.Get(name);
-  if (kind == "DockerExecutionParameters") return dockerParameters.Get(name);
+  for (const auto& p : parameters) {
+    if (p.kind.kind == kind) return p.informer->Get(name);
+  }
   return nullptr;
 }
 
@@ -264,7 +265,7 @@ JobController::JobController(KubeClient& client, adapters::AdapterRegistry& regi
     : registry_(registry),
       metrics_(metrics),
       options_(std::move(options)),
-      cache_(std::make_unique<InformerClusterCache>(client, options_.dockerEndpointOverride,
+      cache_(std::make_unique<InformerClusterCache>(client, registry,
                                                     options_.reconciler.controllerNamespace)),
       reconciler_(std::make_unique<JobReconciler>(client, *cache_, registry, clock, metrics, events,
                                                   options_.reconciler)),
@@ -327,12 +328,9 @@ JobController::JobController(KubeClient& client, adapters::AdapterRegistry& regi
       .onDelete = [this](const std::string&, const ClassPtr& c) { WakeJobsOfClass(*c, *c); },
   });
   using ParamsPtr = kube::Informer<nlohmann::json>::Ptr;
-  for (const auto& [informerRef, kindRef] :
-       {std::pair{&cache_->kubernetesParameters, "KubernetesExecutionParameters"},
-        std::pair{&cache_->openSandboxParameters, "OpenSandboxExecutionParameters"},
-        std::pair{&cache_->dockerParameters, "DockerExecutionParameters"}}) {
-    auto* informer = informerRef;
-    const char* kind = kindRef;
+  for (auto& p : cache_->parameters) {
+    auto* informer = p.informer.get();
+    std::string kind = p.kind.kind;
     informer->AddHandlers({
         .onAdd =
             [this, informer, kind](const std::string& key, const ParamsPtr&) {
@@ -423,7 +421,7 @@ Status JobController::Start(const std::stop_token& cancel) {
                 " (are the CRDs installed and may this user list them?)"};
   }
   adaptersStarted_ = true;
-  for (const auto& [name, adapter] : registry_.All()) {
+  for (const auto& [descriptor, adapter] : registry_.All()) {
     Status s = adapter->Start([this](const std::string& ns, const std::string& job) {
       if (!crashed_.load()) queue_->Add(Key(ns, job));
     });
@@ -455,7 +453,7 @@ void JobController::Stop() {
   }
   workers_.clear();
   if (adaptersStarted_) {
-    for (const auto& [name, adapter] : registry_.All()) adapter->Stop();
+    for (const auto& [descriptor, adapter] : registry_.All()) adapter->Stop();
   }
   cache_->Stop();
 }

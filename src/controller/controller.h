@@ -1,9 +1,10 @@
-// The Job controller: informers on Jobs, JobClasses, the parameters kinds, Namespaces and the
-// metadata of Secrets/ConfigMaps (PartialObjectMetadata: never their content); a workqueue of Job
-// keys; workers running JobReconciler; the adapters' notifications; metrics. A JobController works
-// once: Start() when this replica leads (or at once without leader election), Stop() when the
-// process ends. A replica that stops leading ends its process instead of stopping and starting
-// again (docs/operations.md, "Leader election"), so nothing here restarts.
+// The Job controller: informers on Jobs, JobClasses, the parameters kinds of the registered
+// adapters (one informer per AdapterDescriptor::parameters), Namespaces and the metadata of
+// Secrets/ConfigMaps (PartialObjectMetadata: never their content); a workqueue of Job keys; workers
+// running JobReconciler; the adapters' notifications; metrics. A JobController works once: Start()
+// when this replica leads (or at once without leader election), Stop() when the process ends. A
+// replica that stops leading ends its process instead of stopping and starting again
+// (docs/operations.md, "Leader election"), so nothing here restarts.
 #pragma once
 
 #include <atomic>
@@ -32,9 +33,6 @@ namespace ayatori::controller {
 
 struct ControllerOptions {
   int workers = 4;
-  // Replaces spec.endpoint of every DockerExecutionParameters (a controller run outside the
-  // cluster next to a local dockerd, as in `make demo`).
-  std::string dockerEndpointOverride;
   // The controller's namespace (backend snapshots) is reconciler.controllerNamespace.
   ReconcilerOptions reconciler;
   kube::WorkqueueOptions queue;
@@ -55,6 +53,13 @@ api::Job CompactJobForCache(api::Job job);
 // controller/resolver.h). Only waiting Jobs have entries.
 inline constexpr const char* kWaitsOnIndex = "waits-on";
 
+// The informer of one registered adapter's parameters kind (cluster-scoped objects, as JSON with
+// the descriptor's specOverrides applied).
+struct ParametersInformer {
+  ParametersKind kind;
+  std::unique_ptr<kube::Informer<nlohmann::json>> informer;
+};
+
 // A projection of a Namespace: only the default-job-class annotation.
 struct NamespaceInfo {
   std::string defaultJobClass;
@@ -62,8 +67,9 @@ struct NamespaceInfo {
 
 class InformerClusterCache final : public ClusterCache {
  public:
+  // One parameters informer per adapter of `registry` that takes parameters.
   // `controllerNamespace`: where the backend snapshots are (backend_snapshot.h).
-  InformerClusterCache(KubeClient& client, std::string dockerEndpointOverride,
+  InformerClusterCache(KubeClient& client, const adapters::AdapterRegistry& registry,
                        const std::string& controllerNamespace);
   void Start();
   void Stop();
@@ -88,9 +94,8 @@ class InformerClusterCache final : public ClusterCache {
   // The compact projection of each Job, deflated (see cached_job.h); GetJob inflates one.
   kube::Informer<CachedJob> jobs;
   kube::Informer<api::JobClass> jobClasses;
-  kube::Informer<nlohmann::json> kubernetesParameters;
-  kube::Informer<nlohmann::json> openSandboxParameters;
-  kube::Informer<nlohmann::json> dockerParameters;
+  // In registration order.
+  std::vector<ParametersInformer> parameters;
   kube::Informer<NamespaceInfo> namespaces;
   // Metadata-only list/watch of every Secret and ConfigMap (kube/object_metadata.h): they wake
   // the Jobs waiting for one and answer whether one exists; the content is never sent.

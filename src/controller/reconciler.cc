@@ -346,7 +346,9 @@ StatusOr<ExecutionRequest> JobReconciler::BuildRequest(const api::Job& job,
   request.jobClass = *job.status.resolvedJobClass;
   request.parameters = std::move(parameters);
   if (job.status.effectiveResources) request.resources = *job.status.effectiveResources;
-  if (AdapterPassesReferences(request.jobClass.controllerName)) return request;
+  // Only an adapter that says it resolves references gets them unresolved.
+  const AdapterDescriptor* descriptor = registry_.FindDescriptor(request.jobClass.controllerName);
+  if (descriptor != nullptr && descriptor->resolvesEnvReferences) return request;
   const std::string& ns = job.metadata.namespace_;
   // One GET per referenced object, however many of its keys the Job names.
   ReferenceReads reads(references_);

@@ -9,10 +9,6 @@ namespace ayatori::controller {
 
 using statemachine::Resolution;
 
-bool AdapterPassesReferences(const std::string& controllerName) {
-  return controllerName == api::kControllerKubernetes;
-}
-
 std::string ChooseJobClassName(const api::Job& job, const ClusterCache& cache,
                                Resolution* failure) {
   if (!job.spec.jobClassName.empty()) return job.spec.jobClassName;
@@ -127,14 +123,13 @@ StatusOr<Resolution> ResolveJob(const api::Job& job, const ClusterCache& cache,
   }
   const std::string& controllerName = cls->spec.controllerName;
   auto adapter = registry.Find(controllerName);
-  if (!adapter) {
-    std::string known;
-    for (const auto& [name, a] : registry.All()) known += (known.empty() ? "" : ", ") + name;
-    return Resolution::Pending("AdapterNotRegistered",
-                               "JobClass \"" + className + "\" names controllerName \"" +
-                                   controllerName +
-                                   "\", which this controller does not serve (it serves: " +
-                                   (known.empty() ? "none" : known) + ")");
+  const AdapterDescriptor* descriptor = registry.FindDescriptor(controllerName);
+  if (!adapter || descriptor == nullptr) {
+    return Resolution::Pending(
+        "AdapterNotRegistered",
+        "JobClass \"" + className + "\" names controllerName \"" + controllerName +
+            "\", which this controller does not serve (it serves: " + registry.ControllerNames() +
+            ")");
   }
 
   api::ResolvedJobClass resolved{cls->metadata.name, cls->metadata.uid, controllerName, {}, {}};
@@ -144,6 +139,17 @@ StatusOr<Resolution> ResolveJob(const api::Job& job, const ClusterCache& cache,
   nlohmann::json parameters = nlohmann::json::object();
   if (cls->spec.parametersRef) {
     const auto& ref = *cls->spec.parametersRef;
+    const auto& takes = descriptor->parameters;
+    const std::string& group = ref.group.empty() ? std::string(api::kGroup) : ref.group;
+    if (!takes || takes->kind != ref.kind || takes->group != group) {
+      // The CRD refuses such classes for Ayatori's own controllers; this covers the others. The
+      // class may be corrected, so the Job waits.
+      return Resolution::Pending(
+          "ParametersNotFound",
+          "JobClass \"" + className + "\" refers to " + ref.kind + "." + group + " \"" + ref.name +
+              "\", but the adapter for " + controllerName + " takes " +
+              (takes ? takes->kind + "." + takes->group : std::string("no parameters")));
+    }
     auto params = cache.GetParameters(ref.kind, ref.name);
     if (!params) {
       return Resolution::Pending("ParametersNotFound", "JobClass \"" + className + "\" refers to " +
@@ -161,12 +167,17 @@ StatusOr<Resolution> ResolveJob(const api::Job& job, const ClusterCache& cache,
     return Resolution::Rejected("ResourcesOutOfRange", resources.status().message());
   }
 
+  if (auto missing =
+          adapters::RequirementsNotEnforced(*descriptor, className, parameters, *resources, job)) {
+    return Resolution::Rejected(adapters::kReasonNotEnforceable, *missing);
+  }
+
   const std::string& ns = job.metadata.namespace_;
   // Kubernetes: the kubelet resolves the references on the node, so only their existence is
   // checked, in the metadata cache (a missing key shows up as the pod's
   // CreateContainerConfigError). Other adapters get the values from the controller: each object
   // is read once here to check its keys, and again when the request is built.
-  const bool passesReferences = AdapterPassesReferences(controllerName);
+  const bool passesReferences = descriptor->resolvesEnvReferences;
   ReferenceReader* keyReader = passesReferences ? nullptr : &reader;
   for (const auto& env : job.spec.task.env) {
     if (!env.valueFrom) continue;

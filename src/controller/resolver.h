@@ -19,10 +19,6 @@
 
 namespace ayatori::controller {
 
-// Whether the class's adapter resolves env references itself (Kubernetes: the kubelet does) or
-// needs the controller to read the values and forward them (Docker, OpenSandbox).
-bool AdapterPassesReferences(const std::string& controllerName);
-
 // The JobClass name a Job would use: spec.jobClassName, else the namespace default, else the one
 // cluster default. On failure returns a kPending resolution in `failure`.
 std::string ChooseJobClassName(const api::Job& job, const ClusterCache& cache,

@@ -106,7 +106,7 @@ TEST(JsonTest, DecodesTheSpecExampleJob) {
   EXPECT_EQ(status.conditions[2].status, ConditionStatus::kUnknown);
   EXPECT_EQ(status.conditions[2].lastTransitionTime, At("2026-11-29T08:00:02Z"));
   ASSERT_TRUE(status.resolvedJobClass && status.resolvedJobClass->parametersRef);
-  EXPECT_EQ(status.resolvedJobClass->controllerName, kControllerKubernetes);
+  EXPECT_EQ(status.resolvedJobClass->controllerName, "execution.ayatori.ddupan.top/kubernetes");
   EXPECT_EQ(status.resolvedJobClass->parametersRef->uid, "c413e0a1-5b2c-4d7e-8f90-1a2b3c4d5e6f");
   ASSERT_TRUE(status.execution.has_value());
   EXPECT_EQ(status.execution->references,
@@ -145,7 +145,7 @@ JobStatus FullStatus() {
        At("2026-11-29T08:01:00Z")},
   };
   s.resolvedJobClass =
-      ResolvedJobClass{"sandboxed", "uid-class", kControllerOpenSandbox,
+      ResolvedJobClass{"sandboxed", "uid-class", "execution.ayatori.ddupan.top/opensandbox",
                        ParametersRef{kGroup, "OpenSandboxExecutionParameters", "sb", "uid-params"},
                        "ayatori-backend-0123456789abcdef"};
   s.effectiveResources =
@@ -212,7 +212,8 @@ TEST(JsonTest, EmptyAndAbsentFieldsAreOmitted) {
 // A Job accepted before backend snapshots existed has none: absent on the wire, nullopt back.
 TEST(JsonTest, BackendSnapshotIsOptional) {
   JobStatus old;
-  old.resolvedJobClass = ResolvedJobClass{"k", "", kControllerKubernetes, std::nullopt, {}};
+  old.resolvedJobClass =
+      ResolvedJobClass{"k", "", "execution.ayatori.ddupan.top/kubernetes", std::nullopt, {}};
   const json u = StatusToJson(old);
   EXPECT_FALSE(u["resolvedJobClass"].contains("backendSnapshot")) << u.dump();
   StatusOr<JobStatus> uback = JobStatusFromJson(u);
@@ -362,7 +363,7 @@ TEST(JsonTest, ObjectMetaRoundTrips) {
 TEST(JsonTest, JobClassRoundTrips) {
   JobClass c;
   c.metadata = FullMeta("standard");
-  c.spec.controllerName = kControllerDocker;
+  c.spec.controllerName = "execution.ayatori.ddupan.top/docker";
   c.spec.parametersRef = ParametersRef{kGroup, "DockerExecutionParameters", "local", ""};
   c.spec.resources.defaults.requests.cpu = Quantity::MustParse("100m");
   c.spec.resources.defaults.limits.memory = Quantity::MustParse("512Mi");

@@ -20,8 +20,11 @@
 #include <thread>
 
 #include "adapters/docker/container.h"
+#include "adapters/docker/descriptor.h"
 #include "adapters/docker/engine.h"
+#include "adapters/kubernetes/descriptor.h"
 #include "adapters/kubernetes/kubernetes_adapter.h"
+#include "adapters/registry.h"
 #include "api/types.h"
 #include "controller/kinds.h"
 #include "kube/config.h"
@@ -889,11 +892,11 @@ Status Round::Setup() {
                 {"pullPolicy", "IfNotPresent"},
                 {"stopGracePeriodSeconds", 1}}),
         object("JobClass", kDockerClass,
-               {{"controllerName", api::kControllerDocker},
+               {{"controllerName", adapters::docker::kControllerName},
                 {"parametersRef", parametersRef("DockerExecutionParameters", kDockerClass)}}),
         object("KubernetesExecutionParameters", kKubernetesClass, json::object()),
         object("JobClass", kKubernetesClass,
-               {{"controllerName", api::kControllerKubernetes},
+               {{"controllerName", adapters::kubernetes::kControllerName},
                 {"parametersRef",
                  parametersRef("KubernetesExecutionParameters", kKubernetesClass)}})}}};
   return Kubectl({"apply", "-f", "-"}, classes.dump());
@@ -1356,8 +1359,11 @@ StatusOr<RoundResult> Round::Run() {
   for (const char* name : {kDockerClass, kKubernetesClass}) {
     (void)client_->Delete(controller::kJobClasses, "", name, {});
   }
-  (void)client_->Delete(controller::kDockerParameters, "", kDockerClass, {});
-  (void)client_->Delete(controller::kKubernetesParameters, "", kKubernetesClass, {});
+  (void)client_->Delete(adapters::ParametersResource(*adapters::docker::Descriptor().parameters),
+                        "", kDockerClass, {});
+  (void)client_->Delete(
+      adapters::ParametersResource(*adapters::kubernetes::Descriptor().parameters), "",
+      kKubernetesClass, {});
 
   // The round restarts kube-apiserver under the rest of the control plane; a component that did
   // not survive that makes the Kubernetes Jobs' fate meaningless.

@@ -66,7 +66,7 @@ api::Job TypicalAcceptedJob(int i) {
                     now);
   job.status.observedGeneration = 1;
   job.status.resolvedJobClass = api::ResolvedJobClass{
-      "default", "8aa4e2a4-8f1d-4c6b-9d2e-0a1b2c3d4e5f", api::kControllerDocker,
+      "default", "8aa4e2a4-8f1d-4c6b-9d2e-0a1b2c3d4e5f", "execution.ayatori.ddupan.top/docker",
       api::ParametersRef{api::kGroup, "DockerExecutionParameters", "default",
                          "c413e2a4-8f1d-4c6b-9d2e-0a1b2c3d4e5f"},
       "ayatori-backend-5f0c2a9e41b7d3c8"};

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -145,11 +146,22 @@ inline nlohmann::json NamespaceJson(const std::string& name, const std::string& 
 
 // --- the controller ----------------------------------------------------------------------------
 
+// The parameters kind of the fake adapter: the controller runs an informer on it because the
+// adapter's descriptor names it.
+inline constexpr const char* kTestParametersKind = "TestExecutionParameters";
+inline const ResourceRef kTestParameters{api::kGroup, api::kVersion, "testexecutionparameters",
+                                         false};
+
 class FakeApiController {
  public:
   explicit FakeApiController(ControllerOptions options = {})
       : adapter_(std::make_shared<FakeAdapter>()) {
-    registry_.Register(adapters::kControllerTest, adapter_);
+    AdapterDescriptor descriptor = adapters::TestDescriptor();
+    descriptor.parameters = ParametersKind{
+        api::kGroup, api::kVersion, kTestParametersKind, kTestParameters.resource, {"endpoint"}};
+    if (Status s = registry_.Register(descriptor, adapter_); !s.ok()) {
+      throw std::logic_error(s.ToString());
+    }
     options.syncTimeout = std::chrono::seconds(10);
     options_ = std::move(options);
   }

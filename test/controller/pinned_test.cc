@@ -180,16 +180,31 @@ std::string ChangeName(const ::testing::TestParamInfo<Change>& info) {
   return "";
 }
 
+// The engines stand in for the Docker adapter: its controllerName and parameters kind.
+constexpr const char* kControllerEngines = "execution.ayatori.ddupan.top/docker";
+
+AdapterDescriptor EnginesDescriptor() {
+  AdapterDescriptor d;
+  d.controllerName = kControllerEngines;
+  d.parameters = ParametersKind{api::kGroup,
+                                api::kVersion,
+                                "DockerExecutionParameters",
+                                "dockerexecutionparameters",
+                                {"endpoint", "stopGracePeriodSeconds"}};
+  d.enforces = Enforcement::Everything();
+  return d;
+}
+
 class PinnedBackendTest : public ::testing::Test {
  protected:
   PinnedBackendTest() : engines_(std::make_shared<FakeEnginesAdapter>()) {
-    registry_.Register(api::kControllerDocker, engines_);
+    EXPECT_TRUE(registry_.Register(EnginesDescriptor(), engines_).ok());
     cache_.ServeJobsFrom(&client_);
     cache_.ServeBackendSnapshotsFrom(&client_, kDefaultControllerNamespace);
     api::JobClass c;
     c.metadata.name = "engines";
     c.metadata.uid = "class-uid";
-    c.spec.controllerName = api::kControllerDocker;
+    c.spec.controllerName = kControllerEngines;
     c.spec.parametersRef = api::ParametersRef{api::kGroup, "DockerExecutionParameters", "p", ""};
     cache_.AddJobClass(c);
     SetParameters("params-uid-1", kEngineA, 10);
@@ -262,7 +277,7 @@ class PinnedBackendTest : public ::testing::Test {
 
   // The snapshot a Job accepted with engine `endpoint` names.
   static std::string SnapshotFor(const std::string& endpoint) {
-    return BackendSnapshotName({api::kControllerDocker, {{"endpoint", endpoint}}});
+    return BackendSnapshotName({kControllerEngines, {{"endpoint", endpoint}}});
   }
   StatusOr<json> GetSnapshot(const std::string& name) {
     return client_.Get(kConfigMaps, kDefaultControllerNamespace, name);
@@ -331,7 +346,7 @@ TEST_F(PinnedBackendTest, JobsWithTheSameValuesShareOneSnapshot) {
 // An object under the snapshot's name that holds something else is never taken for it: the Job
 // is not accepted, and says why.
 TEST_F(PinnedBackendTest, ConflictingObjectUnderTheSnapshotNameKeepsTheJobPending) {
-  BackendSnapshot other{api::kControllerDocker, {{"endpoint", kEngineB}}};
+  BackendSnapshot other{kControllerEngines, {{"endpoint", kEngineB}}};
   json impostor = BackendSnapshotConfigMap(kDefaultControllerNamespace, other);
   impostor["metadata"]["name"] = SnapshotFor(kEngineA);
   ASSERT_TRUE(client_.Create(kConfigMaps, kDefaultControllerNamespace, impostor, {}).ok());
@@ -393,7 +408,7 @@ TEST_F(PinnedBackendTest, MissingSnapshotIsResultUnknownWithoutAdapterCalls) {
   EXPECT_FALSE(job.status.completionTime.has_value());
 
   // Another engine under the snapshot's name: still unknown, still no call.
-  BackendSnapshot other{api::kControllerDocker, {{"endpoint", kEngineB}}};
+  BackendSnapshot other{kControllerEngines, {{"endpoint", kEngineB}}};
   json impostor = BackendSnapshotConfigMap(kDefaultControllerNamespace, other);
   impostor["metadata"]["name"] = name;
   ASSERT_TRUE(client_.Create(kConfigMaps, kDefaultControllerNamespace, impostor, {}).ok());
@@ -404,7 +419,7 @@ TEST_F(PinnedBackendTest, MissingSnapshotIsResultUnknownWithoutAdapterCalls) {
   // Restored as it was: the Job is observed on its engine again.
   ASSERT_TRUE(client_.Delete(kConfigMaps, kDefaultControllerNamespace, name, {}).ok());
   json restored = BackendSnapshotConfigMap(kDefaultControllerNamespace,
-                                           {api::kControllerDocker, {{"endpoint", kEngineA}}});
+                                           {kControllerEngines, {{"endpoint", kEngineA}}});
   ASSERT_TRUE(client_.Create(kConfigMaps, kDefaultControllerNamespace, restored, {}).ok());
   engines_->Finish(kEngineA, uid, 0);
   Reconcile("job");

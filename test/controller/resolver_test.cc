@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "adapters/docker/descriptor.h"
 #include "adapters/docker/docker_adapter.h"
 #include "adapters/testing/in_process_adapter.h"
 #include "api/json.h"
@@ -25,6 +26,24 @@ using testing::FakeClusterCache;
 using Outcome = Resolution::Outcome;
 
 constexpr const char* kNs = "team-a";
+// A backend whose kubelet-like executor resolves env references itself.
+constexpr const char* kControllerPassing = "example.com/passes-references";
+constexpr const char* kTestParametersKind = "TestExecutionParameters";
+
+// The test backend, with a parameters kind of its own.
+AdapterDescriptor TestWithParameters() {
+  AdapterDescriptor d = adapters::TestDescriptor();
+  d.parameters = ParametersKind{
+      api::kGroup, api::kVersion, kTestParametersKind, "testexecutionparameters", {"size"}};
+  return d;
+}
+
+AdapterDescriptor Passing() {
+  AdapterDescriptor d = adapters::TestDescriptor();
+  d.controllerName = kControllerPassing;
+  d.resolvesEnvReferences = true;
+  return d;
+}
 
 api::JobClass Class(const std::string& name, const std::string& controllerName,
                     bool isDefault = false) {
@@ -66,10 +85,10 @@ api::EnvVar ConfigMapEnv(const std::string& env, const std::string& cm, const st
 class ResolverTest : public ::testing::Test {
  protected:
   ResolverTest() : backend_(std::make_shared<adapters::InProcessTestAdapter>()) {
-    registry_.Register(adapters::kControllerTest, backend_);
-    // The resolver treats the Kubernetes controllerName specially (references pass through);
-    // the test backend stands in for that adapter, only its name matters here.
-    registry_.Register(api::kControllerKubernetes, backend_);
+    EXPECT_TRUE(registry_.Register(TestWithParameters(), backend_).ok());
+    // A backend that resolves references itself (like Kubernetes): the test backend stands in
+    // for it, only its descriptor matters here.
+    EXPECT_TRUE(registry_.Register(Passing(), backend_).ok());
     cache_.AddJobClass(Class("test", adapters::kControllerTest));
   }
 
@@ -147,16 +166,16 @@ TEST_F(ResolverTest, ResolvedWritesClassUidAdapterAndDefaultedResources) {
 
 TEST_F(ResolverTest, ResolvedWithParametersRefCarriesTheParametersUid) {
   api::JobClass c = Class("with-params", adapters::kControllerTest);
-  c.spec.parametersRef = api::ParametersRef{api::kGroup, "DockerExecutionParameters", "p", ""};
+  c.spec.parametersRef = api::ParametersRef{api::kGroup, kTestParametersKind, "p", ""};
   cache_.AddJobClass(c);
-  cache_.AddParameters("DockerExecutionParameters", "p",
-                       {{"kind", "DockerExecutionParameters"},
+  cache_.AddParameters(kTestParametersKind, "p",
+                       {{"kind", kTestParametersKind},
                         {"metadata", {{"name", "p"}, {"uid", "params-uid-1"}}},
-                        {"spec", nlohmann::json::object()}});
+                        {"spec", {{"size", 1}}}});
   Resolution r = Resolve(Job("with-params"));
   ASSERT_EQ(r.outcome, Outcome::kResolved) << r.reason << ": " << r.message;
   ASSERT_TRUE(r.jobClass.parametersRef.has_value());
-  EXPECT_EQ(r.jobClass.parametersRef->kind, "DockerExecutionParameters");
+  EXPECT_EQ(r.jobClass.parametersRef->kind, kTestParametersKind);
   EXPECT_EQ(r.jobClass.parametersRef->name, "p");
   EXPECT_EQ(r.jobClass.parametersRef->group, api::kGroup);
   EXPECT_EQ(r.jobClass.parametersRef->uid, "params-uid-1");
@@ -171,9 +190,11 @@ TEST_F(ResolverTest, ResolvedWithParametersRefCarriesTheParametersUid) {
 TEST_F(ResolverTest, ResolvedDockerJobPinsEndpointNetworkModeAndRuntime) {
   adapters::docker::DockerAdapterOptions options;
   options.defaultEndpoint = "unix:///run/ayatori/default.sock";
-  registry_.Register(api::kControllerDocker,
-                     std::make_shared<adapters::docker::DockerAdapter>(options));
-  api::JobClass withParams = Class("docker", api::kControllerDocker);
+  ASSERT_TRUE(registry_
+                  .Register(adapters::docker::Descriptor(),
+                            std::make_shared<adapters::docker::DockerAdapter>(options))
+                  .ok());
+  api::JobClass withParams = Class("docker", adapters::docker::kControllerName);
   withParams.spec.parametersRef =
       api::ParametersRef{api::kGroup, "DockerExecutionParameters", "d", ""};
   cache_.AddJobClass(withParams);
@@ -193,13 +214,14 @@ TEST_F(ResolverTest, ResolvedDockerJobPinsEndpointNetworkModeAndRuntime) {
       {"endpoint", "tcp://127.0.0.1:2376"}, {"networkMode", "host"}, {"runtime", "runsc"}};
   EXPECT_EQ(r.pinnedParameters, pinned);
   // The status carries only the snapshot's name: a hash of the values, not the values.
-  EXPECT_EQ(r.jobClass.backendSnapshot, BackendSnapshotName({api::kControllerDocker, pinned}));
+  EXPECT_EQ(r.jobClass.backendSnapshot,
+            BackendSnapshotName({adapters::docker::kControllerName, pinned}));
   api::JobStatus accepted;
   accepted.resolvedJobClass = r.jobClass;
   EXPECT_EQ(api::StatusToJson(accepted).dump().find("127.0.0.1"), std::string::npos);
 
   // No parametersRef: the adapter's default engine, network none, the engine's default runtime.
-  cache_.AddJobClass(Class("docker-defaults", api::kControllerDocker));
+  cache_.AddJobClass(Class("docker-defaults", adapters::docker::kControllerName));
   Resolution d = Resolve(Job("docker-defaults"));
   ASSERT_EQ(d.outcome, Outcome::kResolved) << d.reason << ": " << d.message;
   EXPECT_EQ(d.pinnedParameters,
@@ -226,9 +248,12 @@ TEST_F(ResolverTest, ResolvedClassCarriesTheTtlPolicy) {
 // Plain HTTP to an engine would carry forwarded Secret values in the clear: refused at
 // acceptance with a reason of its own, unless the parameters say insecure: true.
 TEST_F(ResolverTest, PlainHttpDockerEndpointRefusedUnlessInsecure) {
-  registry_.Register(api::kControllerDocker, std::make_shared<adapters::docker::DockerAdapter>());
+  ASSERT_TRUE(registry_
+                  .Register(adapters::docker::Descriptor(),
+                            std::make_shared<adapters::docker::DockerAdapter>())
+                  .ok());
   auto addClass = [&](const std::string& name, const nlohmann::json& spec) {
-    api::JobClass c = Class(name, api::kControllerDocker);
+    api::JobClass c = Class(name, adapters::docker::kControllerName);
     c.spec.parametersRef = api::ParametersRef{api::kGroup, "DockerExecutionParameters", name, ""};
     cache_.AddJobClass(c);
     cache_.AddParameters("DockerExecutionParameters", name,
@@ -258,6 +283,82 @@ TEST_F(ResolverTest, PlainHttpDockerEndpointRefusedUnlessInsecure) {
     Resolution r = Resolve(Job(name));
     EXPECT_EQ(r.outcome, Outcome::kResolved) << name << ": " << r.reason << ": " << r.message;
   }
+}
+
+// Fail-closed (docs/jobclass.md, "What the adapter enforces"): every ask the adapter does not
+// enforce refuses the Job at acceptance with NotEnforceable, one ask at a time, and the same
+// class resolves once it asks only for what is enforced.
+TEST_F(ResolverTest, AskingForWhatTheAdapterDoesNotEnforceIsRefused) {
+  AdapterDescriptor weak;  // enforces nothing
+  weak.controllerName = "example.com/weak";
+  weak.parameters =
+      ParametersKind{"example.com", "v1", "WeakParameters", "weakparameters", {"size", "offline"}};
+  weak.parametersAsk = [](const nlohmann::json& parameters) {
+    Enforcement ask;
+    ask.egressDeny = parameters.value("/spec/offline"_json_pointer, false);
+    return ask;
+  };
+  ASSERT_TRUE(registry_.Register(weak, backend_).ok());
+  auto params = [&](nlohmann::json spec) {
+    cache_.AddParameters("WeakParameters", "w",
+                         {{"kind", "WeakParameters"},
+                          {"metadata", {{"name", "w"}, {"uid", "w-uid"}}},
+                          {"spec", std::move(spec)}});
+  };
+  api::JobClass c = Class("weak", "example.com/weak");
+  c.spec.parametersRef = api::ParametersRef{"example.com", "WeakParameters", "w", ""};
+  params({{"size", 1}});
+  cache_.AddJobClass(c);
+  Resolution plain = Resolve(Job("weak"));
+  ASSERT_EQ(plain.outcome, Outcome::kResolved) << plain.reason << ": " << plain.message;
+
+  auto refused = [&](const api::Job& job, const std::string& says) {
+    Resolution r = Resolve(job);
+    EXPECT_REJECTED(r, "NotEnforceable");
+    EXPECT_NE(r.message.find(says), std::string::npos) << r.message;
+    EXPECT_NE(r.message.find("example.com/weak"), std::string::npos) << r.message;
+  };
+  api::JobClass limited = c;
+  limited.spec.resources.defaults.limits.memory = api::Quantity::MustParse("256Mi");
+  cache_.AddJobClass(limited);
+  refused(Job("weak"), "a memory limit (limits.memory 256Mi)");
+  limited.spec.resources.defaults.limits = {};
+  limited.spec.resources.defaults.limits.cpu = api::Quantity::MustParse("500m");
+  cache_.AddJobClass(limited);
+  refused(Job("weak"), "a cpu limit (limits.cpu 500m)");
+  cache_.AddJobClass(c);
+
+  api::Job pulls = Job("weak");
+  pulls.spec.task.imagePullSecrets.push_back({"registry"});
+  refused(pulls, "authenticated image pull");
+
+  params({{"size", 1}, {"gpus", 2}});
+  refused(Job("weak"), "WeakParameters spec.gpus");
+  params({{"offline", true}});
+  refused(Job("weak"), "egress deny");
+  params({{"offline", false}});
+  EXPECT_EQ(Resolve(Job("weak")).outcome, Outcome::kResolved);
+}
+
+// The Docker adapter does not read tlsSecretRef yet: a class whose parameters set it is refused,
+// never talked to without TLS.
+TEST_F(ResolverTest, DockerParametersWithTlsSecretRefAreNotEnforceable) {
+  ASSERT_TRUE(registry_
+                  .Register(adapters::docker::Descriptor(),
+                            std::make_shared<adapters::docker::DockerAdapter>())
+                  .ok());
+  api::JobClass c = Class("docker-tls", adapters::docker::kControllerName);
+  c.spec.parametersRef = api::ParametersRef{api::kGroup, "DockerExecutionParameters", "tls", ""};
+  cache_.AddJobClass(c);
+  cache_.AddParameters("DockerExecutionParameters", "tls",
+                       {{"kind", "DockerExecutionParameters"},
+                        {"metadata", {{"name", "tls"}, {"uid", "tls-uid"}}},
+                        {"spec",
+                         {{"endpoint", "tcp://127.0.0.1:2376"},
+                          {"tlsSecretRef", {{"namespace", "ayatori-system"}, {"name", "t"}}}}}});
+  Resolution r = Resolve(Job("docker-tls"));
+  EXPECT_REJECTED(r, "NotEnforceable");
+  EXPECT_NE(r.message.find("spec.tlsSecretRef"), std::string::npos) << r.message;
 }
 
 TEST_F(ResolverTest, JobClassNotFound) {
@@ -312,18 +413,34 @@ TEST_F(ResolverTest, NamespaceDefaultNamingAMissingClassIsJobClassNotFound) {
 }
 
 TEST_F(ResolverTest, AdapterNotRegistered) {
-  cache_.AddJobClass(Class("docker", api::kControllerDocker));
+  cache_.AddJobClass(Class("docker", adapters::docker::kControllerName));
   Resolution r = Resolve(Job("docker"));
   EXPECT_PENDING(r, "AdapterNotRegistered");
-  EXPECT_NE(r.message.find(api::kControllerDocker), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find(adapters::docker::kControllerName), std::string::npos) << r.message;
 }
 
 TEST_F(ResolverTest, ParametersNotFound) {
   api::JobClass c = Class("no-params", adapters::kControllerTest);
-  c.spec.parametersRef = api::ParametersRef{api::kGroup, "DockerExecutionParameters", "gone", ""};
+  c.spec.parametersRef = api::ParametersRef{api::kGroup, kTestParametersKind, "gone", ""};
   cache_.AddJobClass(c);
   Resolution r = Resolve(Job("no-params"));
   EXPECT_PENDING(r, "ParametersNotFound");
+}
+
+// A class naming a parameters kind its adapter does not take waits (the class can be fixed);
+// the object is never read as if it were the adapter's own kind.
+TEST_F(ResolverTest, ParametersOfAnotherKindAreNotRead) {
+  api::JobClass c = Class("wrong-kind", adapters::kControllerTest);
+  c.spec.parametersRef = api::ParametersRef{api::kGroup, "DockerExecutionParameters", "p", ""};
+  cache_.AddJobClass(c);
+  cache_.AddParameters("DockerExecutionParameters", "p",
+                       {{"kind", "DockerExecutionParameters"},
+                        {"metadata", {{"name", "p"}, {"uid", "u"}}},
+                        {"spec", nlohmann::json::object()}});
+  Resolution r = Resolve(Job("wrong-kind"));
+  EXPECT_PENDING(r, "ParametersNotFound");
+  EXPECT_NE(r.message.find("takes " + std::string(kTestParametersKind)), std::string::npos)
+      << r.message;
 }
 
 TEST_F(ResolverTest, ResourcesOutOfRange) {
@@ -356,7 +473,7 @@ TEST_F(ResolverTest, SecretForwardingDenied) {
 }
 
 TEST_F(ResolverTest, KubernetesClassPassesSecretReferencesWithoutForwarding) {
-  api::JobClass c = Class("k8s", api::kControllerKubernetes);
+  api::JobClass c = Class("k8s", kControllerPassing);
   c.spec.secretEnvForwarding = api::SecretEnvForwarding::kDenied;
   cache_.AddJobClass(c);
   AddSecret(kNs, "tok", {"token"});
@@ -369,7 +486,7 @@ TEST_F(ResolverTest, KubernetesClassPassesSecretReferencesWithoutForwarding) {
 // The Kubernetes path reads no Secret and no ConfigMap: existence comes from the metadata cache,
 // a missing key is the kubelet's to report (CreateContainerConfigError).
 TEST_F(ResolverTest, KubernetesClassChecksExistenceInTheMetadataCacheAndReadsNothing) {
-  cache_.AddJobClass(Class("k8s", api::kControllerKubernetes));
+  cache_.AddJobClass(Class("k8s", kControllerPassing));
   api::Job job = Job("k8s");
   job.spec.task.env.push_back(SecretEnv("TOKEN", "tok", "token"));
   job.spec.task.env.push_back(ConfigMapEnv("CONFIG", "cfg", "value"));
@@ -530,7 +647,7 @@ TEST_F(ResolverTest, ImagePullSecrets) {
 }
 
 TEST_F(ResolverTest, KubernetesClassLeavesImagePullSecretsToTheKubelet) {
-  cache_.AddJobClass(Class("k8s", api::kControllerKubernetes));
+  cache_.AddJobClass(Class("k8s", kControllerPassing));
   api::Job job = Job("k8s");
   job.spec.task.imagePullSecrets.push_back({"not-yet-there"});
   EXPECT_EQ(Resolve(job).outcome, Outcome::kResolved);

@@ -23,6 +23,8 @@ using testing::FromConfigMap;
 using testing::FromSecret;
 using testing::JobClassJson;
 using testing::JobJson;
+using testing::kTestParameters;
+using testing::kTestParametersKind;
 using testing::NamespaceJson;
 using testing::SecretJson;
 
@@ -81,7 +83,7 @@ TEST_F(WakeupIndexTest, AnEventWakesExactlyTheJobsWaitingOnThatObject) {
   Create(kNamespaces, NamespaceJson("team-a"));
   Create(kNamespaces, NamespaceJson("team-b"));
   Create(kJobClasses, JobClassJson("test"));
-  Create(kJobClasses, JobClassJson("with-params", false, "DockerExecutionParameters", "p1"));
+  Create(kJobClasses, JobClassJson("with-params", false, kTestParametersKind, "p1"));
   Create(kSecrets, SecretJson("team-a", "present", {"k"}));
   Create(kJobs, JobJson("team-a", "accepted", "test", {FromSecret("present", "k")}));
   Create(kJobs, JobJson("team-a", "wants-s1", "test", {FromSecret("s1", "k")}));
@@ -143,10 +145,10 @@ TEST_F(WakeupIndexTest, AnEventWakesExactlyTheJobsWaitingOnThatObject) {
   // Parameters: the Jobs of the classes that refer to them.
   ExpectWakes(
       [&] {
-        Create(kDockerParameters, {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
-                                   {"kind", "DockerExecutionParameters"},
-                                   {"metadata", {{"name", "p1"}}},
-                                   {"spec", {{"endpoint", "unix:///var/run/docker.sock"}}}});
+        Create(kTestParameters, {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
+                                 {"kind", kTestParametersKind},
+                                 {"metadata", {{"name", "p1"}}},
+                                 {"spec", {{"endpoint", "unix:///var/run/docker.sock"}}}});
       },
       {{"team-a/wants-params", "JobClass/with-params"}});
   EXPECT_TRUE(Eventually([&] { return env_.Accepted("team-a", "wants-params") == "True"; }, 10s));

@@ -153,6 +153,33 @@ TEST_F(OpenSandboxControllerE2ETest, ExitZeroSucceedsWithOneSandboxAndStableRefe
   ExpectNoApiKeyLeak("hello");
 }
 
+// The server is pinned at acceptance (docs/jobclass.md, "What an administrator may change"):
+// pointing the parameters at another endpoint (and route) while the Job runs moves nothing. The
+// new endpoint is a listener that never answers: a call that followed it would leave the Job
+// Unknown, and it would show as a connection.
+TEST_F(OpenSandboxControllerE2ETest, ARunningJobKeepsItsServerWhenTheParametersMoveAway) {
+  std::string uid = CreateJob("pinned", kClass, Task({"/bin/sh", "-c", "sleep 3; echo pinned"}));
+  ASSERT_FALSE(uid.empty());
+  WaitForRunning("pinned");
+  TcpListener elsewhere;
+  ASSERT_TRUE(Apply(
+      {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
+       {"kind", "OpenSandboxExecutionParameters"},
+       {"metadata", {{"name", kClass}}},
+       {"spec",
+        {{"endpoint", "http://127.0.0.1:" + std::to_string(elsewhere.port()) + "/v1"},
+         {"useServerProxy", true},
+         {"apiKeySecretRef", {{"namespace", ns_}, {"name", "osb-api-key"}, {"key", "api-key"}}},
+         {"pollIntervalSeconds", 1}}}}));
+  json job = WaitForFinished(ns_, "pinned", 60s);
+  EXPECT_EQ(ConditionSummary(job, "Succeeded"), "True/Completed") << Describe(job);
+  EXPECT_EQ(Result(job).value("exitCode", -1), 0) << Describe(job);
+  ExpectReferences(job);
+  EXPECT_LE(Sandboxes(uid).size(), 1u);
+  EXPECT_EQ(elsewhere.Accept(0ms), -1) << "a call went to the endpoint the parameters moved to";
+  ExpectNoApiKeyLeak("pinned");
+}
+
 TEST_F(OpenSandboxControllerE2ETest, ExitThreeIsProcessFailedWithTheExitCode) {
   ASSERT_FALSE(CreateJob("three", kClass, Task({"/bin/sh", "-c", "exit 3"})).empty());
   json job = WaitForFinished(ns_, "three");

@@ -38,7 +38,7 @@ api::Job BaseJob(const std::string& name) {
 api::Job Accepted(api::Job job) {
   job.status.conditions.push_back(Cond("Accepted", api::ConditionStatus::kTrue, "Valid"));
   job.status.resolvedJobClass =
-      api::ResolvedJobClass{"docker", "cuid", api::kControllerDocker,
+      api::ResolvedJobClass{"docker", "cuid", "execution.ayatori.ddupan.top/docker",
                             api::ParametersRef{"g", "DockerExecutionParameters", "local", "p"},
                             "ayatori-backend-0123456789abcdef"};
   job.status.effectiveResources = api::ResourceRequirements{

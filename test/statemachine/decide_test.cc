@@ -45,7 +45,7 @@ api::Job Starting() {
   Set(j, api::kConditionScheduled, ConditionStatus::kTrue, kReasonBackendCreated);
   Set(j, api::kConditionSucceeded, ConditionStatus::kUnknown, kReasonScheduling);
   j.status.resolvedJobClass =
-      api::ResolvedJobClass{"standard", "c1", api::kControllerDocker, {}, {}};
+      api::ResolvedJobClass{"standard", "c1", "execution.ayatori.ddupan.top/docker", {}, {}};
   j.status.effectiveResources = api::ResourceRequirements{};
   j.status.execution = api::ExecutionStatus{"docker", {{"Container", "abc"}}};
   j.status.observedGeneration = 1;
@@ -122,7 +122,8 @@ TEST(Decide, HeaderExampleSequence) {
   Facts facts;
   facts.now = kNow;
   facts.resolution = Resolution::Resolved(
-      api::ResolvedJobClass{"standard", "c1", api::kControllerDocker, {}, {}}, {}, "docker");
+      api::ResolvedJobClass{"standard", "c1", "execution.ayatori.ddupan.top/docker", {}, {}}, {},
+      "docker");
 
   Plan p = Decide(j, facts);
   EXPECT_EQ(p.finalizer, FinalizerChange::kAdd);
@@ -231,7 +232,7 @@ TEST(Decide, StartTimeOnlyWithScheduled) {
   Set(j, api::kConditionAccepted, ConditionStatus::kTrue, kReasonValid);
   Set(j, api::kConditionSucceeded, ConditionStatus::kUnknown, kReasonScheduling);
   j.status.resolvedJobClass =
-      api::ResolvedJobClass{"standard", "c1", api::kControllerDocker, {}, {}};
+      api::ResolvedJobClass{"standard", "c1", "execution.ayatori.ddupan.top/docker", {}, {}};
   Observation o = Obs(ExecutionPhase::kRunning);  // no references: cannot be Scheduled
   o.startedAt = kNow;
   Plan p = Decide(j, With(AdapterCall::kEnsure, o));
@@ -429,7 +430,7 @@ TEST(Ttl, OnlyTerminalJobsWithCompletionTime) {
 // The JobClass's TTL policy: recorded at acceptance, the TTL in force shown in the status and
 // used for the deletion, following edits of the spec's value but not of the class.
 TEST(Ttl, ClassPolicyAppliedAtAcceptanceAndShownInStatus) {
-  api::ResolvedJobClass cls{"standard", "c1", api::kControllerDocker, {}, {}};
+  api::ResolvedJobClass cls{"standard", "c1", "execution.ayatori.ddupan.top/docker", {}, {}};
   cls.ttlSecondsAfterFinished = api::TtlPolicy{600, 3600};
   auto accept = [&](std::optional<int32_t> requested) {
     api::Job j = NewJob();

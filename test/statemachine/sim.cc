@@ -1,6 +1,7 @@
 #include "test/statemachine/sim.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <streambuf>
 
 #include "api/conditions.h"
@@ -706,7 +707,12 @@ Harness::Harness() : clock(At(1'700'000'000)), api(server) {
       backend, clock, [this](AdapterCall call, const std::string& uid, const ExecutionRequest* r) {
         return GateCall(call, uid, r);
       });
-  registry_.Register(kFakeControllerName, adapter_);
+  AdapterDescriptor descriptor;
+  descriptor.controllerName = kFakeControllerName;
+  descriptor.enforces = Enforcement::Everything();
+  if (Status s = registry_.Register(descriptor, adapter_); !s.ok()) {
+    throw std::logic_error(s.ToString());
+  }
   cache_ = std::make_unique<SimCache>(*this);
   client_ = std::make_unique<CheckingKubeClient>(*this);
   controller::ReconcilerOptions options;

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
+#include <stdexcept>
 #include <streambuf>
 
 #include "api/json.h"
@@ -210,7 +211,9 @@ ControllerHarness::ControllerHarness()
     : logs_(&LogCapture::Install()),
       backend_(std::make_shared<adapters::InProcessTestAdapter>()),
       recording_(std::make_shared<RecordingAdapter>(backend_)) {
-  registry_.Register(adapters::kControllerTest, recording_);
+  if (Status s = registry_.Register(adapters::TestDescriptor(), recording_); !s.ok()) {
+    throw std::logic_error(s.ToString());
+  }
 }
 
 ControllerHarness::~ControllerHarness() { StopController(); }

@@ -66,6 +66,13 @@ class OpenSandboxAdapter final : public Adapter, public docker::LogSource {
   Status Start(std::function<void(const std::string&, const std::string&)> notify) override;
   void Stop() override;
   Status Validate(const ExecutionRequest& request) override;
+  // endpoint and useServerProxy (PinnedFields in spec.h): the server that holds the sandbox and
+  // the route to its execd. The API key, timeouts, poll interval and extraMetadata are read at
+  // each call: the sandbox is found by the Job UID's metadata, never by extraMetadata.
+  std::map<std::string, std::string> PinnedParameters(
+      const nlohmann::json& parameters) const override {
+    return PinnedFields(parameters);
+  }
   Observation Ensure(const ExecutionRequest& request) override;
   Observation Observe(const ExecutionKey& key) override;
   Observation Cancel(const ExecutionKey& key) override;

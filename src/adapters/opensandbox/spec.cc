@@ -131,7 +131,20 @@ StatusOr<api::OpenSandboxExecutionParameters> ParseParameters(const nlohmann::js
     return Invalid(
         "the JobClass names no OpenSandboxExecutionParameters (the endpoint is required)");
   }
-  if (const json* spec = GetObject(parameters, "spec")) {
+  // A pinned useServerProxy comes back as a string (backend snapshots hold strings).
+  nlohmann::json normalized = parameters;
+  if (auto spec = normalized.find("spec"); normalized.is_object() && spec != normalized.end()) {
+    auto proxy = spec->is_object() ? spec->find("useServerProxy") : spec->end();
+    if (spec->is_object() && proxy != spec->end() && proxy->is_string()) {
+      const std::string v = proxy->get<std::string>();
+      if (v != "true" && v != "false") {
+        return Invalid("OpenSandboxExecutionParameters spec.useServerProxy \"" + v +
+                       "\" must be true or false");
+      }
+      *proxy = v == "true";
+    }
+  }
+  if (const json* spec = GetObject(normalized, "spec")) {
     const auto& known = EnforcedParameterFields();
     for (const auto& [k, v] : spec->items()) {
       if (std::find(known.begin(), known.end(), k) == known.end()) {
@@ -140,7 +153,7 @@ StatusOr<api::OpenSandboxExecutionParameters> ParseParameters(const nlohmann::js
       }
     }
   }
-  auto p = api::OpenSandboxExecutionParametersFromJson(parameters);
+  auto p = api::OpenSandboxExecutionParametersFromJson(normalized);
   if (!p.ok()) return p.status();
   const std::string& e = p->endpoint;
   if (e.rfind("http://", 0) != 0 && e.rfind("https://", 0) != 0) {
@@ -149,6 +162,12 @@ StatusOr<api::OpenSandboxExecutionParameters> ParseParameters(const nlohmann::js
   }
   while (!p->endpoint.empty() && p->endpoint.back() == '/') p->endpoint.pop_back();
   return p;
+}
+
+std::map<std::string, std::string> PinnedFields(const nlohmann::json& parameters) {
+  auto p = ParseParameters(parameters);
+  if (!p.ok()) return {};
+  return {{"endpoint", p->endpoint}, {"useServerProxy", p->useServerProxy ? "true" : "false"}};
 }
 
 Status ValidateRequest(const ExecutionRequest& request,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -49,8 +50,16 @@ inline constexpr const char* kReasonCommandNotIdentified = "CommandNotIdentified
 // silently.
 const std::vector<std::string>& EnforcedParameterFields();
 
-// The OpenSandboxExecutionParameters object ({"spec": {...}}) as the class references it.
+// The OpenSandboxExecutionParameters object ({"spec": {...}}) as the class references it, or as
+// an accepted Job's calls get it, with the pinned fields laid over (strings: "true"/"false" for
+// useServerProxy).
 StatusOr<api::OpenSandboxExecutionParameters> ParseParameters(const nlohmann::json& parameters);
+
+// The fields pinned at acceptance (Adapter::PinnedParameters): `endpoint` (the server that holds
+// the Job's sandbox; without a trailing slash, as the adapter uses it) and `useServerProxy`
+// ("true"/"false": the route to the sandbox's execd, which may be the only one that reaches it).
+// Empty when the parameters do not parse (Validate refused them).
+std::map<std::string, std::string> PinnedFields(const nlohmann::json& parameters);
 
 // Checks, without any server round trip, that the request can be honoured as asked: parameters,
 // a command to run, resource limits the server parses (it silently drops values it cannot),

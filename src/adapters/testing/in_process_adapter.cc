@@ -4,6 +4,13 @@
 #include <charconv>
 
 namespace ayatori::adapters {
+
+AdapterDescriptor TestDescriptor() {
+  AdapterDescriptor d;
+  d.controllerName = kControllerTest;
+  d.enforces = Enforcement::Everything();
+  return d;
+}
 namespace {
 
 api::Time ToApiTime(std::chrono::system_clock::time_point t) {

@@ -26,6 +26,10 @@ namespace ayatori::adapters {
 
 inline constexpr const char* kControllerTest = "execution.ayatori.ddupan.top/test";
 
+// controllerName .../test, no parameters, Secret values resolved by the controller (so tests see
+// them in EnvOf). It claims every enforcement: it runs nothing, so nothing escapes a limit.
+AdapterDescriptor TestDescriptor();
+
 class InProcessTestAdapter final : public Adapter {
  public:
   explicit InProcessTestAdapter(const Clock& clock = SystemClock::Instance());

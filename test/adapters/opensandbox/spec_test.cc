@@ -46,6 +46,39 @@ TEST(OpenSandboxSpecTest, ParametersAreDecodedWithDefaultsAndTrailingSlashesDrop
   EXPECT_EQ(p.pollIntervalSeconds, 2);
 }
 
+// Pinned at acceptance (Adapter::PinnedParameters): the server and the route to execd, as the
+// adapter uses them; and they read back as the same parameters once laid over a parameters
+// object that has since changed, or over none at all (the object was deleted).
+TEST(OpenSandboxSpecTest, PinsTheEndpointAndTheExecdRouteAndReadsThemBack) {
+  const auto pinned = PinnedFields(Params({{"endpoint", "http://127.0.0.1:8080/v1/"},
+                                           {"useServerProxy", true},
+                                           {"sandboxTimeoutSeconds", 120},
+                                           {"extraMetadata", {{"team", "a"}}}}));
+  EXPECT_EQ(pinned, (std::map<std::string, std::string>{{"endpoint", "http://127.0.0.1:8080/v1"},
+                                                        {"useServerProxy", "true"}}));
+  EXPECT_EQ(PinnedFields(Params()).at("useServerProxy"), "false");
+  // Parameters Validate refuses pin nothing (the Job is not accepted).
+  EXPECT_TRUE(PinnedFields(Params({{"endpoint", "ftp://x"}})).empty());
+  EXPECT_TRUE(PinnedFields(json(nullptr)).empty());
+
+  auto edited = WithPinnedParameters(
+      Params({{"endpoint", "http://127.0.0.1:9999/v1"}, {"pollIntervalSeconds", 7}}), pinned);
+  auto p = Parsed(edited);
+  EXPECT_EQ(p.endpoint, "http://127.0.0.1:8080/v1");
+  EXPECT_TRUE(p.useServerProxy);
+  EXPECT_EQ(p.pollIntervalSeconds, 7);  // not pinned: the current object's value
+  auto deleted = Parsed(WithPinnedParameters(json::object(), pinned));
+  EXPECT_EQ(deleted.endpoint, "http://127.0.0.1:8080/v1");
+  EXPECT_TRUE(deleted.useServerProxy);
+  EXPECT_EQ(deleted.pollIntervalSeconds, 2);
+  auto off = Parsed(
+      WithPinnedParameters(Params({{"useServerProxy", true}}), {{"useServerProxy", "false"}}));
+  EXPECT_FALSE(off.useServerProxy);
+  auto bad = ParseParameters(WithPinnedParameters(Params(), {{"useServerProxy", "yes"}}));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("must be true or false"), std::string::npos);
+}
+
 TEST(OpenSandboxSpecTest, UnknownParameterFieldsAreRefusedNotIgnored) {
   auto r = ParseParameters(Params({{"networkPolicy", {{"defaultAction", "deny"}}}}));
   ASSERT_FALSE(r.ok());

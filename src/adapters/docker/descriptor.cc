@@ -1,0 +1,35 @@
+#include "adapters/docker/descriptor.h"
+
+#include "api/types.h"
+
+namespace ayatori::adapters::docker {
+
+AdapterDescriptor Descriptor(const std::string& endpointOverride) {
+  AdapterDescriptor d;
+  d.controllerName = kControllerName;
+  d.parameters = ParametersKind{api::kGroup,
+                                api::kVersion,
+                                "DockerExecutionParameters",
+                                "dockerexecutionparameters",
+                                {"endpoint", "networkMode", "runtime", "pullPolicy", "extraLabels",
+                                 "stopGracePeriodSeconds", "tlsSecretRef", "insecure"}};
+  d.resolvesEnvReferences = false;
+  d.enforces = {.memoryLimit = true,
+                .cpuLimit = true,
+                .egressDeny = true,
+                .isolation = true,
+                .imagePullAuth = true};
+  d.parametersAsk = [](const nlohmann::json& parameters) {
+    Enforcement ask;
+    const auto spec = parameters.is_object() ? parameters.value("spec", nlohmann::json::object())
+                                             : nlohmann::json::object();
+    // networkMode defaults to none: no network unless the parameters say host.
+    ask.egressDeny = !spec.is_object() || spec.value("networkMode", "none") == "none";
+    ask.isolation = true;  // a container of its own, whatever the runtime
+    return ask;
+  };
+  if (!endpointOverride.empty()) d.specOverrides["endpoint"] = endpointOverride;
+  return d;
+}
+
+}  // namespace ayatori::adapters::docker

@@ -1,0 +1,31 @@
+#include "adapters/kubernetes/descriptor.h"
+
+#include "api/types.h"
+
+namespace ayatori::adapters::kubernetes {
+
+AdapterDescriptor Descriptor() {
+  AdapterDescriptor d;
+  d.controllerName = kControllerName;
+  d.parameters = ParametersKind{
+      api::kGroup,
+      api::kVersion,
+      "KubernetesExecutionParameters",
+      "kubernetesexecutionparameters",
+      {"serviceAccountName", "nodeSelector", "tolerations", "runtimeClassName", "priorityClassName",
+       "extraLabels", "extraAnnotations", "imagePullFailureTimeoutSeconds"}};
+  d.resolvesEnvReferences = true;
+  d.enforces = {.memoryLimit = true,
+                .cpuLimit = true,
+                .egressDeny = false,
+                .isolation = true,
+                .imagePullAuth = true};
+  d.parametersAsk = [](const nlohmann::json&) {
+    Enforcement ask;
+    ask.isolation = true;  // a pod of its own, whatever the runtimeClassName
+    return ask;
+  };
+  return d;
+}
+
+}  // namespace ayatori::adapters::kubernetes

@@ -1,0 +1,27 @@
+#include "adapters/opensandbox/descriptor.h"
+
+#include "adapters/opensandbox/spec.h"
+#include "api/types.h"
+
+namespace ayatori::adapters::opensandbox {
+
+AdapterDescriptor Descriptor() {
+  AdapterDescriptor d;
+  d.controllerName = kControllerName;
+  d.parameters = ParametersKind{api::kGroup, api::kVersion, "OpenSandboxExecutionParameters",
+                                "opensandboxexecutionparameters", EnforcedParameterFields()};
+  d.resolvesEnvReferences = false;
+  d.enforces = {.memoryLimit = true,
+                .cpuLimit = true,
+                .egressDeny = false,
+                .isolation = true,
+                .imagePullAuth = true};
+  d.parametersAsk = [](const nlohmann::json&) {
+    Enforcement ask;
+    ask.isolation = true;  // a sandbox of its own
+    return ask;
+  };
+  return d;
+}
+
+}  // namespace ayatori::adapters::opensandbox

@@ -1,0 +1,198 @@
+// The adapter registry and the descriptors the adapters describe themselves with.
+#include "adapters/registry.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "adapters/docker/descriptor.h"
+#include "adapters/kubernetes/descriptor.h"
+#include "adapters/opensandbox/descriptor.h"
+#include "adapters/testing/in_process_adapter.h"
+#include "api/json.h"
+
+namespace ayatori::adapters {
+namespace {
+
+using nlohmann::json;
+
+AdapterDescriptor Described(const std::string& controllerName, const std::string& kind = "") {
+  AdapterDescriptor d;
+  d.controllerName = controllerName;
+  if (!kind.empty()) d.parameters = ParametersKind{"example.com", "v1", kind, "things", {"size"}};
+  return d;
+}
+
+TEST(AdapterRegistryTest, RegistersOnceByControllerNameAndParametersKind) {
+  AdapterRegistry registry;
+  auto adapter = std::make_shared<InProcessTestAdapter>();
+  ASSERT_TRUE(registry.Register(Described("example.com/a", "Thing"), adapter).ok());
+  ASSERT_TRUE(registry.Register(Described("example.com/b"), adapter).ok());
+
+  Status again = registry.Register(Described("example.com/a"), adapter);
+  EXPECT_EQ(again.code(), StatusCode::kAlreadyExists);
+  EXPECT_NE(again.message().find("example.com/a"), std::string::npos) << again.message();
+  Status sameKind = registry.Register(Described("example.com/c", "Thing"), adapter);
+  EXPECT_EQ(sameKind.code(), StatusCode::kAlreadyExists);
+  EXPECT_NE(sameKind.message().find("Thing.example.com"), std::string::npos) << sameKind.message();
+
+  EXPECT_EQ(registry.Register(Described(""), adapter).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry.Register(Described("example.com/d"), nullptr).code(),
+            StatusCode::kInvalidArgument);
+  AdapterDescriptor noResource = Described("example.com/e", "Other");
+  noResource.parameters->resource.clear();
+  EXPECT_EQ(registry.Register(noResource, adapter).code(), StatusCode::kInvalidArgument);
+
+  // The refused registrations left nothing behind.
+  ASSERT_EQ(registry.All().size(), 2u);
+  EXPECT_EQ(registry.ControllerNames(), "example.com/a, example.com/b");
+  EXPECT_EQ(registry.Find("example.com/b"), adapter);
+  EXPECT_EQ(registry.Find("example.com/c"), nullptr);
+  ASSERT_NE(registry.FindByParametersKind("example.com", "Thing"), nullptr);
+  EXPECT_EQ(registry.FindByParametersKind("example.com", "Thing")->controllerName, "example.com/a");
+  EXPECT_EQ(registry.FindByParametersKind("other.example.com", "Thing"), nullptr);
+  EXPECT_EQ(AdapterRegistry().ControllerNames(), "none");
+}
+
+api::Job PlainJob() {
+  api::Job job;
+  job.metadata.name = "j";
+  job.metadata.namespace_ = "ns";
+  job.metadata.uid = "u";
+  job.spec.task.image = "busybox";
+  return job;
+}
+
+// A default descriptor claims nothing: every ask is refused, each with its own message.
+TEST(RequirementsNotEnforcedTest, ADescriptorThatClaimsNothingRefusesEveryAsk) {
+  AdapterDescriptor nothing = Described("example.com/none", "Thing");
+  nothing.parametersAsk = [](const json& p) {
+    Enforcement ask;
+    ask.egressDeny = p.value("/spec/offline"_json_pointer, false);
+    ask.isolation = p.value("/spec/sandboxed"_json_pointer, false);
+    return ask;
+  };
+  nothing.parameters->fields = {"offline", "sandboxed"};
+  const api::Job job = PlainJob();
+  api::ResourceRequirements none;
+  EXPECT_EQ(RequirementsNotEnforced(nothing, "c", json::object(), none, job), std::nullopt);
+
+  auto says = [&](const json& params, const api::ResourceRequirements& r, const api::Job& j) {
+    return RequirementsNotEnforced(nothing, "c", params, r, j).value_or("(enforced)");
+  };
+  api::ResourceRequirements memory;
+  memory.limits.memory = api::Quantity::MustParse("1Gi");
+  EXPECT_EQ(says(json::object(), memory, job),
+            "JobClass \"c\" asks for a memory limit (limits.memory 1Gi), which the adapter for "
+            "example.com/none does not enforce");
+  api::ResourceRequirements cpu;
+  cpu.limits.cpu = api::Quantity::MustParse("2");
+  EXPECT_NE(says(json::object(), cpu, job).find("a cpu limit (limits.cpu 2)"), std::string::npos);
+  // Requests alone are admission, not enforcement.
+  api::ResourceRequirements requests;
+  requests.requests.cpu = api::Quantity::MustParse("2");
+  EXPECT_EQ(says(json::object(), requests, job), "(enforced)");
+
+  api::Job pulls = PlainJob();
+  pulls.spec.task.imagePullSecrets.push_back({"creds"});
+  EXPECT_NE(says(json::object(), none, pulls).find("imagePullSecrets"), std::string::npos);
+
+  EXPECT_NE(says({{"spec", {{"gpus", 1}}}}, none, job).find("Thing spec.gpus"), std::string::npos);
+  EXPECT_NE(says({{"spec", {{"offline", true}}}}, none, job).find("egress deny"),
+            std::string::npos);
+  EXPECT_NE(says({{"spec", {{"sandboxed", true}}}}, none, job).find("isolation"),
+            std::string::npos);
+  EXPECT_EQ(says({{"spec", {{"offline", false}}}}, none, job), "(enforced)");
+
+  // The same asks pass once the descriptor claims them.
+  nothing.enforces = {.memoryLimit = true,
+                      .cpuLimit = true,
+                      .egressDeny = true,
+                      .isolation = true,
+                      .imagePullAuth = true};
+  api::ResourceRequirements both = memory;
+  both.limits.cpu = cpu.limits.cpu;
+  EXPECT_EQ(RequirementsNotEnforced(
+                nothing, "c", {{"spec", {{"offline", true}, {"sandboxed", true}}}}, both, pulls),
+            std::nullopt);
+}
+
+TEST(WithSpecOverridesTest, OverridesReplaceSpecFieldsAndLeaveTheRest) {
+  AdapterDescriptor d = docker::Descriptor("tcp://127.0.0.1:2375");
+  json p = {{"kind", "DockerExecutionParameters"},
+            {"spec", {{"endpoint", "unix:///var/run/docker.sock"}, {"networkMode", "host"}}}};
+  json out = WithSpecOverrides(d, p);
+  EXPECT_EQ(out["spec"]["endpoint"], "tcp://127.0.0.1:2375");
+  EXPECT_EQ(out["spec"]["networkMode"], "host");
+  EXPECT_EQ(WithSpecOverrides(docker::Descriptor(), p), p);
+  EXPECT_EQ(WithSpecOverrides(d, {{"kind", "DockerExecutionParameters"}})["spec"]["endpoint"],
+            "tcp://127.0.0.1:2375");
+}
+
+// The shipped descriptors register together, and each lists only fields of its kind's API model:
+// the typed model's JSON (defaults filled in, optional fields set) has every listed field.
+TEST(ShippedDescriptorsTest, RegisterTogetherAndListOnlyFieldsOfTheirKind) {
+  AdapterRegistry registry;
+  auto adapter = std::make_shared<InProcessTestAdapter>();
+  ASSERT_TRUE(registry.Register(docker::Descriptor(), adapter).ok());
+  ASSERT_TRUE(registry.Register(kubernetes::Descriptor(), adapter).ok());
+  ASSERT_TRUE(registry.Register(opensandbox::Descriptor(), adapter).ok());
+  ASSERT_TRUE(registry.Register(TestDescriptor(), adapter).ok());
+
+  api::DockerExecutionParameters dockerModel;
+  dockerModel.runtime = "runc";
+  dockerModel.extraLabels = {{"a", "b"}};
+  dockerModel.tlsSecretRef = api::SecretKeyReference{"ns", "n", "k"};
+  api::KubernetesExecutionParameters k8sModel;
+  k8sModel.serviceAccountName = "sa";
+  k8sModel.nodeSelector = {{"a", "b"}};
+  k8sModel.tolerations.resize(1);
+  k8sModel.tolerations[0].key = "k";
+  k8sModel.tolerations[0].operator_ = "Exists";
+  k8sModel.runtimeClassName = "r";
+  k8sModel.priorityClassName = "p";
+  k8sModel.extraLabels = {{"a", "b"}};
+  k8sModel.extraAnnotations = {{"a", "b"}};
+  api::OpenSandboxExecutionParameters osModel;
+  osModel.endpoint = "http://127.0.0.1:8080/v1";
+  osModel.apiKeySecretRef = api::SecretKeyReference{"ns", "n", "k"};
+  osModel.extraMetadata = {{"a", "b"}};
+  const std::map<std::string, json> models = {
+      {"DockerExecutionParameters", api::ToJson(dockerModel)},
+      {"KubernetesExecutionParameters", api::ToJson(k8sModel)},
+      {"OpenSandboxExecutionParameters", api::ToJson(osModel)}};
+  std::set<std::string> kinds;
+  for (const auto& [descriptor, a] : registry.All()) {
+    if (!descriptor.parameters) continue;
+    const ParametersKind& p = *descriptor.parameters;
+    kinds.insert(p.kind);
+    EXPECT_EQ(p.group, api::kGroup);
+    ASSERT_TRUE(models.contains(p.kind)) << p.kind;
+    const json& spec = models.at(p.kind)["spec"];
+    for (const auto& field : p.fields) {
+      EXPECT_TRUE(spec.contains(field)) << p.kind << " has no field " << field;
+    }
+  }
+  // Parameters with their defaults only ask for nothing the adapter does not enforce.
+  const std::map<std::string, json> defaults = {
+      {"DockerExecutionParameters", api::ToJson(api::DockerExecutionParameters{})},
+      {"KubernetesExecutionParameters", api::ToJson(api::KubernetesExecutionParameters{})},
+      {"OpenSandboxExecutionParameters", api::ToJson(api::OpenSandboxExecutionParameters{})}};
+  for (const auto& [descriptor, a] : registry.All()) {
+    if (!descriptor.parameters) continue;
+    EXPECT_EQ(RequirementsNotEnforced(descriptor, "c", defaults.at(descriptor.parameters->kind), {},
+                                      PlainJob()),
+              std::nullopt);
+  }
+  EXPECT_EQ(kinds.size(), 3u);
+  EXPECT_TRUE(registry.FindDescriptor(kubernetes::kControllerName)->resolvesEnvReferences);
+  EXPECT_FALSE(registry.FindDescriptor(docker::kControllerName)->resolvesEnvReferences);
+  EXPECT_FALSE(registry.FindDescriptor(opensandbox::kControllerName)->resolvesEnvReferences);
+  // Egress deny: only Docker (networkMode none) keeps a task off the network by itself.
+  EXPECT_TRUE(registry.FindDescriptor(docker::kControllerName)->enforces.egressDeny);
+  EXPECT_FALSE(registry.FindDescriptor(kubernetes::kControllerName)->enforces.egressDeny);
+  EXPECT_FALSE(registry.FindDescriptor(opensandbox::kControllerName)->enforces.egressDeny);
+}
+
+}  // namespace
+}  // namespace ayatori::adapters
