@@ -6,7 +6,7 @@ Usage: hack/tidy.py BUILD_DIR JOBS FILE...
 A file's result depends only on what clang-tidy reads: the preprocessed translation unit (the file
 and every header it includes), the compile flags, the .clang-tidy configuration and the clang-tidy
 version. The key hashes exactly those (the preprocessor runs without line markers, so the same
-sources in another clone give the same key). A file whose key was clean before is not checked
+sources in another clone give the same key; the clone's path is replaced too). A file whose key was clean before is not checked
 again; anything else runs clang-tidy, and only a clean run is remembered. A warning is never
 cached, so it shows on every run until it is fixed.
 
@@ -62,7 +62,9 @@ def cache_key(root, entry, tidy_version, config):
     for part in (tidy_version, config, rel, " ".join(flags)):
         h.update(part.encode())
         h.update(b"\0")
-    h.update(pre.stdout)
+    # __FILE__ (gtest's EXPECT macros) expands to this clone's absolute path: the result does not
+    # depend on where the clone is, so neither does the key.
+    h.update(pre.stdout.replace(root.encode(), b"<root>"))
     return h.hexdigest()
 
 
