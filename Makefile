@@ -60,8 +60,12 @@ SANITIZER_CMAKE_FLAGS := -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_
 ASAN_BUILD_DIR ?= build-asan
 TSAN_BUILD_DIR ?= build-tsan
 
+# The ASan tree also has the libFuzzer targets (AYATORI_FUZZ: the same sanitizer flags plus
+# coverage), so that fuzz-ci runs in it without compiling the tree a second time; its unit tier
+# then also replays each fuzz target's committed corpus (fuzz_<target>_corpus).
 configure-asan: deps
-	@cmake -S . -B $(ASAN_BUILD_DIR) $(SANITIZER_CMAKE_FLAGS) -DAYATORI_SANITIZE=address,undefined >/dev/null
+	@cmake -S . -B $(ASAN_BUILD_DIR) $(SANITIZER_CMAKE_FLAGS) -DAYATORI_SANITIZE=address,undefined \
+	    -DAYATORI_FUZZ=ON >/dev/null
 
 configure-tsan: deps
 	@cmake -S . -B $(TSAN_BUILD_DIR) $(SANITIZER_CMAKE_FLAGS) -DAYATORI_SANITIZE=thread >/dev/null
