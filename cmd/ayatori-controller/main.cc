@@ -289,7 +289,7 @@ int main(int argc, char** argv) {
   adapters::kubernetes::KubernetesAdapterOptions k8sOptions;
   k8sOptions.log = [](const std::string& line) { obs::Warn(line, {{"adapter", "kubernetes"}}); };
   // One line per backend: its descriptor and its adapter (src/adapters/registry.h).
-  for (Status s : {
+  for (const Status& s : {
            registry.Register(adapters::docker::Descriptor(f.dockerEndpoint),
                              std::make_shared<adapters::docker::DockerAdapter>(dockerOptions)),
            registry.Register(

@@ -143,6 +143,7 @@ TEST(ShippedDescriptorsTest, RegisterTogetherAndListOnlyFieldsOfTheirKind) {
   dockerModel.runtime = "runc";
   dockerModel.extraLabels = {{"a", "b"}};
   dockerModel.tlsSecretRef = api::SecretKeyReference{"ns", "n", "k"};
+  dockerModel.insecure = true;  // encoded only when set
   api::KubernetesExecutionParameters k8sModel;
   k8sModel.serviceAccountName = "sa";
   k8sModel.nodeSelector = {{"a", "b"}};

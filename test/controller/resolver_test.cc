@@ -340,27 +340,6 @@ TEST_F(ResolverTest, AskingForWhatTheAdapterDoesNotEnforceIsRefused) {
   EXPECT_EQ(Resolve(Job("weak")).outcome, Outcome::kResolved);
 }
 
-// The Docker adapter does not read tlsSecretRef yet: a class whose parameters set it is refused,
-// never talked to without TLS.
-TEST_F(ResolverTest, DockerParametersWithTlsSecretRefAreNotEnforceable) {
-  ASSERT_TRUE(registry_
-                  .Register(adapters::docker::Descriptor(),
-                            std::make_shared<adapters::docker::DockerAdapter>())
-                  .ok());
-  api::JobClass c = Class("docker-tls", adapters::docker::kControllerName);
-  c.spec.parametersRef = api::ParametersRef{api::kGroup, "DockerExecutionParameters", "tls", ""};
-  cache_.AddJobClass(c);
-  cache_.AddParameters("DockerExecutionParameters", "tls",
-                       {{"kind", "DockerExecutionParameters"},
-                        {"metadata", {{"name", "tls"}, {"uid", "tls-uid"}}},
-                        {"spec",
-                         {{"endpoint", "tcp://127.0.0.1:2376"},
-                          {"tlsSecretRef", {{"namespace", "ayatori-system"}, {"name", "t"}}}}}});
-  Resolution r = Resolve(Job("docker-tls"));
-  EXPECT_REJECTED(r, "NotEnforceable");
-  EXPECT_NE(r.message.find("spec.tlsSecretRef"), std::string::npos) << r.message;
-}
-
 TEST_F(ResolverTest, JobClassNotFound) {
   Resolution r = Resolve(Job("missing"));
   EXPECT_PENDING(r, "JobClassNotFound");

@@ -817,9 +817,14 @@ TEST_F(InstallTest, ConfirmBackendLostPolicyAsShipped) {
       {"annotate", kJobResource, "lost", "-n", ns, "example.com/note=checked", "--as=jane"});
   EXPECT_EQ(r.exitCode, 0) << r.err;
 
+  // The confirmation names the ResultUnknown episode it confirms (docs/api.md).
+  ProcessResult episode = Kubectl(
+      {"get", kJobResource, "lost", "-n", ns, "-o", "jsonpath={.status.resultUnknownEpisode}"});
+  ASSERT_EQ(episode.exitCode, 0) << episode.err;
+  ASSERT_FALSE(episode.out.empty()) << "no ResultUnknown episode in the status";
   r = annotate({"--as=oncall", "--as-group=ayatori:backend-lost-confirmers",
                 "--as-group=system:authenticated"},
-               "oncall: engine host destroyed");
+               episode.out + ":oncall, engine host destroyed");
   EXPECT_EQ(r.exitCode, 0) << r.err;
   e2e::WaitForJob(
       ns, "lost",

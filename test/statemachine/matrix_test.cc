@@ -1113,7 +1113,7 @@ TEST(WaitingMessage, SecretDeletedAfterAcceptanceIsNamedAndNothingIsCreated) {
   EXPECT_EQ(h.backend.Creates(uid), 0);
   EXPECT_EQ(Reason(h.Job("env"), api::kConditionSucceeded), "Unknown/Scheduling");
   EXPECT_THAT(SucceededMessage(h.Job("env")),
-              ::testing::HasSubstr("ReferenceNotFound: reading Secret sim/creds"));
+              ::testing::HasSubstr("ReferenceNotFound: Secret sim/creds"));
   EXPECT_EQ(CountEvents(h, "ReferenceNotFound"), 1);
 
   h.cluster.secrets["creds"] = {{"token", secretValue}};

@@ -830,7 +830,7 @@ class WaitingE2E : public KubernetesControllerE2E {
   // A JobClass of its own whose KubernetesExecutionParameters carry `spec` and whose own spec
   // adds `classSpec` (cluster-scoped, so named per test and removed at the end).
   std::string CreateClass(const json& spec, const json& classSpec = json::object()) {
-    const std::string name = "waiting-" + RandomHex(8);
+    std::string name = "waiting-" + RandomHex(8);
     json s = spec;
     s["imagePullFailureTimeoutSeconds"] = 600;
     json params = {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
