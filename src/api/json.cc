@@ -396,8 +396,8 @@ Decoded Decode(const json& j, JobStatus& out) {
              "conditions", out.conditions)("resolvedJobClass", out.resolvedJobClass)(
              "effectiveResources", out.effectiveResources)("execution", out.execution)(
              "ttlSecondsAfterFinished", out.ttlSecondsAfterFinished)("startTime", out.startTime)(
-             "completionTime", out.completionTime)("result", out.result)(
-             "resultUnknownEpisode", out.resultUnknownEpisode)
+             "completionTime", out.completionTime)("result", out.result)("resultUnknownEpisode",
+                                                                         out.resultUnknownEpisode)
       .Done();
 }
 
@@ -417,8 +417,8 @@ Decoded Decode(const json& j, ResourcePolicy& out) {
 Decoded Decode(const json& j, JobClassSpec& out) {
   return ObjectDecoder(j)("controllerName", out.controllerName)("parametersRef", out.parametersRef)(
              "resources", out.resources)("secretEnvForwarding", out.secretEnvForwarding)(
-             "ttlSecondsAfterFinished", out.ttlSecondsAfterFinished)(
-             "startTimeoutSeconds", out.startTimeoutSeconds)
+             "ttlSecondsAfterFinished", out.ttlSecondsAfterFinished)("startTimeoutSeconds",
+                                                                     out.startTimeoutSeconds)
       .Done();
 }
 

@@ -4,8 +4,8 @@
 // ConfigMap references). Reads the cache; for a Job whose adapter must forward values (Docker,
 // OpenSandbox) and whose class allows it, it also GETs each referenced object that exists, to
 // check its keys (and a pull secret's type), unless the reader already read it at the version the
-// metadata cache shows (ReferenceReader::ReadKeys). A Kubernetes-class Job's references are checked for
-// existence only, in the metadata cache: the controller reads no Secret for it.
+// metadata cache shows (ReferenceReader::ReadKeys). A Kubernetes-class Job's references are checked
+// for existence only, in the metadata cache: the controller reads no Secret for it.
 #pragma once
 
 #include <string>
