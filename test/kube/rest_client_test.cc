@@ -127,9 +127,9 @@ TEST_F(RestClientTest, MetadataOnlyListAndWatchAskForPartialObjectMetadata) {
   EXPECT_EQ(list->items[0]["apiVersion"], "meta.k8s.io/v1");
 
   FakeResponse r{200, ""};
-  r.chunks.push_back(R"({"type":"ADDED","object":{"kind":"PartialObjectMetadata",)"
-                     R"("metadata":{"name":"a","resourceVersion":"8"}}})"
-                     "\n");
+  r.chunks.emplace_back(R"({"type":"ADDED","object":{"kind":"PartialObjectMetadata",)"
+                        R"("metadata":{"name":"a","resourceVersion":"8"}}})"
+                        "\n");
   transport_->Push(r);
   WatchOptions wo;
   wo.metadataOnly = true;
