@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "test/integration/crd_kubectl.h"
+#include "test/support/process.h"
 #include "test/support/testenv.h"
 #include "test/support/wait.h"
 
@@ -46,20 +47,6 @@ ProcessResult PatchStatus(const std::string& ns, const std::string& name,
                           const std::string& patch) {
   return RunKubectl(
       {"patch", kJobs, name, "-n", ns, "--subresource=status", "--type=merge", "-p", patch});
-}
-
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-std::vector<std::string> Words(const std::string& line) {
-  std::vector<std::string> words;
-  std::istringstream in(line);
-  for (std::string w; in >> w;) words.push_back(w);
-  return words;
 }
 
 TEST(CrdTest, CrdsInstallAndBecomeEstablished) {

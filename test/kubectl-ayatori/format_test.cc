@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "api/json.h"
+#include "test/support/process.h"
 
 namespace ayatori::plugin {
 namespace {
@@ -66,12 +67,7 @@ api::Job FailedJob(const std::string& name) {
   return job;
 }
 
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
+using testing::Lines;
 
 TEST(FormatAgeTest, MatchesKubectlHumanDuration) {
   EXPECT_EQ(FormatAge(seconds(-5)), "<invalid>");

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "test/integration/crd_kubectl.h"
+#include "test/support/process.h"
 #include "test/support/testenv.h"
 #include "test/support/wait.h"
 
@@ -46,20 +47,6 @@ ProcessResult Plugin(std::vector<std::string> args, const std::string& input = "
                                 kubeconfig.empty() ? TestenvVar("KUBECONFIG") : kubeconfig};
   argv.insert(argv.end(), args.begin(), args.end());
   return RunProcess(argv, input);
-}
-
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-std::vector<std::string> Words(const std::string& line) {
-  std::vector<std::string> words;
-  std::istringstream in(line);
-  for (std::string w; in >> w;) words.push_back(w);
-  return words;
 }
 
 nlohmann::json Cond(const char* type, const char* status, const char* reason) {

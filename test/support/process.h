@@ -2,6 +2,7 @@
 // drive kubectl, docker or the controller binary as a user would.
 #pragma once
 
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,5 +17,21 @@ struct ProcessResult {
 // Runs argv[0] (looked up in PATH) with `input` on stdin; `extraEnv` entries are "NAME=value".
 ProcessResult RunProcess(const std::vector<std::string>& argv, const std::string& input = "",
                          const std::vector<std::string>& extraEnv = {});
+
+// What a program printed, line by line (no trailing empty line).
+inline std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// The whitespace-separated words of one line (a column of kubectl-style output each).
+inline std::vector<std::string> Words(const std::string& line) {
+  std::vector<std::string> words;
+  std::istringstream in(line);
+  for (std::string w; in >> w;) words.push_back(w);
+  return words;
+}
 
 }  // namespace ayatori::testing
