@@ -1,5 +1,7 @@
 #include "controller/reconciler.h"
 
+#include <algorithm>
+
 #include "api/json.h"
 #include "controller/kinds.h"
 #include "controller/resolver.h"
@@ -19,6 +21,11 @@ constexpr const char* kReasonBackendSnapshotConflict = "BackendSnapshotConflict"
 // Waiting reason (Succeeded=Unknown/Scheduling message, Warning Event) of an accepted Job whose
 // Secret, ConfigMap or key is gone when its execution is to be created (docs/api.md).
 constexpr const char* kReasonReferenceNotFound = "ReferenceNotFound";
+// Own writes the cache has not seen yet (CacheBehindOwnWrite): how long they are remembered, how
+// many per Job, and when a skipped round is tried again should the write's watch event be lost.
+constexpr std::chrono::seconds kOwnWriteMemory{30};
+constexpr size_t kOwnWritesRemembered = 4;
+constexpr std::chrono::seconds kOwnWriteRecheck{1};
 
 namespace {
 
@@ -81,6 +88,10 @@ JobReconciler::JobReconciler(KubeClient& client, const ClusterCache& cache,
 ReconcileResult JobReconciler::Reconcile(const std::string& ns, const std::string& name) {
   auto cached = cache_.GetJob(ns, name);
   if (!cached) return {};
+  if (CacheBehindOwnWrite(*cached)) {
+    // The write's watch event brings the next round; the requeue only covers its loss.
+    return Requeue(kOwnWriteRecheck, false);
+  }
   auto started = clock_.SteadyNow();
   RoundState round;
   round.job = *cached;
@@ -218,7 +229,9 @@ StatusOr<api::Job> JobReconciler::PatchFinalizers(const api::Job& job,
   auto r = client_.Patch(kJobs, job.metadata.namespace_, job.metadata.name, PatchType::kMerge,
                          patch, {});
   if (!r.ok()) return r.status();
-  return api::JobFromJson(*r);
+  auto updated = api::JobFromJson(*r);
+  if (updated.ok()) WroteOver(job, *updated);
+  return updated;
 }
 
 StatusOr<api::Job> JobReconciler::WriteStatus(const api::Job& job, const api::JobStatus& status) {
@@ -232,7 +245,9 @@ StatusOr<api::Job> JobReconciler::WriteStatus(const api::Job& job, const api::Jo
   CountWrite("status");
   auto r = client_.UpdateStatus(kJobs, job.metadata.namespace_, body, {});
   if (!r.ok()) return r.status();
-  return api::JobFromJson(*r);
+  auto updated = api::JobFromJson(*r);
+  if (updated.ok()) WroteOver(job, *updated);
+  return updated;
 }
 
 Status JobReconciler::DeleteExpiredJob(const api::Job& job, api::Time now) {
@@ -529,6 +544,39 @@ void JobReconciler::WaitingMessageWritten(const std::string& uid) {
     });
   }
   waitingWrites_[uid] = now;
+}
+
+void JobReconciler::WroteOver(const api::Job& before, const api::Job& after) {
+  // A write that changed nothing keeps the resourceVersion: the cache showing it is current.
+  if (after.metadata.resourceVersion == before.metadata.resourceVersion) return;
+  const auto now = clock_.SteadyNow();
+  std::lock_guard lock(writesMu_);
+  // Entries of Jobs that went away (the last write removed the finalizer) are dropped now and
+  // then, so the map stays as large as the number of Jobs written in the last kOwnWriteMemory.
+  if (superseded_.size() >= 1024 && superseded_.size() % 256 == 0) {
+    std::erase_if(superseded_, [&](const auto& e) { return e.second.at + kOwnWriteMemory <= now; });
+  }
+  auto& entry = superseded_[before.metadata.uid];
+  if (entry.resourceVersions.size() >= kOwnWritesRemembered) {
+    entry.resourceVersions.erase(entry.resourceVersions.begin());
+  }
+  entry.resourceVersions.push_back(before.metadata.resourceVersion);
+  entry.at = now;
+}
+
+bool JobReconciler::CacheBehindOwnWrite(const api::Job& cached) {
+  const auto now = clock_.SteadyNow();
+  std::lock_guard lock(writesMu_);
+  auto it = superseded_.find(cached.metadata.uid);
+  if (it == superseded_.end()) return false;
+  const auto& versions = it->second.resourceVersions;
+  if (it->second.at + kOwnWriteMemory > now &&
+      std::find(versions.begin(), versions.end(), cached.metadata.resourceVersion) !=
+          versions.end()) {
+    return true;
+  }
+  superseded_.erase(it);  // the cache has caught up (or the entry is too old to trust)
+  return false;
 }
 
 void JobReconciler::ForgetWaitingMessage(const std::string& uid) {

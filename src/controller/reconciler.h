@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "adapters/registry.h"
 #include "ayatori/clock.h"
@@ -94,6 +95,14 @@ class JobReconciler {
   std::optional<std::chrono::seconds> StartTimeoutOf(const api::ResolvedJobClass& resolved) const;
   void WaitingMessageWritten(const std::string& uid);
   void ForgetWaitingMessage(const std::string& uid);
+  // Own writes and a lagging cache: after a write, the cache keeps showing the Job as it was
+  // before it until the write's watch event arrives. A round started from that copy would act
+  // on what this controller already changed and its write would only earn a 409 Conflict (an
+  // extra request per Job under load). Like the expectations of client-go controllers, the
+  // reconciler remembers the resourceVersion each write of a Job superseded and skips rounds
+  // that start from it: the write's own watch event enqueues the Job again.
+  void WroteOver(const api::Job& before, const api::Job& after);
+  bool CacheBehindOwnWrite(const api::Job& cached);
 
   KubeClient& client_;
   const ClusterCache& cache_;
@@ -107,6 +116,14 @@ class JobReconciler {
   // Last write of a changed waiting message per Job UID; entries older than the interval are
   // dropped as new ones come, and a Job's entry when it stops waiting.
   std::unordered_map<std::string, std::chrono::steady_clock::time_point> waitingWrites_;
+  std::mutex writesMu_;
+  struct SupersededVersions {
+    std::vector<std::string> resourceVersions;  // the last few; a round writes at most ~3 times
+    std::chrono::steady_clock::time_point at;   // of the last write
+  };
+  // By Job UID: the resourceVersions this controller's recent writes replaced. Entries go when a
+  // round sees the cache past them, or after kOwnWriteMemory (a deleted Job's last writes).
+  std::unordered_map<std::string, SupersededVersions> superseded_;
   ReferenceReader references_;  // GETs of referenced Secrets/ConfigMaps, forwarding adapters only
 };
 

@@ -872,8 +872,13 @@ void Harness::CheckResultTruth(const api::Job& job, const api::JobStatus& before
     if (job.spec.desiredState != api::DesiredState::kCancelled && !job.metadata.deletionTimestamp) {
       fail("but nobody cancelled or deleted the Job");
     }
-    if (truth != nullptr && !truth->lost && truth->phase != ExecutionPhase::kCancelled) {
-      fail("but the backend did not confirm a stop");
+    // A stop is confirmed by the execution's own record, or by there never having been one: a
+    // request the backend refused (BackendRejected) leaves no execution, so a Cancel finds
+    // nothing and nothing can run; when the write of that refusal was lost, Cancelled is true.
+    if (truth != nullptr && !truth->lost && truth->phase != ExecutionPhase::kCancelled &&
+        backend.Creates(uid) > 0) {
+      fail("but the backend did not confirm a stop (its last phase " +
+           std::to_string(static_cast<int>(truth->phase)) + " " + truth->reason + ")");
     }
   } else if (reason == kReasonDeadlineExceeded) {
     std::optional<api::Time> deadline =
