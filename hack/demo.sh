@@ -38,7 +38,11 @@ export AYATORI_OPENSANDBOX_DIR=$DEMO/opensandbox
 STEP=0
 TOTAL=9
 
-step() { STEP=$((STEP + 1)); printf '\n\033[1m[%d/%d] %s\033[0m\n' "$STEP" "$TOTAL" "$*"; }
+# One line per phase: its number, the seconds since the start, what it does or waits for.
+step() {
+  STEP=$((STEP + 1))
+  printf '\n\033[1m[%d/%d] (%ds) %s\033[0m\n' "$STEP" "$TOTAL" "$SECONDS" "$*"
+}
 die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
 
 # with_heartbeat WHAT CMD...: runs CMD; while it runs, says every minute that it still does WHAT
@@ -197,7 +201,7 @@ up() {
   cat "$DEMO/kube.env" "$AYATORI_DOCKERD_DIR/env.sh" >"$DEMO/env.sh"
   echo "export PATH=$(dirname "$PLUGIN"):\$PATH" >>"$DEMO/env.sh"
   echo
-  echo "demo is up. Try:  source $DEMO/env.sh && kubectl ayatori get -A"
+  echo "demo is up after ${SECONDS}s. Try:  source $DEMO/env.sh && kubectl ayatori get -A"
 }
 
 # A Job of the kubernetes JobClass; the kwok stages read TESTENV_* from the container's env.
