@@ -137,8 +137,8 @@ start_controller() {
 }
 
 up() {
-  step "Debian packages (hack/install-deps.sh installs the missing ones)"
-  "$ROOT/hack/install-deps.sh"
+  step "Debian packages (hack/install-deps.sh demo installs the missing ones)"
+  "$ROOT/hack/install-deps.sh" demo
 
   step "building ayatori-controller and kubectl-ayatori (CMake target demo-binaries)"
   build_binaries demo-binaries
