@@ -36,7 +36,7 @@ PLUGIN=$BUILD/cmd/kubectl-ayatori/kubectl-ayatori
 export TESTENV_DIR=$DEMO/testenv AYATORI_DOCKERD_DIR=$DEMO/dockerd
 export AYATORI_OPENSANDBOX_DIR=$DEMO/opensandbox
 STEP=0
-TOTAL=9
+TOTAL=10
 
 # One line per phase: its number, the seconds since the start, what it does or waits for.
 step() {
@@ -44,22 +44,6 @@ step() {
   printf '\n\033[1m[%d/%d] (%ds) %s\033[0m\n' "$STEP" "$TOTAL" "$SECONDS" "$*"
 }
 die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
-
-# with_heartbeat WHAT CMD...: runs CMD; while it runs, says every minute that it still does WHAT
-# (the Go build of the control plane prints nothing for many minutes).
-with_heartbeat() {
-  local what=$1 pid rc=0 s=0
-  shift
-  "$@" &
-  pid=$!
-  while kill -0 "$pid" 2>/dev/null; do
-    sleep 1
-    s=$((s + 1))
-    [ $((s % 60)) -ne 0 ] || echo "  ... still $what ($((s / 60)) min so far)"
-  done
-  wait "$pid" || rc=$?
-  return "$rc"
-}
 
 # build_binaries TARGET...: configures the build tree if it has none (the flags of `make
 # configure`, AYATORI_CMAKE_FLAGS) and builds only these targets, saying how many steps are left.
@@ -78,17 +62,53 @@ build_binaries() {
   fi
 }
 
-# control_plane_binaries TIER: the pinned Go binaries of the test control plane's tier, built
-# once per machine into ~/.cache/ayatori/testenv (hack/testenv/testenv.sh).
-control_plane_binaries() {
+# The pinned Go binaries of the test control plane's tier, built once per machine into
+# ~/.cache/ayatori/testenv (hack/testenv/testenv.sh). On a fresh machine they are the longest part
+# of the demo, so start_control_plane_build runs that build in the background (its module
+# downloads and serial links overlap the C++ build) and wait_control_plane_build waits for it,
+# saying every minute that it still does. An `up` that fails meanwhile stops it (EXIT trap).
+CP_BUILD_PID=
+CP_BUILD_LOG=
+start_control_plane_build() {
   local tier=$1 bin
   bin=$("$ROOT/hack/testenv/testenv.sh" bindir)
   if [ -f "$bin/.$tier-complete" ]; then
     echo "cached in $bin"
     return
   fi
-  echo "not cached yet: building them with Go into $bin (once per machine; the longest phase)"
-  with_heartbeat "building the control plane with Go" "$ROOT/hack/testenv/testenv.sh" build "$tier"
+  mkdir -p "$DEMO"
+  CP_BUILD_LOG=$DEMO/control-plane-build.log
+  echo "not cached yet: building them with Go into $bin, in the background (log: $CP_BUILD_LOG)"
+  setsid -w "$ROOT/hack/testenv/testenv.sh" build "$tier" >"$CP_BUILD_LOG" 2>&1 </dev/null &
+  CP_BUILD_PID=$!
+  trap stop_control_plane_build EXIT
+}
+
+stop_control_plane_build() {
+  if [ -n "$CP_BUILD_PID" ] && kill -0 "$CP_BUILD_PID" 2>/dev/null; then
+    kill -TERM -- "-$CP_BUILD_PID" 2>/dev/null || true  # its process group: go and its compilers
+  fi
+}
+
+wait_control_plane_build() {
+  local s=0 rc=0
+  if [ -z "$CP_BUILD_PID" ]; then
+    echo "cached"
+    return
+  fi
+  while kill -0 "$CP_BUILD_PID" 2>/dev/null; do
+    sleep 1
+    s=$((s + 1))
+    [ $((s % 60)) -ne 0 ] || echo "  ... still building the control plane with Go ($((s / 60)) min more so far)"
+  done
+  wait "$CP_BUILD_PID" || rc=$?
+  CP_BUILD_PID=
+  trap - EXIT
+  if [ "$rc" -ne 0 ]; then
+    tail -n 30 "$CP_BUILD_LOG" >&2
+    die "building the control plane failed (exit code $rc; log $CP_BUILD_LOG)"
+  fi
+  echo "built ($(tail -n 1 "$CP_BUILD_LOG"))"
 }
 
 kube() { "$KUBECTL" "$@"; }
@@ -140,11 +160,14 @@ up() {
   step "Debian packages (hack/install-deps.sh demo installs the missing ones)"
   "$ROOT/hack/install-deps.sh" demo
 
+  step "control-plane binaries etcd, kube-apiserver and kubectl (Go)"
+  start_control_plane_build api
+
   step "building ayatori-controller and kubectl-ayatori (CMake target demo-binaries)"
   build_binaries demo-binaries
 
-  step "control-plane binaries etcd, kube-apiserver and kubectl"
-  control_plane_binaries api
+  step "waiting for the control-plane binaries"
+  wait_control_plane_build
 
   step "Kubernetes control plane: starting etcd and kube-apiserver, waiting for /readyz"
   use_cluster
@@ -221,15 +244,18 @@ EOF
 }
 
 up_kubernetes() {
-  TOTAL=9
+  TOTAL=10
   step "Debian packages (hack/install-deps.sh installs the missing ones)"
   "$ROOT/hack/install-deps.sh"
+
+  step "control-plane binaries of the e2e tier (etcd, kube-apiserver, kubectl, kube-controller-manager, kube-scheduler, kwok)"
+  start_control_plane_build e2e
 
   step "building ayatori-controller and kubectl-ayatori (CMake target demo-binaries)"
   build_binaries demo-binaries
 
-  step "control-plane binaries of the e2e tier (etcd, kube-apiserver, kubectl, kube-controller-manager, kube-scheduler, kwok)"
-  control_plane_binaries e2e
+  step "waiting for the control-plane binaries"
+  wait_control_plane_build
 
   step "Kubernetes control plane with kube-controller-manager, kube-scheduler and kwok"
   use_cluster e2e
@@ -343,15 +369,18 @@ osb_finish() {
 }
 
 up_opensandbox() {
-  TOTAL=10
+  TOTAL=11
   step "Debian packages (hack/install-deps.sh installs the missing ones)"
   "$ROOT/hack/install-deps.sh"
+
+  step "control-plane binaries etcd, kube-apiserver and kubectl (Go)"
+  start_control_plane_build api
 
   step "building ayatori-controller, kubectl-ayatori and the execd stand-in of the sandboxes"
   build_binaries demo-binaries execd_standin
 
-  step "control-plane binaries etcd, kube-apiserver and kubectl"
-  control_plane_binaries api
+  step "waiting for the control-plane binaries"
+  wait_control_plane_build
 
   step "Kubernetes control plane"
   use_cluster api
