@@ -99,7 +99,7 @@ wait_control_plane_build() {
   while kill -0 "$CP_BUILD_PID" 2>/dev/null; do
     sleep 1
     s=$((s + 1))
-    [ $((s % 60)) -ne 0 ] || echo "  ... still building the control plane with Go ($((s / 60)) min more so far)"
+    [ $((s % 60)) -ne 0 ] || echo "  ... still building the control plane with Go (waited $((s / 60)) min so far)"
   done
   wait "$CP_BUILD_PID" || rc=$?
   CP_BUILD_PID=
