@@ -15,6 +15,12 @@
 #                             3 and one cancelled while it runs
 #   demo.sh down-opensandbox
 # With KUBECONFIG pointing at a reachable cluster, that cluster is used instead of a local one.
+#
+# `up` prepares what it needs itself, and only that: the Debian packages, the CMake target
+# demo-binaries (ayatori-controller and kubectl-ayatori, not the tests) and the control plane's
+# api tier (etcd, kube-apiserver, kubectl; the e2e tier's kube-controller-manager, kube-scheduler
+# and kwok are not built). Each phase prints one "[k/N]" line saying what it does or waits for;
+# a second `up` finds everything built and running and only runs the example Job again.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -24,14 +30,86 @@ case ${1:-} in
   *) DEMO=${AYATORI_DEMO_DIR:-/tmp/ayatori-demo} ;;
 esac
 BUILD=${BUILD_DIR:-$ROOT/build}
+case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac  # written into env.sh: absolute
 CONTROLLER=$BUILD/cmd/ayatori-controller/ayatori-controller
+PLUGIN=$BUILD/cmd/kubectl-ayatori/kubectl-ayatori
 export TESTENV_DIR=$DEMO/testenv AYATORI_DOCKERD_DIR=$DEMO/dockerd
 export AYATORI_OPENSANDBOX_DIR=$DEMO/opensandbox
 STEP=0
-TOTAL=9
+TOTAL=10
 
-step() { STEP=$((STEP + 1)); printf '\n\033[1m[%d/%d] %s\033[0m\n' "$STEP" "$TOTAL" "$*"; }
+# One line per phase: its number, the seconds since the start, what it does or waits for.
+step() {
+  STEP=$((STEP + 1))
+  printf '\n\033[1m[%d/%d] (%ds) %s\033[0m\n' "$STEP" "$TOTAL" "$SECONDS" "$*"
+}
 die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
+
+# build_binaries TARGET...: configures the build tree if it has none (the flags of `make
+# configure`, AYATORI_CMAKE_FLAGS) and builds only these targets, saying how many steps are left.
+build_binaries() {
+  local left
+  if [ ! -f "$BUILD/build.ninja" ]; then
+    # shellcheck disable=SC2086 # the flags are words
+    cmake -S "$ROOT" -B "$BUILD" ${AYATORI_CMAKE_FLAGS:--G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAYATORI_WERROR=ON} >/dev/null
+  fi
+  left=$(ninja -C "$BUILD" -n "$@" | grep -c '^\[' || true)
+  if [ "$left" -eq 0 ]; then
+    echo "up to date in $BUILD"
+  else
+    echo "$left build steps (compiling and linking, no tests) in $BUILD"
+    cmake --build "$BUILD" --target "$@"
+  fi
+}
+
+# The pinned Go binaries of the test control plane's tier, built once per machine into
+# ~/.cache/ayatori/testenv (hack/testenv/testenv.sh). On a fresh machine they are the longest part
+# of the demo, so start_control_plane_build runs that build in the background (its module
+# downloads and serial links overlap the C++ build) and wait_control_plane_build waits for it,
+# saying every minute that it still does. An `up` that fails meanwhile stops it (EXIT trap).
+CP_BUILD_PID=
+CP_BUILD_LOG=
+start_control_plane_build() {
+  local tier=$1 bin
+  bin=$("$ROOT/hack/testenv/testenv.sh" bindir)
+  if [ -f "$bin/.$tier-complete" ]; then
+    echo "cached in $bin"
+    return
+  fi
+  mkdir -p "$DEMO"
+  CP_BUILD_LOG=$DEMO/control-plane-build.log
+  echo "not cached yet: building them with Go into $bin, in the background (log: $CP_BUILD_LOG)"
+  setsid -w "$ROOT/hack/testenv/testenv.sh" build "$tier" >"$CP_BUILD_LOG" 2>&1 </dev/null &
+  CP_BUILD_PID=$!
+  trap stop_control_plane_build EXIT
+}
+
+stop_control_plane_build() {
+  if [ -n "$CP_BUILD_PID" ] && kill -0 "$CP_BUILD_PID" 2>/dev/null; then
+    kill -TERM -- "-$CP_BUILD_PID" 2>/dev/null || true  # its process group: go and its compilers
+  fi
+}
+
+wait_control_plane_build() {
+  local s=0 rc=0
+  if [ -z "$CP_BUILD_PID" ]; then
+    echo "cached"
+    return
+  fi
+  while kill -0 "$CP_BUILD_PID" 2>/dev/null; do
+    sleep 1
+    s=$((s + 1))
+    [ $((s % 60)) -ne 0 ] || echo "  ... still building the control plane with Go (waited $((s / 60)) min so far)"
+  done
+  wait "$CP_BUILD_PID" || rc=$?
+  CP_BUILD_PID=
+  trap - EXIT
+  if [ "$rc" -ne 0 ]; then
+    tail -n 30 "$CP_BUILD_LOG" >&2
+    die "building the control plane failed (exit code $rc; log $CP_BUILD_LOG)"
+  fi
+  echo "built ($(tail -n 1 "$CP_BUILD_LOG"))"
+}
 
 kube() { "$KUBECTL" "$@"; }
 
@@ -79,62 +157,74 @@ start_controller() {
 }
 
 up() {
-  step "installing packages and building (make build did this)"
-  [ -x "$CONTROLLER" ] || die "run 'make demo' (it builds first)"
-  echo "ok: $CONTROLLER"
+  step "Debian packages (hack/install-deps.sh demo installs the missing ones)"
+  "$ROOT/hack/install-deps.sh" demo
 
-  step "Kubernetes control plane"
+  step "control-plane binaries etcd, kube-apiserver and kubectl (Go)"
+  start_control_plane_build api
+
+  step "building ayatori-controller and kubectl-ayatori (CMake target demo-binaries)"
+  build_binaries demo-binaries
+
+  step "waiting for the control-plane binaries"
+  wait_control_plane_build
+
+  step "Kubernetes control plane: starting etcd and kube-apiserver, waiting for /readyz"
   use_cluster
 
-  step "dockerd (no bridge network) in $AYATORI_DOCKERD_DIR"
+  step "dockerd (no bridge network) in $AYATORI_DOCKERD_DIR: waiting for /_ping; the demo image"
   "$ROOT/hack/dockerd.sh" up
   # shellcheck disable=SC1091
   source "$AYATORI_DOCKERD_DIR/env.sh"
-
-  step "building the demo image locally (no registry is reachable)"
+  # No registry is reachable: the image is assembled locally (dockerd.sh up does it too).
   "$ROOT/hack/images/build.sh"
 
-  step "installing the CRDs"
+  step "installing the CRDs (waiting until they are Established) and the default JobClass (Docker)"
   kube apply -f "$ROOT/config/crd/" >/dev/null
   kube wait --for condition=established --timeout=60s -f "$ROOT/config/crd/" >/dev/null
   # The controller's namespace: it keeps its backend snapshot ConfigMaps there (--namespace).
   kube create namespace ayatori-system --dry-run=client -o yaml | kube apply -f - >/dev/null
   kube get crd -o name | grep execution.ayatori.ddupan.top
-
-  step "installing the default JobClass (Docker)"
   kube apply -f "$ROOT/config/samples/dockerexecutionparameters.yaml" \
     -f "$ROOT/config/samples/jobclass-docker.yaml"
 
-  step "starting ayatori-controller"
+  step "starting ayatori-controller, waiting for \"controller ready\" in its log"
   start_controller --docker-endpoint="$DOCKER_HOST"
 
-  step "creating the example Job with its Secret and ConfigMap"
+  step "creating the example Job (config/samples/job.yaml) with its Secret and ConfigMap"
   kube create namespace ci --dry-run=client -o yaml | kube apply -f - >/dev/null
   kube apply -f "$ROOT/config/samples/secret-example-token.yaml" \
     -f "$ROOT/config/samples/configmap-example-config.yaml"
   JOB=$(sed 's#image: .*#image: ayatori.local/busybox:1#' "$ROOT/config/samples/job.yaml" |
     kube create -f - -o name)
   echo "created $JOB"
+  local name=${JOB##*/}
 
-  step "waiting for $JOB to succeed"
-  if ! kube wait -n ci --for=condition=Succeeded --timeout=120s "$JOB"; then
-    kube get -n ci "$JOB" -o yaml
+  step "waiting for $name to succeed (kubectl ayatori wait)"
+  if ! "$PLUGIN" wait -n ci --timeout=120s "$name"; then
+    "$PLUGIN" describe -n ci "$name" || true
     tail -n 30 "$DEMO/controller.log"
     die "$JOB did not succeed"
   fi
   echo
-  kube get -n ci "$JOB"
+  "$PLUGIN" get -n ci "$name" -o wide
   echo
   echo "status:"
   kube get -n ci "$JOB" -o jsonpath='{.status}' | python3 -m json.tool
-  local uid
-  uid=$(kube get -n ci "$JOB" -o jsonpath='{.metadata.uid}')
   echo
   echo "output of the task:"
-  docker logs "ayatori-$uid"
-  echo
-  echo "demo is up. Try:  source $DEMO/env.sh && kubectl get ajob -A"
+  # Through the Job log API when the cluster serves it (docs/kubectl-ayatori.md#logs), else from
+  # the container (the demo's cluster has no log API installed).
+  if ! "$PLUGIN" logs -n ci "$name" 2>/dev/null; then
+    local uid
+    uid=$(kube get -n ci "$JOB" -o jsonpath='{.metadata.uid}')
+    docker logs "ayatori-$uid"
+    echo "(read with docker logs: this cluster does not serve the Job log API for kubectl ayatori logs)"
+  fi
   cat "$DEMO/kube.env" "$AYATORI_DOCKERD_DIR/env.sh" >"$DEMO/env.sh"
+  echo "export PATH=$(dirname "$PLUGIN"):\$PATH" >>"$DEMO/env.sh"
+  echo
+  echo "demo is up after ${SECONDS}s. Try:  source $DEMO/env.sh && kubectl ayatori get -A"
 }
 
 # A Job of the kubernetes JobClass; the kwok stages read TESTENV_* from the container's env.
@@ -154,10 +244,18 @@ EOF
 }
 
 up_kubernetes() {
-  TOTAL=7
-  step "checking the build (make demo-kubernetes built it)"
-  [ -x "$CONTROLLER" ] || die "run 'make demo-kubernetes' (it builds first)"
-  echo "ok: $CONTROLLER"
+  TOTAL=10
+  step "Debian packages (hack/install-deps.sh installs the missing ones)"
+  "$ROOT/hack/install-deps.sh"
+
+  step "control-plane binaries of the e2e tier (etcd, kube-apiserver, kubectl, kube-controller-manager, kube-scheduler, kwok)"
+  start_control_plane_build e2e
+
+  step "building ayatori-controller and kubectl-ayatori (CMake target demo-binaries)"
+  build_binaries demo-binaries
+
+  step "waiting for the control-plane binaries"
+  wait_control_plane_build
 
   step "Kubernetes control plane with kube-controller-manager, kube-scheduler and kwok"
   use_cluster e2e
@@ -271,11 +369,18 @@ osb_finish() {
 }
 
 up_opensandbox() {
-  TOTAL=8
-  step "checking the build (make demo-opensandbox built it)"
-  [ -x "$CONTROLLER" ] || die "run 'make demo-opensandbox' (it builds first)"
-  [ -x "$BUILD/test/opensandbox/execd_standin" ] || die "the execd stand-in is not built"
-  echo "ok: $CONTROLLER"
+  TOTAL=11
+  step "Debian packages (hack/install-deps.sh installs the missing ones)"
+  "$ROOT/hack/install-deps.sh"
+
+  step "control-plane binaries etcd, kube-apiserver and kubectl (Go)"
+  start_control_plane_build api
+
+  step "building ayatori-controller, kubectl-ayatori and the execd stand-in of the sandboxes"
+  build_binaries demo-binaries execd_standin
+
+  step "waiting for the control-plane binaries"
+  wait_control_plane_build
 
   step "Kubernetes control plane"
   use_cluster api

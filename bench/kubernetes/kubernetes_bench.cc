@@ -14,7 +14,7 @@
 // from kube-apiserver's apiserver_request_total (all clients: creator, controller, KCM, scheduler,
 // kwok), split into writes and reads; the controller's own requests and Job writes from its
 // /metrics; the controller's RSS and RSS per cached Job; kube-controller-manager's RSS while the
-// native side runs. Ratios are printed against the targets of DESIGN.md.
+// native side runs. Ratios are printed against the targets of docs/design.md.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -808,7 +808,7 @@ void Report(const Options& o, const std::vector<SideResult>& sides) {
   }
   for (const auto& s : sides) PrintBreakdown(s, o.n);
 
-  std::printf("\ntargets (DESIGN.md):\n");
+  std::printf("\ntargets (docs/design.md):\n");
   if (native && ayatori && native->jobsPerSecond > 0) {
     double ratio = ayatori->jobsPerSecond / native->jobsPerSecond;
     std::printf("  throughput >= 0.9x native:        %.2fx  %s\n", ratio,

@@ -1,6 +1,6 @@
-// The execution adapter contract (spec § Adapter contract): Ensure / Observe / Cancel / Delete,
-// each idempotent and keyed by the Job UID. Adapters report facts about the backend; the pure
-// state machine (src/statemachine) decides what those facts mean for the Job.
+// The execution adapter contract: Ensure / Observe / Cancel / Delete, each idempotent and keyed by
+// the Job UID (docs/design.md § At most one execution per Job). Adapters report facts about the
+// backend; the pure state machine (src/statemachine) decides what those facts mean for the Job.
 #pragma once
 
 #include <functional>

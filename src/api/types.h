@@ -1,5 +1,5 @@
 // Typed model of the execution.ayatori.ddupan.top/v1alpha1 API (see docs/api.md and
-// ../shared/spec/job-api-v1alpha1.zh.md). These structs are what the controller caches and reasons
+// docs/design.md). These structs are what the controller caches and reasons
 // about: compact, no raw JSON, no managedFields. JSON conversion lives in api/json.h.
 #pragma once
 

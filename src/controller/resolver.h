@@ -1,5 +1,5 @@
-// Resolving a Job before it is accepted (DESIGN.md § Decisions): which JobClass (explicit name,
-// namespace default, cluster default), which adapter and parameters, the effective resources,
+// Resolving a Job before it is accepted (docs/design.md § Decisions): which JobClass (explicit
+// name, namespace default, cluster default), which adapter and parameters, the effective resources,
 // and whether every Secret/ConfigMap reference can be satisfied (docs/api.md § Secret and
 // ConfigMap references). Reads the cache; for a Job whose adapter must forward values (Docker,
 // OpenSandbox) and whose class allows it, it also GETs each referenced object that exists, to

@@ -1,5 +1,5 @@
-// The spec's state invariants (§ 状态不变量) in one place. Decide() checks every status it
-// computes against them; tests check every status write; the controller may check what it reads.
+// The state invariants (docs/design.md § The state machine) in one place. Decide() checks every
+// status it computes against them; tests check every status write; the controller may check it.
 #pragma once
 
 #include <string>

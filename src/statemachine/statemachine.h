@@ -1,7 +1,7 @@
-// The Job state machine (spec § 状态机): a pure function from what is persisted in the Job plus
-// what the controller learned this round to what the controller must do next. No I/O, no threads,
-// no clock reads: time is an input (Facts::now). Everything the controller writes to a Job's
-// status is decided here, so the spec's invariants are enforced in one place (invariants.h).
+// The Job state machine (docs/design.md § The state machine): a pure function from what is
+// persisted in the Job plus what the controller learned this round to what it must do next. No
+// I/O, no threads, no clock reads: time is an input (Facts::now). All the controller writes to a
+// Job's status is decided here, so the invariants are enforced in one place (invariants.h).
 //
 // clang-format off
 // ## Protocol: one reconcile round
@@ -60,10 +60,10 @@
 // Tests may stop a round at named crash points (reconciler.h: before-status-write, after-ensure,
 // after-cancel, after-delete), as if the process died there.
 //
-// At most one execution per UID rests on Ensure's lookup by UID (spec § 幂等): when references
-// are missing although an Ensure may have run (crash, lost response), Decide asks for Ensure
-// again and the adapter adopts what it finds. Once references are persisted Decide only Observes,
-// so an execution the backend loses afterwards ends in ResultUnknown, never in a second run.
+// At most one execution per UID rests on Ensure's lookup by UID (docs/design.md § At most one
+// execution per Job): without references although an Ensure may have run (crash, lost response),
+// Decide asks for Ensure again and the adapter adopts what it finds. Once references are persisted
+// Decide only Observes: an execution the backend loses then ends in ResultUnknown, never rerun.
 //
 // Termination: a plan decided with a CallResult never names a call of the same or an earlier rank
 // (Ensure = Observe < Cancel < Delete); kAdd happens at most once, and it or the GET before

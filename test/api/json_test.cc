@@ -17,7 +17,7 @@ Time At(const char* rfc3339) {
   return t.ok() ? *t : Time{};
 }
 
-// The spec's example Job (DESIGN.md § The spec's YAML), with the elided status values filled in.
+// The API's example Job (docs/api.md § Example), with the elided status values filled in.
 const char* const kExampleJob = R"({
   "apiVersion": "execution.ayatori.ddupan.top/v1alpha1",
   "kind": "Job",

@@ -154,9 +154,10 @@ TEST(CachedJobTest, DecodesToTheProjectionItWasMadeFrom) {
             (std::vector<std::string>{"JobClass/default", "Secret/team-a/creds"}));
 }
 
-// The design budget is 3 KiB per cached Job (DESIGN.md § Targets) for everything the controller
-// keeps: the Job entry, the informer's bookkeeping (~200 B) and, with the Kubernetes backend, the
-// facts of its batch Job and pod. The entry itself gets 1 KiB of it; measured on the heap.
+// The design budget is 3 KiB per cached Job (docs/design.md § Targets) for everything the
+// controller keeps: the Job entry, the informer's bookkeeping (~200 B) and, with the Kubernetes
+// backend, the facts of its batch Job and pod. The entry itself gets 1 KiB of it; measured on the
+// heap.
 TEST(CachedJobTest, RunningAndFinishedJobsStayWithinOneKiB) {
   constexpr int kJobs = 5000;
   for (bool finished : {false, true}) {

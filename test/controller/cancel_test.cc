@@ -1,7 +1,8 @@
-// Spec matrix, categories 取消 (cancel), 竞态 (race) and 超时 (deadline), on the real API server:
-// desiredState=Cancelled in each phase ends the Job Cancelled only once nothing runs and nothing
-// will be created; a success the backend confirmed first is not overwritten by a cancel; an
-// expired activeDeadlineSeconds stops the execution and ends DeadlineExceeded after the stop.
+// Spec matrix (docs/design.md § The test matrix), categories 取消 (cancel), 竞态 (race) and 超时
+// (deadline), on the real API server: desiredState=Cancelled in each phase ends the Job Cancelled
+// only once nothing runs and nothing will be created; a success the backend confirmed first is not
+// overwritten by a cancel; an expired activeDeadlineSeconds stops the execution and ends
+// DeadlineExceeded after the stop.
 #include "test/controller/controller_fixture.h"
 
 namespace ayatori::testing {

@@ -1,6 +1,7 @@
-// Spec matrix, category 删除 (deletion), on the real API server: a Job deleted in any
-// non-terminal state stays (deletionTimestamp + finalizer) until the controller stopped and
-// removed its execution, then disappears; an unreachable backend keeps the finalizer.
+// Spec matrix (docs/design.md § The test matrix), category 删除 (deletion), on the real API server:
+// a Job deleted in any non-terminal state stays (deletionTimestamp + finalizer) until the
+// controller stopped and removed its execution, then disappears; an unreachable backend keeps the
+// finalizer.
 #include "test/controller/controller_fixture.h"
 
 namespace ayatori::testing {

@@ -1,6 +1,6 @@
-// Spec matrix, category 幂等 (idempotency), on the real API server: a crash between Ensure and
-// the status write, a lost Ensure response, and floods of duplicate events never create a second
-// execution nor change a finished Job's times.
+// Spec matrix (docs/design.md § The test matrix), category 幂等 (idempotency), on the real API
+// server: a crash between Ensure and the status write, a lost Ensure response, and floods of
+// duplicate events never create a second execution nor change a finished Job's times.
 #include "test/controller/controller_fixture.h"
 
 namespace ayatori::testing {

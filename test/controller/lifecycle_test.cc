@@ -1,6 +1,7 @@
-// Spec matrix rows of the normal life of a Job on the real API server (正常, 后端), plus 隔离
-// (same name, new UID), 校验 (immutability through kubectl on a Job the controller manages) and
-// the API economy target (≤ 6 API writes for a successful Job, DESIGN.md).
+// Spec matrix (docs/design.md § The test matrix) rows of the normal life of a Job on the real API
+// server (正常, 后端), plus 隔离 (same name, new UID), 校验 (immutability through kubectl on a Job
+// the controller manages) and the API economy target (≤ 6 API writes for a successful Job,
+// docs/design.md).
 #include <iostream>
 
 #include "test/controller/controller_fixture.h"
@@ -164,8 +165,8 @@ TEST_F(Validation, ImmutableFieldsRejected) {
 
 class ApiEconomy : public ControllerTest {};
 
-// DESIGN.md: API writes per successful Job ≤ 6, from creation to the TTL deletion and the
-// finalizer's removal.
+// docs/design.md § Targets: API writes per successful Job ≤ 6, from creation to the TTL deletion
+// and the finalizer's removal.
 TEST_F(ApiEconomy, WritesPerSuccessfulJob) {
   uint64_t worst = 0;
   for (const char* seconds : {"0", "1"}) {

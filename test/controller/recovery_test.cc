@@ -1,7 +1,8 @@
-// Spec matrix, row 恢复 | controller 在各非终态重启 | 从持久 status/reference 恢复正确状态: the
-// controller is stopped in each non-terminal state (Resolving, Scheduling, Starting, Running,
-// Cancelling, ResultUnknown), the world may change while it is down, and a new instance carries
-// the Job on from what the API server persisted, with the one execution it already has.
+// Spec matrix (docs/design.md § The test matrix), row 恢复 | controller 在各非终态重启 | 从持久
+// status/reference 恢复正确状态: the controller is stopped in each non-terminal state (Resolving,
+// Scheduling, Starting, Running, Cancelling, ResultUnknown), the world may change while it is down,
+// and a new instance carries the Job on from what the API server persisted, with the one execution
+// it already has.
 #include "test/controller/controller_fixture.h"
 
 namespace ayatori::testing {

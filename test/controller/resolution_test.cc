@@ -1,7 +1,7 @@
-// Spec matrix, category 解析 (resolution), on the real API server: a Job waits with
-// Accepted=False while its JobClass, default class, Secret, ConfigMap or key is missing, makes no
-// Ensure meanwhile, and starts exactly once when what it waits for appears; Secret values appear
-// in no status, Event or log.
+// Spec matrix (docs/design.md § The test matrix), category 解析 (resolution), on the real API
+// server: a Job waits with Accepted=False while its JobClass, default class, Secret, ConfigMap or
+// key is missing, makes no Ensure meanwhile, and starts exactly once when what it waits for
+// appears; Secret values appear in no status, Event or log.
 #include <random>
 
 #include "test/controller/controller_fixture.h"

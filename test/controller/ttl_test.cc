@@ -1,7 +1,7 @@
-// Spec matrix, category TTL, on the real API server with small real TTLs: a finished Job
-// (Succeeded, Failed, Cancelled) stays until completionTime + ttlSecondsAfterFinished and is then
-// deleted exactly once; a restarted controller picks the timer up again; a TTL extended just
-// before it expires is re-read before the delete.
+// Spec matrix (docs/design.md § The test matrix), category TTL, on the real API server with small
+// real TTLs: a finished Job (Succeeded, Failed, Cancelled) stays until completionTime +
+// ttlSecondsAfterFinished and is then deleted exactly once; a restarted controller picks the timer
+// up again; a TTL extended just before it expires is re-read before the delete.
 #include "test/controller/controller_fixture.h"
 
 namespace ayatori::testing {

@@ -1,7 +1,8 @@
-// Spec matrix, category 未知 (unknown results), on the real API server: an unreachable backend
-// makes a Job ResultUnknown (not terminal: no completionTime, no TTL); when the backend answers
-// again the Job is Running again and ends with its true result; only an administrator's
-// confirmation ends a ResultUnknown Job with BackendLost, and only once it is ResultUnknown.
+// Spec matrix (docs/design.md § The test matrix), category 未知 (unknown results), on the real API
+// server: an unreachable backend makes a Job ResultUnknown (not terminal: no completionTime, no
+// TTL); when the backend answers again the Job is Running again and ends with its true result; only
+// an administrator's confirmation ends a ResultUnknown Job with BackendLost, and only once it is
+// ResultUnknown.
 #include "test/controller/controller_fixture.h"
 
 namespace ayatori::testing {

@@ -1,9 +1,9 @@
-// The spec's 状态机测试矩阵 as a table: one case per row, named after it, each driving the
-// shipped JobReconciler through the Harness (sim.h: FakeKubeClient, FakeAdapter over FakeBackend,
-// FakeClock). The Harness itself checks on every write and call: CheckInvariants, one creation
-// per UID, Ensure only on the current Job and never after desiredState=Cancelled, finalizer
-// removal only without a backend execution, terminal results only as the backend reported them;
-// every case ends by asserting no such failure.
+// The state machine test matrix (docs/design.md § The test matrix) as a table: one case per row,
+// named after it, each driving the shipped JobReconciler through the Harness (sim.h:
+// FakeKubeClient, FakeAdapter over FakeBackend, FakeClock). The Harness itself checks on every
+// write and call: CheckInvariants, one creation per UID, Ensure only on the current Job and never
+// after desiredState=Cancelled, finalizer removal only without a backend execution, terminal
+// results only as the backend reported them; every case ends by asserting no such failure.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

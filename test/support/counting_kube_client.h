@@ -1,5 +1,5 @@
 // A KubeClient decorator that counts the write requests made through it, per object: tests
-// measure what the controller costs the API server (DESIGN.md: API writes per successful Job)
+// measure what the controller costs the API server (docs/design.md § Targets: API writes per Job)
 // without the controller keeping per-Job books. Hand it to the code under test and keep using
 // the wrapped client for the test's own requests, so only the code under test is counted.
 //

@@ -31,7 +31,7 @@ inline constexpr const char* kReasonBackendUnreachable = "BackendUnreachable";
 inline constexpr const char* kReasonInsecureEndpoint = "InsecureEndpoint";
 inline constexpr const char* kReasonUnexpectedState = "UnexpectedBackendState";
 
-// Env vars every execution gets (DESIGN.md § Correlation).
+// Env vars every execution gets (docs/design.md § Correlation).
 inline constexpr const char* kEnvJobNamespace = "AYATORI_JOB_NAMESPACE";
 inline constexpr const char* kEnvJobName = "AYATORI_JOB_NAME";
 inline constexpr const char* kEnvJobUid = "AYATORI_JOB_UID";
