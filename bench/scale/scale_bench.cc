@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "ayatori/kube_client.h"
+#include "bench/common/clone.h"
 #include "bench/common/controller_process.h"
 #include "bench/common/process_stats.h"
 #include "bench/common/prometheus_text.h"
@@ -78,30 +79,8 @@ struct Template {
   std::string name, uid, batchUid;
 };
 
-// What the API server assigns, so that the object can be created again.
-json Creatable(json object) {
-  auto& m = object["metadata"];
-  for (const char* k :
-       {"uid", "resourceVersion", "creationTimestamp", "managedFields", "generation", "selfLink"}) {
-    m.erase(k);
-  }
-  object.erase("status");
-  return object;
-}
-
-void ReplaceAll(std::string& s, const std::string& from, const std::string& to) {
-  if (from.empty()) return;
-  for (size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size())) {
-    s.replace(pos, from.size(), to);
-  }
-}
-
-// `object` with every occurrence of the template's name and uids replaced by the clone's.
-json Substitute(const json& object, const std::vector<std::pair<std::string, std::string>>& subs) {
-  std::string text = object.dump();
-  for (const auto& [from, to] : subs) ReplaceAll(text, from, to);
-  return json::parse(text);
-}
+using bench::Creatable;
+using bench::Substitute;
 
 std::optional<Template> ReadTemplate(KubeClient& client, const Options& o) {
   Template t;
