@@ -9,9 +9,9 @@
 //  2. Graceful handover: a third replica starts as a standby (as the Deployment restarts the
 //     killed pod); the leader gets SIGTERM and a Job is created at once. Measured the same way.
 //     Target: 3 s (the leader releases the Lease; a standby takes it at its next retry).
-//  3. Resync: --resync-jobs finished Jobs exist (cloned from one the controller finished, status
-//     included); the leader gets SIGTERM and a fresh replica starts alone. Measured from its exec:
-//     the time until every Job was re-observed, i.e. reconciled once (its
+//  3. Resync: the leader gets SIGTERM, --resync-jobs finished Jobs are written (cloned from one
+//     the controller finished, status included) and a fresh replica starts alone. Measured from its
+//     exec: the time until every Job was re-observed, i.e. reconciled once (its
 //     ayatori_reconcile_duration_seconds_count reaches the Job count with ayatori_workqueue_depth
 //     0). Target: 10 s.
 // Prints each with measured / target (the target is the baseline here) and MET/MISSED.
@@ -304,11 +304,12 @@ int main(int argc, char** argv) {
   // 3. Resync of a restarted replica with --resync-jobs finished Jobs.
   auto done = WaitSucceeded(*client, o, "after-term");
   if (!done) return 1;
+  // No replica runs while the clones are written: each is created without its status first.
+  c->Stop();
   auto cs = SteadyClock::now();
   if (!CloneFinished(*client, o, *done, o.resyncJobs)) return 1;
-  std::fprintf(stderr, "failover-bench: %d finished Jobs cloned in %.1f s; SIGTERM c, start d\n",
-               o.resyncJobs, Since(cs));
-  c->Stop();
+  std::fprintf(stderr, "failover-bench: %d finished Jobs cloned in %.1f s; start d\n", o.resyncJobs,
+               Since(cs));
   const int total = o.resyncJobs + 3;  // and warm-up, after-kill, after-term
   double cpu = -1;
   int64_t rss = -1;
