@@ -16,7 +16,7 @@
 //  4. starts kube-controller-manager (--kcm-cmdline, the command line the control plane used) and
 //     measures its RSS and CPU once it is idle, and kube-apiserver's and etcd's RSS.
 // Prints RSS per cached Job = (RSS after sync - RSS with the template only) / N with MET/MISSED
-// against --target-kib, and the sync time against --target-seconds.
+// against --target-kib, and the sync time (bench/failover has the 10 s target for 10000 Jobs).
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
@@ -58,7 +58,6 @@ struct Options {
   double qps = 5000;
   int burst = 10000;
   double targetKiB = 3;
-  double targetSeconds = 10;
   int timeoutSeconds = 3600;
   std::string logDir = "/tmp";
   std::string kcmCmdline;  // file with kube-controller-manager's NUL-separated command line
@@ -308,7 +307,6 @@ int main(int argc, char** argv) {
   app.add_option("--qps", o.qps, "client QPS of the creator");
   app.add_option("--burst", o.burst, "client burst of the creator");
   app.add_option("--target-kib", o.targetKiB, "target: controller RSS per cached Job");
-  app.add_option("--target-seconds", o.targetSeconds, "target: start to every Job reconciled");
   app.add_option("--timeout", o.timeoutSeconds, "seconds to wait for each phase");
   app.add_option("--log-dir", o.logDir, "where the processes' logs go");
   app.add_option("--kcm-cmdline", o.kcmCmdline, "file: kube-controller-manager's command line");
@@ -392,17 +390,12 @@ int main(int argc, char** argv) {
         kcmPerJob, kcmPerJob / perJob);
   }
   const bool memMet = perJob >= 0 && perJob <= o.targetKiB;
-  const bool syncMet = full.reconciled >= 0 && full.reconciled <= o.targetSeconds;
+  // No target of its own: bench/failover holds the 10 s target for 10000 Jobs re-observed.
   std::printf(
-      "  <= %.1f KiB RSS per cached Job ((%.1f - %.1f MiB) / %d): %.2f KiB (%.2fx target)  %s\n",
-      o.targetKiB, MiB(full.rssKiB), MiB(empty.rssKiB), o.n, perJob, perJob / o.targetKiB,
-      memMet ? "MET" : "MISSED");
-  std::printf(
-      "  <= %.0f s from start to every Job re-observed (reconciled once, queue empty): "
-      "%.2f s (%.2fx target)  %s\n",
-      o.targetSeconds, full.reconciled, full.reconciled / o.targetSeconds,
-      syncMet ? "MET" : "MISSED");
+      "  start -> every Job re-observed (reconciled once, queue empty): %.2f s, %.2f ms and "
+      "%.2f ms of controller CPU per Job\n",
+      full.reconciled, 1000 * full.reconciled / (o.n + 1), 1000 * full.cpuReconciled / (o.n + 1));
   std::printf("  0 writes while syncing finished Jobs: %.0f  %s\n", full.writes,
               full.writes == 0 ? "MET" : "MISSED");
-  return memMet && syncMet && full.writes == 0 ? 0 : 1;
+  return memMet && full.reconciled >= 0 && full.writes == 0 ? 0 : 1;
 }
