@@ -390,6 +390,10 @@ int main(int argc, char** argv) {
         kcmPerJob, kcmPerJob / perJob);
   }
   const bool memMet = perJob >= 0 && perJob <= o.targetKiB;
+  std::printf(
+      "  <= %.1f KiB RSS per cached Job ((%.1f - %.1f MiB) / %d): %.2f KiB (%.2fx target)  %s\n",
+      o.targetKiB, MiB(full.rssKiB), MiB(empty.rssKiB), o.n, perJob, perJob / o.targetKiB,
+      memMet ? "MET" : "MISSED");
   // No target of its own: bench/failover holds the 10 s target for 10000 Jobs re-observed.
   std::printf(
       "  start -> every Job re-observed (reconciled once, queue empty): %.2f s, %.2f ms and "
