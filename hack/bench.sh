@@ -127,6 +127,8 @@ bench_docker() {
 run() {
   local dir name ran=0 failed=0
   if [ -z "${AYATORI_BENCH_KEEP:-}" ]; then trap down EXIT; fi
+  # The machine may be shared: the load goes with the figures.
+  log "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
   up
   for dir in "$ROOT"/bench/*/; do
     name=$(basename "$dir")
@@ -143,6 +145,7 @@ run() {
     ran=$((ran + 1))
     "bench_$name" || { failed=$((failed + 1)); log "bench/$name failed (controller log: $BENCH/controller.log)"; }
   done
+  log "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
   [ "$ran" -gt 0 ] || die "no benchmark was run"
   [ "$failed" -eq 0 ]
 }

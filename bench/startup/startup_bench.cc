@@ -20,14 +20,6 @@
 // Prints one line per run and MET/MISSED against the targets: --target-seconds from start to
 // every Job reconciled, no Job woken by the informers' first lists, at most one reconcile per
 // changed Secret.
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <atomic>
@@ -40,13 +32,11 @@
 #include <vector>
 
 #include "ayatori/kube_client.h"
+#include "bench/common/controller_process.h"
 #include "bench/common/process_stats.h"
 #include "bench/common/prometheus_text.h"
 #include "kube/config.h"
-#include "kube/http.h"
 #include "kube/rest_client.h"
-
-extern char** environ;  // NOLINT: POSIX, for posix_spawn
 
 namespace {
 
@@ -196,93 +186,20 @@ std::pair<int, int> CountSettled(KubeClient& client, const Options& o) {
 // ---------------------------------------------------------------------------------------------
 // The controller process.
 
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
-class ControllerProcess {
+// The controller under test with the flags every run of this benchmark gives it.
+class ControllerProcess : public bench::ControllerProcess {
  public:
   ControllerProcess(const Options& o, const std::string& binary, const std::string& logFile,
                     std::vector<std::string> extraFlags = {})
-      : port_(FreePort()) {
-    std::vector<std::string> args = {binary, "--kubeconfig=" + o.kubeconfig,
-                                     "--metrics-address=127.0.0.1:" + std::to_string(port_),
-                                     "--enable-test-adapter", "--log-format=json"};
-    for (auto& f : extraFlags) args.push_back(std::move(f));
-    std::vector<char*> argv;
-    argv.reserve(args.size() + 1);
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, logFile.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    if (posix_spawn(&pid_, binary.c_str(), &actions, nullptr, argv.data(), environ) != 0) pid_ = 0;
-    posix_spawn_file_actions_destroy(&actions);
-    started_ = SteadyClock::now();
-    kube::RestConfig plain;
-    plain.server = "http://127.0.0.1:" + std::to_string(port_);
-    http_ = kube::NewCurlTransport(plain, {});
-  }
-  ~ControllerProcess() { Stop(); }
-  ControllerProcess(const ControllerProcess&) = delete;
-  ControllerProcess& operator=(const ControllerProcess&) = delete;
-
-  int pid() const { return pid_; }
-  SteadyClock::time_point started() const { return started_; }
-  bool Alive() {
-    if (pid_ <= 0) return false;
-    int status = 0;
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = 0;
-      return false;
-    }
-    return true;
-  }
-  // Status and body of GET path, status 0 when the request failed.
-  std::pair<int, std::string> Get(const std::string& path) {
-    kube::HttpRequest r;
-    r.method = "GET";
-    r.url = "http://127.0.0.1:" + std::to_string(port_) + path;
-    r.timeout = 5s;
-    auto resp = http_->Do(r);
-    if (!resp.ok()) return {0, ""};
-    return {resp->status, resp->body};
-  }
-  void Stop() {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGTERM);
-    auto deadline = SteadyClock::now() + 30s;
-    while (SteadyClock::now() < deadline) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = 0;
-        return;
-      }
-      std::this_thread::sleep_for(50ms);  // polling a child's exit, not synchronisation
-    }
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    pid_ = 0;
-  }
+      : bench::ControllerProcess(binary, Flags(o, std::move(extraFlags)), logFile) {}
 
  private:
-  int port_;
-  pid_t pid_ = 0;
-  SteadyClock::time_point started_;
-  std::unique_ptr<kube::HttpTransport> http_;
+  static std::vector<std::string> Flags(const Options& o, std::vector<std::string> extra) {
+    std::vector<std::string> flags = {"--kubeconfig=" + o.kubeconfig, "--enable-test-adapter",
+                                      "--log-format=json"};
+    for (auto& f : extra) flags.push_back(std::move(f));
+    return flags;
+  }
 };
 
 double Sum(const std::string& text, const std::string& metric,
