@@ -255,7 +255,8 @@ int StreamLogs(const std::string& ns, const std::string& name, const LogOptions&
     return true;
   });
   if (s.ok()) return kExitOk;
-  if (s.code() == StatusCode::kNotFound) {
+  // A 404 for the path itself; the log API's own 404 names the Job that does not exist.
+  if (ResourceMissing(s)) {
     return Fail(io,
                 "the Job log API is not installed in this cluster (GET " + path +
                     " answered 404 Not Found): install Ayatori's log API (docs/kubectl-ayatori.md, "
