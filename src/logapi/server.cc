@@ -35,6 +35,7 @@ constexpr time_t kWriteTimeoutSeconds = 10;
 // Output buffered between the adapter's reading thread and the client's writer before the
 // reader waits: a client that reads slowly slows the backend read instead of filling memory.
 constexpr size_t kMaxBuffered = size_t{1} << 20;
+constexpr const char* kLogContentType = "application/octet-stream";
 
 std::string JobNotFound(const std::string& name) {
   return std::string("jobs.") + controller::kJobs.group + " \"" + name + "\" not found";
@@ -368,12 +369,15 @@ Status LogApiServer::Start() {
     if (auto early = pipe->WaitFirst(); early) {
       if (!early->ok()) return ReplyStatus(res, *early, route.name);
       res.status = 200;
-      res.set_content("", "text/plain");
+      res.set_content("", kLogContentType);
       return;
     }
     res.status = 200;
+    // Not text/*: httplib gzips text for a client that accepts it (kube-apiserver's proxy
+    // does), and its compressor holds output back until it has a block, which would stall a
+    // follower. The body is the raw output bytes.
     res.set_chunked_content_provider(
-        "text/plain",
+        kLogContentType,
         [pipe](size_t /*offset*/, httplib::DataSink& sink) {
           Status result;
           while (auto chunk = pipe->Next(&result)) {

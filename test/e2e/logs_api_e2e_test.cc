@@ -96,7 +96,11 @@ class LogsApiE2ETest : public ControllerTest {
                {"kind", "Role"},
                {"metadata", {{"name", "job-log-reader"}, {"namespace", ns_}}},
                {"rules",
-                {{{"apiGroups", {kLogGroup}}, {"resources", {"jobs/log"}}, {"verbs", {"get"}}}}}}));
+                {{{"apiGroups", {kLogGroup}}, {"resources", {"jobs/log"}}, {"verbs", {"get"}}},
+                 // kubectl ayatori logs reads the Job first.
+                 {{"apiGroups", {"execution.ayatori.ddupan.top"}},
+                  {"resources", {"jobs"}},
+                  {"verbs", {"get"}}}}}}));
     ASSERT_TRUE(Apply(
         {{"apiVersion", "rbac.authorization.k8s.io/v1"},
          {"kind", "RoleBinding"},
