@@ -7,6 +7,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include <array>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -41,8 +42,10 @@ std::string JobNotFound(const std::string& name) {
   return std::string("jobs.") + controller::kJobs.group + " \"" + name + "\" not found";
 }
 
+}  // namespace
+
 // Hands output from the thread that reads the backend to the thread that writes the response.
-class Pipe {
+class LogApiServer::Pipe {
  public:
   // From the reader: false once the writer has gone (the reader then stops).
   bool Push(std::string_view bytes) {
@@ -75,10 +78,15 @@ class Pipe {
     if (!any_) return result_;
     return std::nullopt;
   }
-  // The next piece of output; nullopt at the end (then `result` is the reader's result).
+  // The next piece of output; nullopt at the end (then `result` is the reader's result) or once
+  // closed (the server stops).
   std::optional<std::string> Next(Status* result) {
     std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return !chunks_.empty() || finished_; });
+    cv_.wait(lock, [&] { return !chunks_.empty() || finished_ || closed_; });
+    if (closed_) {
+      *result = Status(StatusCode::kCancelled, "the log API is stopping");
+      return std::nullopt;
+    }
     if (chunks_.empty()) {
       *result = result_;
       return std::nullopt;
@@ -100,6 +108,8 @@ class Pipe {
   bool closed_ = false;
   Status result_;
 };
+
+namespace {
 
 void ReplyStatus(httplib::Response& res, const Status& s, const std::string& name = {}) {
   auto [code, reason] = HttpCodeAndReason(s.code());
@@ -361,6 +371,12 @@ Status LogApiServer::Start() {
     // (no such Job, execution gone) is still answered with its own code, while output, once it
     // comes, is written as it arrives.
     auto pipe = std::make_shared<Pipe>();
+    {
+      std::lock_guard lock(pipesMu_);
+      if (stopping_) return ReplyStatus(res, Status(StatusCode::kUnavailable, "stopping"));
+      std::erase_if(pipes_, [](const std::weak_ptr<Pipe>& p) { return p.expired(); });
+      pipes_.push_back(pipe);
+    }
     std::thread([this, pipe, route, options = *options] {
       Status s = logs_.Stream(route.namespace_, route.name, options,
                               [&](std::string_view bytes) { return pipe->Push(bytes); });
@@ -414,6 +430,15 @@ Status LogApiServer::Start() {
 void LogApiServer::Stop() {
   if (!thread_.joinable()) return;
   listener_->Close();
+  // Followers end now rather than when their executions end; their backend reads stop at their
+  // next piece of output.
+  {
+    std::lock_guard lock(pipesMu_);
+    stopping_ = true;
+    for (const auto& weak : pipes_) {
+      if (auto pipe = weak.lock()) pipe->Close();
+    }
+  }
   thread_.join();
   listener_.reset();
 }

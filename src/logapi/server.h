@@ -9,8 +9,10 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "adapters/registry.h"
 #include "ayatori/adapter.h"
@@ -77,18 +79,24 @@ class LogApiServer {
 
   // Loads the certificates and binds; kInvalidArgument names a bad address, file or CA.
   Status Start();
-  // Stops accepting and waits for the requests in progress (a follower until its next write).
+  // Stops accepting, ends the responses in progress (followers included) and waits for them.
+  // A backend read still blocked (a follow with no output) ends at its next output, on its
+  // own detached thread, which uses the JobLogs: keep that alive until the process exits.
   void Stop();
   int port() const { return port_; }
 
  private:
   class Listener;
+  class Pipe;  // output from a backend read to a response
   JobLogs& logs_;
   Authorizer authorize_;
   LogApiServerOptions options_;
   std::unique_ptr<Listener> listener_;
   std::thread thread_;
   int port_ = 0;
+  std::mutex pipesMu_;
+  bool stopping_ = false;
+  std::vector<std::weak_ptr<Pipe>> pipes_;  // of the requests in progress
 };
 
 }  // namespace ayatori::logapi
