@@ -62,13 +62,15 @@ Route ParseRoute(std::string_view path) {
   if (s.empty() || s[0] != "apis") return r;
   if (s.size() == 1) {
     r.kind = Route::Kind::kApiGroupList;
-  } else if (s[1] != kGroup) {
     return r;
-  } else if (s.size() == 2) {
+  }
+  if (s[1] != kGroup) return r;
+  if (s.size() == 2) {
     r.kind = Route::Kind::kApiGroup;
-  } else if (s[2] != kVersion) {
     return r;
-  } else if (s.size() == 3) {
+  }
+  if (s[2] != kVersion) return r;
+  if (s.size() == 3) {
     r.kind = Route::Kind::kApiResourceList;
   } else if (s.size() == 8 && s[3] == "namespaces" && s[5] == "jobs" && s[7] == "log" &&
              IsDnsName(s[4], false, 63) && IsDnsName(s[6], true, 253)) {

@@ -22,7 +22,7 @@ class DockerLogsApiE2ETest : public LogsApiE2ETest {
 };
 
 TEST_F(DockerLogsApiE2ETest, AnAllowedUserReadsADockerJobsOutputAndOthersAreRefused) {
-  ASSERT_FALSE(CreateJob("hello", kClass, Task("echo one; echo two >&2; echo three")).empty());
+  ASSERT_FALSE(CreateJob("hello", kClass, Task("echo one; echo two; echo three")).empty());
   json job = WaitForFinished(ns_, "hello");
   ASSERT_EQ(ConditionSummary(job, "Succeeded"), "True/Completed") << Describe(job);
 
@@ -64,7 +64,7 @@ TEST_F(DockerLogsApiE2ETest, AnAllowedUserReadsADockerJobsOutputAndOthersAreRefu
 TEST_F(DockerLogsApiE2ETest, FollowStreamsLinesAsPrintedAndEndsWithTheJob) {
   std::string uid =
       CreateJob("follow", kClass,
-                Task("echo first; while [ ! -e /tmp/go ]; do sleep 0.1; done; echo second"));
+                Task("echo first; while [ ! -e /tmp/go ]; do sleep 0.1; done; echo second >&2"));
   ASSERT_FALSE(uid.empty());
   WaitForJob(
       ns_, "follow", [](const json& j) { return j.contains("/status/startTime"_json_pointer); },
