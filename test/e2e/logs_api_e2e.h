@@ -230,7 +230,7 @@ class LogsApiE2ETest : public ControllerTest {
 
   // A kubeconfig of the fixture's certificate user (no access to Docker or the admin's rights).
   std::string UserKubeconfig() {
-    const std::string path = dir_ + "/user.kubeconfig";
+    std::string path = dir_ + "/user.kubeconfig";
     std::ofstream(path) << "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
                         << "clusters: [{name: c, cluster: {server: '" << TestenvVar("TESTENV_API")
                         << "', certificate-authority: '" << TestenvVar("TESTENV_CA") << "'}}]\n"
