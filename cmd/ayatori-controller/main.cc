@@ -11,9 +11,11 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <stop_token>
 #include <thread>
 
@@ -30,6 +32,8 @@
 #include "kube/events.h"
 #include "kube/leader_election.h"
 #include "kube/rest_client.h"
+#include "logapi/front_proxy.h"
+#include "logapi/server.h"
 #include "obs/http_server.h"
 #include "obs/log.h"
 #include "obs/metrics.h"
@@ -62,7 +66,40 @@ struct Flags {
   std::string logLevel = "info", logFormat = "json";
   std::string dockerEndpoint;
   bool enableTestAdapter = false;
+  std::string logsApiBind;
+  std::string logsApiCertFile, logsApiKeyFile;
+  std::string requestHeaderCaFile;
+  std::string requestHeaderAllowedNames;  // comma-separated
 };
+
+// The front proxy's settings: from the flags when --requestheader-client-ca-file is given, else
+// from the ConfigMap kube-apiserver publishes (as every extension apiserver reads them).
+StatusOr<logapi::RequestHeaderConfig> RequestHeaderSettings(const Flags& f, KubeClient& client) {
+  if (!f.requestHeaderCaFile.empty()) {
+    std::ifstream in(f.requestHeaderCaFile);
+    std::stringstream pem;
+    pem << in.rdbuf();
+    if (!in || pem.str().empty()) {
+      return Status(StatusCode::kInvalidArgument,
+                    "cannot read --requestheader-client-ca-file " + f.requestHeaderCaFile);
+    }
+    logapi::RequestHeaderConfig config;
+    config.clientCaPem = pem.str();
+    std::stringstream names(f.requestHeaderAllowedNames);
+    for (std::string name; std::getline(names, name, ',');) {
+      if (!name.empty()) config.allowedNames.push_back(name);
+    }
+    return config;
+  }
+  auto cm = client.Get({"", "v1", "configmaps", true}, logapi::kAuthenticationConfigMapNamespace,
+                       logapi::kAuthenticationConfigMapName);
+  if (!cm.ok()) {
+    return Status(cm.status().code(),
+                  std::string("reading ConfigMap ") + logapi::kAuthenticationConfigMapNamespace +
+                      "/" + logapi::kAuthenticationConfigMapName + ": " + cm.status().message());
+  }
+  return logapi::RequestHeaderConfigFromConfigMap(*cm);
+}
 
 // "15s", "500ms", "2m" -> milliseconds; nullopt when malformed or not positive.
 std::optional<std::chrono::milliseconds> ParseDuration(const std::string& s) {
@@ -226,6 +263,18 @@ int main(int argc, char** argv) {
                  "(unix:///path or tcp://host:port)");
   app.add_flag("--enable-test-adapter", f.enableTestAdapter,
                "serve controllerName execution.ayatori.ddupan.top/test with an in-process backend");
+  app.add_option("--logs-api-bind", f.logsApiBind,
+                 "host:port to serve the Job log API on over HTTPS (the aggregated API "
+                 "logs.execution.ayatori.ddupan.top; docs/kubectl-ayatori.md); empty: not served");
+  app.add_option("--logs-api-tls-cert-file", f.logsApiCertFile,
+                 "PEM serving certificate of the log API (default: a self-signed one)");
+  app.add_option("--logs-api-tls-key-file", f.logsApiKeyFile, "PEM key of that certificate");
+  app.add_option("--requestheader-client-ca-file", f.requestHeaderCaFile,
+                 "CA of kube-apiserver's front proxy certificate (default: from ConfigMap "
+                 "kube-system/extension-apiserver-authentication)");
+  app.add_option("--requestheader-allowed-names", f.requestHeaderAllowedNames,
+                 "common names the front proxy certificate may have (with "
+                 "--requestheader-client-ca-file; comma-separated; empty: any the CA signed)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -288,6 +337,10 @@ int main(int argc, char** argv) {
   dockerOptions.tlsSource = adapters::docker::SecretTlsSource(*client);
   adapters::kubernetes::KubernetesAdapterOptions k8sOptions;
   k8sOptions.log = [](const std::string& line) { obs::Warn(line, {{"adapter", "kubernetes"}}); };
+  k8sOptions.streamPath = [&client](std::string_view path,
+                                    const std::function<bool(std::string_view)>& onData) {
+    return client->StreamPath(path, std::stop_token(), onData);
+  };
   // One line per backend: its descriptor and its adapter (src/adapters/registry.h).
   for (const Status& s : {
            registry.Register(adapters::docker::Descriptor(f.dockerEndpoint),
@@ -341,6 +394,25 @@ int main(int argc, char** argv) {
   });
   if (Status s = http.Start(f.metricsAddress); !s.ok()) return Fail(s.message());
   obs::Info("serving metrics and health", {{"address", f.metricsAddress}, {"port", http.port()}});
+
+  // The Job log API, on every replica (a standby serves logs too: the Service spreads requests
+  // over all of them).
+  std::unique_ptr<logapi::AdapterJobLogs> jobLogs;
+  std::unique_ptr<logapi::LogApiServer> logsApi;
+  if (!f.logsApiBind.empty()) {
+    auto requestHeader = RequestHeaderSettings(f, *client);
+    if (!requestHeader.ok()) return Fail("log API: " + requestHeader.status().message());
+    jobLogs = std::make_unique<logapi::AdapterJobLogs>(*client, registry, f.controllerNamespace);
+    logapi::LogApiServerOptions logsOptions;
+    logsOptions.address = f.logsApiBind;
+    logsOptions.certFile = f.logsApiCertFile;
+    logsOptions.keyFile = f.logsApiKeyFile;
+    logsOptions.requestHeader = std::move(*requestHeader);
+    logsApi = std::make_unique<logapi::LogApiServer>(
+        *jobLogs, logapi::SubjectAccessReviewAuthorizer(*client), std::move(logsOptions));
+    if (Status s = logsApi->Start(); !s.ok()) return Fail("log API: " + s.message());
+    obs::Info("serving the Job log API", {{"address", f.logsApiBind}, {"port", logsApi->port()}});
+  }
 
   // The work of this replica, on a thread of its own (with leader election, the elector's work
   // thread, so renewals go on while the informers sync): start the controller, keep it until
@@ -413,6 +485,7 @@ int main(int argc, char** argv) {
   }
   jobController.Stop();
   events.Flush(std::chrono::seconds(5));
+  if (logsApi) logsApi->Stop();
   http.Stop();
   obs::Info("stopped", {{"exitCode", exitCode}});
   return exitCode;

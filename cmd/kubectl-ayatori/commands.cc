@@ -255,7 +255,9 @@ int StreamLogs(const std::string& ns, const std::string& name, const LogOptions&
     return true;
   });
   if (s.ok()) return kExitOk;
-  if (s.code() == StatusCode::kNotFound) {
+  // A 404 for the path itself (kube-apiserver serves no such group: "404 page not found");
+  // the log API's own 404 names the Job that does not exist (`jobs... "NAME" not found`).
+  if (s.code() == StatusCode::kNotFound && s.message().find("\" not found") == std::string::npos) {
     return Fail(io,
                 "the Job log API is not installed in this cluster (GET " + path +
                     " answered 404 Not Found): install Ayatori's log API (docs/kubectl-ayatori.md, "

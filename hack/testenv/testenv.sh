@@ -13,6 +13,9 @@
 #   testenv.sh logs              tail the component logs
 #   testenv.sh bindir            print the cache directory of the binaries
 #
+# It is set up for API aggregation (request-header CA front-proxy-ca.crt, proxy client
+# certificate front-proxy-client, --enable-aggregator-routing): APIServices reach their Service's
+# endpoints directly (TESTENV_FRONT_PROXY_CA in env.sh).
 # kube-apiserver keeps an audit log (JSON lines in $D/logs/audit.log, TESTENV_AUDIT_LOG in env.sh)
 # of the create and delete requests for batch/v1 Jobs: a record that survives restarts of the
 # apiserver, from which the chaos run (test/chaos/) counts the executions made per Ayatori Job.
@@ -97,10 +100,12 @@ wait_for() {
   exit 1
 }
 
+# leaf NAME SUBJECT EXTENSIONS [CA]: a key and certificate signed by CA (default: ca).
 leaf() {
+  local ca=${4:-ca}
   openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "$2" -keyout "$1.key" -out "$1.csr"
   printf '%b\n' "$3" >"$1.ext"
-  openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 -extfile "$1.ext" -out "$1.crt"
+  openssl x509 -req -in "$1.csr" -CA "$ca.crt" -CAkey "$ca.key" -CAcreateserial -days 3650 -extfile "$1.ext" -out "$1.crt"
 }
 
 certs() {
@@ -112,6 +117,11 @@ certs() {
     leaf apiserver /CN=kube-apiserver 'subjectAltName=IP:127.0.0.1,DNS:localhost,IP:10.96.0.1\nextendedKeyUsage=serverAuth'
     leaf admin '/O=system:masters/CN=testenv-admin' 'extendedKeyUsage=clientAuth'
     leaf user '/O=testenv-users/CN=testenv-user' 'extendedKeyUsage=clientAuth'
+    # API aggregation: the front proxy's own CA (a separate one, as kubeadm makes it, so that
+    # no ordinary client certificate can pass for the proxy) and its client certificate.
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 \
+      -subj /CN=testenv-front-proxy-ca -keyout front-proxy-ca.key -out front-proxy-ca.crt
+    leaf front-proxy-client /CN=front-proxy-client 'extendedKeyUsage=clientAuth' front-proxy-ca
     openssl genrsa -out sa.key 2048
     openssl rsa -in sa.key -pubout -out sa.pub
   ) 2>/dev/null
@@ -191,7 +201,12 @@ start_apiserver() {
     --enable-admission-plugins=OwnerReferencesPermissionEnforcement \
     --enable-priority-and-fairness=false --profiling=false --v=1 \
     --audit-policy-file="$D/audit-policy.yaml" --audit-log-path="$D/logs/audit.log" \
-    --audit-log-format=json
+    --audit-log-format=json \
+    --requestheader-client-ca-file="$PKI/front-proxy-ca.crt" \
+    --requestheader-allowed-names=front-proxy-client --requestheader-username-headers=X-Remote-User \
+    --requestheader-group-headers=X-Remote-Group --requestheader-extra-headers-prefix=X-Remote-Extra- \
+    --proxy-client-cert-file="$PKI/front-proxy-client.crt" \
+    --proxy-client-key-file="$PKI/front-proxy-client.key" --enable-aggregator-routing=true
 }
 
 apiserver_ready() { curl -sf --cacert "$PKI/ca.crt" "https://127.0.0.1:$AP/readyz"; }
@@ -294,6 +309,7 @@ export TESTENV_USER_CERT=$PKI/user.crt
 export TESTENV_USER_KEY=$PKI/user.key
 export TESTENV_BIN=$bin
 export TESTENV_AUDIT_LOG=$D/logs/audit.log
+export TESTENV_FRONT_PROXY_CA=$PKI/front-proxy-ca.crt
 export PATH=$bin:\$PATH
 EOF
   log "up ($tier): source $D/env.sh"

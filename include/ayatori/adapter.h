@@ -3,12 +3,15 @@
 // backend; the pure state machine (src/statemachine) decides what those facts mean for the Job.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "api/types.h"
@@ -147,6 +150,23 @@ struct AdapterDescriptor {
   std::map<std::string, std::string> specOverrides;
 };
 
+// What a reader of an execution's output asks for (the query of the jobs/log subresource,
+// docs/kubectl-ayatori.md "Logs"). Backends apply what they can natively; unset means all.
+struct LogOptions {
+  bool follow = false;                  // keep streaming until the execution ends
+  std::optional<int64_t> tailLines;     // only the last N lines (>= 0)
+  std::optional<int64_t> sinceSeconds;  // only what was printed in the last S seconds (> 0)
+  bool timestamps = false;              // prefix each line with its RFC 3339 time, if known
+};
+
+// Receives output bytes as they arrive; returning false ends the stream (the reader left).
+using LogSink = std::function<bool(std::string_view)>;
+
+// Where the last `lines` lines of `text` start (a final line without its newline counts as a
+// line, as kubectl logs --tail counts it): 0 when `text` has no more lines than that. For
+// backends that keep the output as one text (OpenSandbox execd).
+size_t LastLinesOffset(std::string_view text, int64_t lines);
+
 class Adapter {
  public:
   virtual ~Adapter() = default;
@@ -200,6 +220,20 @@ class Adapter {
 
   // Removes backend resources of the execution; repeatable; OK when nothing is left.
   virtual Status Delete(const ExecutionKey& key) = 0;
+
+  // Writes what the execution printed (stdout and stderr, interleaved as the backend keeps
+  // them) to `sink`; with options.follow, keeps writing until the execution ends. kNotFound when
+  // the execution does not exist (never created, or removed); kUnavailable when the backend
+  // cannot be reached; kFailedPrecondition when the backend keeps no output. Messages never carry
+  // credentials. Called from the log API's threads, concurrently with the other calls.
+  virtual Status StreamLogs(const ExecutionKey& key, const LogOptions& options,
+                            const LogSink& sink) {
+    (void)key;
+    (void)options;
+    (void)sink;
+    return Status(StatusCode::kFailedPrecondition,
+                  "the " + Name() + " backend does not keep the output of its executions");
+  }
 };
 
 }  // namespace ayatori

@@ -22,6 +22,16 @@ const char* ExecutionPhaseName(ExecutionPhase phase) {
   return "Unknown";
 }
 
+size_t LastLinesOffset(std::string_view text, int64_t lines) {
+  if (lines <= 0) return text.size();
+  size_t end = text.size();
+  if (end > 0 && text[end - 1] == '\n') --end;  // the last line's own newline
+  for (int64_t n = 0; end > 0; --end) {
+    if (text[end - 1] == '\n' && ++n == lines) return end;
+  }
+  return 0;
+}
+
 nlohmann::json WithPinnedParameters(nlohmann::json parameters,
                                     const std::map<std::string, std::string>& pinned) {
   if (pinned.empty()) return parameters;

@@ -266,6 +266,11 @@ Status ControllerTest::StartControllerProcess(const std::string& logPath) {
   std::vector<std::string> args = {"--kubeconfig=" + Kubeconfig(), "--metrics-address=127.0.0.1:0",
                                    "--log-format=json", "--log-level=debug"};
   args.insert(args.end(), flags_.begin(), flags_.end());
+  if (!launcher_.empty()) {
+    args.insert(args.begin(), binary);
+    args.insert(args.begin(), launcher_.begin() + 1, launcher_.end());
+    binary = launcher_[0];
+  }
   return controller_.Start(binary, args, logPath, 60s);
 }
 

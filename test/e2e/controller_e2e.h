@@ -117,6 +117,9 @@ class ControllerTest : public ::testing::Test {
   std::string ns_;
   testing::ControllerProcess controller_;
   std::vector<std::string> flags_;
+  // A program that runs the controller (its argv before the controller's path), e.g.
+  // {"ip", "netns", "exec", NAME}; empty: the controller is started directly.
+  std::vector<std::string> launcher_;
 };
 
 // A path for a per-test file below $AYATORI_BINARY_DIR/run/e2e/ (created), e.g. a controller log.

@@ -251,7 +251,7 @@ class InstallTest : public ::testing::Test {
       setupError_ = "hack/install-manifests.sh: " + r.err;
       return;
     }
-    r = Kubectl({"apply", "-f", installYaml_});
+    r = ApplyInstallYaml();
     if (r.exitCode != 0) {
       setupError_ = "kubectl apply -f " + installYaml_ + ": " + r.err;
       return;
@@ -334,6 +334,19 @@ class InstallTest : public ::testing::Test {
     if (!ApplyOrRecord(kparams) || !ApplyOrRecord(kcls)) return;
   }
 
+  // kubectl apply -f install.yaml, then the log API's APIService deleted again: no pod of the
+  // Deployment runs here to serve it, and an APIService that stays unavailable fails discovery
+  // for every kubectl and blocks namespace deletion. The log API itself is tested by
+  // e2e_logs_api_test (test/e2e/logs_api_e2e_test.cc); its RBAC is used here (ControllerArgs).
+  static ProcessResult ApplyInstallYaml() {
+    auto r = Kubectl({"apply", "-f", installYaml_});
+    if (r.exitCode != 0) return r;
+    auto d = Kubectl({"delete", "apiservice", "v1alpha1.logs.execution.ayatori.ddupan.top",
+                      "--ignore-not-found"});
+    if (d.exitCode != 0) return d;
+    return r;
+  }
+
   static bool ApplyOrRecord(const json& object) {
     auto r = Kubectl({"apply", "-f", "-"}, object.dump());
     if (r.exitCode != 0) setupError_ = "kubectl apply " + object.value("kind", "") + ": " + r.err;
@@ -345,7 +358,7 @@ class InstallTest : public ::testing::Test {
   void TearDown() override {
     controller_.Kill();
     // The roles as shipped again, whatever a test removed from them.
-    auto restored = Kubectl({"apply", "-f", installYaml_});
+    auto restored = ApplyInstallYaml();
     EXPECT_EQ(restored.exitCode, 0) << restored.err;
     for (const auto& ns : namespaces_) RemoveNamespace(ns);
     namespaces_.clear();
@@ -378,15 +391,13 @@ class InstallTest : public ::testing::Test {
 
   // The controller binary as the ServiceAccount, with leader election on the Lease `lease`.
   std::vector<std::string> ControllerArgs(const std::string& lease) const {
-    return {"--kubeconfig=" + saKubeconfig_,
-            "--namespace=ayatori-system",
-            "--leader-elect",
-            "--leader-election-namespace=ayatori-system",
-            "--leader-election-name=" + lease,
-            "--sync-timeout=20s",
-            "--metrics-address=127.0.0.1:0",
-            "--log-format=json",
-            "--log-level=debug"};
+    return {"--kubeconfig=" + saKubeconfig_, "--namespace=ayatori-system", "--leader-elect",
+            "--leader-election-namespace=ayatori-system", "--leader-election-name=" + lease,
+            "--sync-timeout=20s", "--metrics-address=127.0.0.1:0",
+            // The log API reads kube-system/extension-apiserver-authentication at start (the
+            // RoleBinding to extension-apiserver-authentication-reader): without it the
+            // controller exits 2.
+            "--logs-api-bind=127.0.0.1:0", "--log-format=json", "--log-level=debug"};
   }
 
   std::string LogPath(const std::string& suffix = "") const {

@@ -98,6 +98,11 @@ TEST_F(CommandsTest, LogsErrorsSayWhatHappened) {
   answer = Status(StatusCode::kForbidden, "user alice cannot get jobs/log");
   r = Exec({"logs", "j"}, client_, streamer);
   EXPECT_THAT(r.err, HasSubstr("Ask your cluster administrator for access (RBAC)"));
+  // The log API's own 404 (src/logapi/server.cc): the Job, not the API, is missing.
+  answer = Status(StatusCode::kNotFound, "jobs.execution.ayatori.ddupan.top \"j\" not found");
+  r = Exec({"logs", "j"}, client_, streamer);
+  EXPECT_EQ(r.exitCode, kExitError);
+  EXPECT_EQ(r.err, "error: logs of job \"j\": jobs.execution.ayatori.ddupan.top \"j\" not found\n");
 }
 
 TEST_F(CommandsTest, WaitStartsAgainWhenItsResourceVersionExpired) {

@@ -560,20 +560,44 @@ Status DockerAdapter::Delete(const ExecutionKey& key) {
 }
 
 StatusOr<std::string> DockerAdapter::Logs(const ExecutionKey& key, size_t tailBytes) {
+  TailBuffer tail(tailBytes);
+  Status st = StreamLogs(key, LogOptions{}, [&](std::string_view bytes) {
+    tail.Append(bytes);
+    return true;
+  });
+  if (!st.ok()) return st;
+  return tail.str();
+}
+
+// The engine applies every option itself (GET /containers/{id}/logs: follow, tail, since,
+// timestamps); with follow it ends the stream when the container stops.
+Status DockerAdapter::StreamLogs(const ExecutionKey& key, const LogOptions& options,
+                                 const LogSink& sink) {
   auto target = TargetFor(key.parameters);
   if (!target.ok()) return target.status();
   EngineClient& client = *target->client;
   auto found = FindContainer(client, key.uid, key.references);
   if (!found.ok()) return found.status();
   if (!*found) return Status(StatusCode::kNotFound, "no container for Job UID " + key.uid);
-  TailBuffer tail(tailBytes);
-  LogDemuxer demux([&](LogStream, std::string_view bytes) { tail.Append(bytes); });
+  std::string query = "stdout=1&stderr=1";
+  if (options.follow) query += "&follow=1";
+  if (options.timestamps) query += "&timestamps=1";
+  if (options.tailLines) query += "&tail=" + std::to_string(*options.tailLines);
+  if (options.sinceSeconds) {
+    const auto now = std::chrono::system_clock::now().time_since_epoch();
+    const int64_t nowSeconds = std::chrono::duration_cast<std::chrono::seconds>(now).count();
+    query += "&since=" + std::to_string(nowSeconds - *options.sinceSeconds);
+  }
+  bool readerLeft = false;
+  LogDemuxer demux([&](LogStream, std::string_view bytes) {
+    if (!readerLeft && !sink(bytes)) readerLeft = true;
+  });
   Status decode;
   long httpStatus = 0;
   std::string errorBody;
   StreamStop stop;
   Status st = client.Stream(
-      "/containers/" + EngineClient::Escape(GetString(**found, "Id")) + "/logs?stdout=1&stderr=1",
+      "/containers/" + EngineClient::Escape(GetString(**found, "Id")) + "/logs?" + query,
       [&](long code) { httpStatus = code; },
       [&](std::string_view data) {
         if (httpStatus != 200) {
@@ -581,14 +605,16 @@ StatusOr<std::string> DockerAdapter::Logs(const ExecutionKey& key, size_t tailBy
           return errorBody.size() < 4096;
         }
         decode = demux.Feed(data);
-        return decode.ok();
+        return decode.ok() && !readerLeft;
       },
       stop);
+  if (readerLeft) return Status::Ok();
   if (!st.ok()) return st;
+  if (httpStatus == 404)
+    return Status(StatusCode::kNotFound, "the container of Job UID " + key.uid + " is gone");
   if (httpStatus != 200) return EngineError("container logs", HttpResponse{httpStatus, errorBody});
   if (!decode.ok()) return decode;
-  if (auto fin = demux.Finish(); !fin.ok()) return fin;
-  return tail.str();
+  return demux.Finish();
 }
 
 }  // namespace ayatori::adapters::docker

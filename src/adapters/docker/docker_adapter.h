@@ -73,6 +73,8 @@ class DockerAdapter final : public Adapter, public LogSource {
   Status Delete(const ExecutionKey& key) override;
 
   StatusOr<std::string> Logs(const ExecutionKey& key, size_t tailBytes) override;
+  Status StreamLogs(const ExecutionKey& key, const LogOptions& options,
+                    const LogSink& sink) override;
 
  private:
   struct Target {

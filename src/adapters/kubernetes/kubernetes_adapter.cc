@@ -519,4 +519,37 @@ Status KubernetesAdapter::Delete(const ExecutionKey& key) {
   return Status::Ok();
 }
 
+Status KubernetesAdapter::StreamLogs(const ExecutionKey& key, const LogOptions& options,
+                                     const LogSink& sink) {
+  if (!options_.streamPath) {
+    return Status(StatusCode::kFailedPrecondition, "this controller cannot stream pod logs");
+  }
+  auto fresh = ReadFresh(key.namespace_, key.uid);
+  if (!fresh.ok()) return fresh.status();
+  // The newest pod: with backoffLimit 0 there is one, but a deleted pod may linger beside it.
+  const json* newest = nullptr;
+  for (const json& p : fresh->pods) {
+    const std::string created = p.value("/metadata/creationTimestamp"_json_pointer, std::string());
+    if (newest == nullptr ||
+        created > newest->value("/metadata/creationTimestamp"_json_pointer, std::string())) {
+      newest = &p;
+    }
+  }
+  if (newest == nullptr) {
+    return Status(StatusCode::kNotFound, "no pod of Job UID " + key.uid + " is left");
+  }
+  const std::string pod = newest->value("/metadata/name"_json_pointer, std::string());
+  const std::string path =
+      kube::ResourcePath(PodsResource(), key.namespace_, pod, "log") +
+      kube::QueryString(
+          {{"follow", options.follow ? "true" : ""},
+           {"timestamps", options.timestamps ? "true" : ""},
+           {"tailLines", options.tailLines ? std::to_string(*options.tailLines) : ""},
+           {"sinceSeconds", options.sinceSeconds ? std::to_string(*options.sinceSeconds) : ""}});
+  Status s = options_.streamPath(path, sink);
+  if (s.ok() || s.code() == StatusCode::kNotFound) return s;
+  // The apiserver reaches the kubelet for the log; say which pod when that fails.
+  return Status(s.code(), "pod " + key.namespace_ + "/" + pod + ": " + s.message());
+}
+
 }  // namespace ayatori::adapters::kubernetes

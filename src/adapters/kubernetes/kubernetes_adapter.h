@@ -45,6 +45,10 @@ struct KubernetesAdapterOptions {
   std::chrono::milliseconds syncTimeout{30000};
   // One line per problem worth an operator's attention; nullptr = stderr.
   std::function<void(const std::string&)> log;
+  // GET of an API path whose body is streamed (kube::RestClient::StreamPath), for the pod's
+  // log subresource; nullptr: StreamLogs answers kFailedPrecondition.
+  std::function<Status(std::string_view path, const std::function<bool(std::string_view)>& onData)>
+      streamPath;
 };
 
 ResourceRef BatchJobsResource();   // batch/v1 jobs
@@ -86,6 +90,10 @@ class KubernetesAdapter final : public Adapter {
   // Deletes the batch Job (Background); OK when no batch Job of ours is left and no pod of the
   // UID is still running. Never deletes a batch Job that is not ours.
   Status Delete(const ExecutionKey& key) override;
+  // The log of the newest pod of the UID through the apiserver's pods/log (which the kubelet
+  // serves); kNotFound when no pod of the UID is left.
+  Status StreamLogs(const ExecutionKey& key, const LogOptions& options,
+                    const LogSink& sink) override;
 
  private:
   struct Fresh {

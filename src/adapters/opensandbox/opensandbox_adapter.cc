@@ -1,6 +1,8 @@
 #include "adapters/opensandbox/opensandbox_adapter.h"
 
 #include <algorithm>
+#include <limits>
+#include <thread>
 
 #include "adapters/docker/container.h"
 #include "adapters/docker/registry_auth.h"
@@ -694,6 +696,28 @@ StatusOr<std::string> OpenSandboxAdapter::Logs(const ExecutionKey& key, size_t t
   }
   std::string& body = r->body;
   return body.size() > tailBytes ? body.substr(body.size() - tailBytes) : body;
+}
+
+Status OpenSandboxAdapter::StreamLogs(const ExecutionKey& key, const LogOptions& options,
+                                      const LogSink& sink) {
+  // How often a follower looks for more output: execd has no streaming endpoint for a command
+  // started in the background.
+  constexpr auto kFollowPoll = std::chrono::milliseconds(500);
+  std::optional<size_t> sent;  // bytes of the output already written
+  for (;;) {
+    // The state first: output read after the command was seen stopped is all there is.
+    const bool last = !options.follow || IsStopped(Observe(key).phase);
+    auto output = Logs(key, std::numeric_limits<size_t>::max());
+    if (!output.ok()) return output.status();
+    const std::string_view text = *output;
+    if (!sent) sent = options.tailLines ? LastLinesOffset(text, *options.tailLines) : 0;
+    if (text.size() > *sent) {
+      if (!sink(text.substr(*sent))) return Status::Ok();
+      sent = text.size();
+    }
+    if (last) return Status::Ok();
+    std::this_thread::sleep_for(kFollowPoll);
+  }
 }
 
 void OpenSandboxAdapter::WatchCommand(const std::string& uid, const std::string& ns,

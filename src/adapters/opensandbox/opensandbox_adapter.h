@@ -80,6 +80,11 @@ class OpenSandboxAdapter final : public Adapter, public docker::LogSource {
 
   // The command's merged stdout and stderr (execd keeps both in one file).
   StatusOr<std::string> Logs(const ExecutionKey& key, size_t tailBytes) override;
+  // execd keeps a command's output as one text without times: tailLines is applied here,
+  // sinceSeconds and timestamps are not (docs/kubectl-ayatori.md, "Logs"); follow polls the
+  // output and the command's state until it ends.
+  Status StreamLogs(const ExecutionKey& key, const LogOptions& options,
+                    const LogSink& sink) override;
 
  private:
   struct Target {

@@ -1,0 +1,59 @@
+// The Job log API for a Job of the Kubernetes backend, on the e2e tier of the test control plane
+// (fixture kubee2e: kube-controller-manager runs the batch Job, kwok plays its pod). The output
+// of such a Job comes from pods/log, which kube-apiserver fetches from the pod's kubelet; kwok
+// serves no kubelet API, so on this control plane the answer is the apiserver's error for that
+// pod, which the log API passes on naming the pod. What this shows: the request reaches the
+// Kubernetes adapter through the aggregated API with the user's RBAC, the adapter finds the pod
+// of the Job's batch Job, and the failure is a clear error rather than an empty log.
+#include "test/e2e/logs_api_e2e.h"
+
+namespace ayatori::e2e::logs {
+namespace {
+
+constexpr const char* kClass = "e2e-logs-kubernetes";
+
+class KubernetesLogsApiE2ETest : public LogsApiE2ETest {
+ protected:
+  void SetUpBackend(std::vector<std::string>* /*flags*/) override {
+    ASSERT_TRUE(Apply({{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
+                       {"kind", "KubernetesExecutionParameters"},
+                       {"metadata", {{"name", kClass}}},
+                       {"spec", json::object()}}));
+    ASSERT_TRUE(Apply({{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
+                       {"kind", "JobClass"},
+                       {"metadata", {{"name", kClass}}},
+                       {"spec",
+                        {{"controllerName", "execution.ayatori.ddupan.top/kubernetes"},
+                         {"parametersRef",
+                          {{"group", "execution.ayatori.ddupan.top"},
+                           {"kind", "KubernetesExecutionParameters"},
+                           {"name", kClass}}},
+                         {"secretEnvForwarding", "Denied"}}}}));
+  }
+};
+
+TEST_F(KubernetesLogsApiE2ETest, AKwokPodHasNoKubeletSoTheErrorNamesThePod) {
+  std::string uid = CreateJob("kube", kClass, Task("echo from a pod"));
+  ASSERT_FALSE(uid.empty());
+  json job = WaitForFinished(ns_, "kube");
+  ASSERT_EQ(ConditionSummary(job, "Succeeded"), "True/Completed") << Describe(job);
+  ProcessResult pods =
+      Kubectl({"get", "pods", "-n", ns_, "-l", std::string(kJobUidLabel) + "=" + uid, "-o",
+               "jsonpath={.items[0].metadata.name}"});
+  ASSERT_EQ(pods.exitCode, 0) << pods.err;
+  ASSERT_FALSE(pods.out.empty()) << "no pod of the Job's batch Job";
+
+  ProcessResult r = RawAs(kReader, LogPath("kube"));
+  EXPECT_NE(r.exitCode, 0) << r.out;
+  EXPECT_NE(r.err.find("pod " + ns_ + "/" + pods.out + ":"), std::string::npos) << r.err;
+  r = Plugin({"logs", "-n", ns_, "kube"});
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_NE(r.err.find("pod " + ns_ + "/" + pods.out), std::string::npos) << r.err;
+  // Still RBAC first: a user without the rule is refused before any backend is asked.
+  r = RawAs(kStranger, LogPath("kube"));
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_NE(r.err.find("Forbidden"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace ayatori::e2e::logs
