@@ -46,6 +46,27 @@ void ReportReconcileException(obs::Registry& metrics, const std::string& ns,
   }
 }
 
+// The workqueue's order (kube::WorkqueueOptions::priority) by what a Job's next round does, so
+// that under a burst the rounds that make a Job start, or say that it started, are not queued
+// behind the bookkeeping of Jobs already running or finished (docs/operations.md, "Capacity and
+// cost"). Levels: 0 = Starting (the execution exists; the round reports the start, or costs no
+// request while the pod is not running yet), 1 = Resolving and Scheduling (the round accepts the
+// Job and creates its execution), 2 = the rest (results, cancellation, TTL, deletion). A key
+// whose Job is not cached (deleted) is level 2.
+constexpr int kPriorityLevels = 3;
+
+int PriorityOfState(statemachine::State state) {
+  switch (state) {
+    case statemachine::State::kStarting:
+      return 0;
+    case statemachine::State::kResolving:
+    case statemachine::State::kScheduling:
+      return 1;
+    default:
+      return 2;
+  }
+}
+
 kube::InformerOptions Named(const char* name) {
   kube::InformerOptions o;
   o.name = name;
@@ -269,7 +290,7 @@ JobController::JobController(KubeClient& client, adapters::AdapterRegistry& regi
                                                     options_.reconciler.controllerNamespace)),
       reconciler_(std::make_unique<JobReconciler>(client, *cache_, registry, clock, metrics, events,
                                                   options_.reconciler)),
-      queue_(std::make_unique<kube::Workqueue>(clock, options_.queue)) {
+      queue_(std::make_unique<kube::Workqueue>(clock, WithPriority(options_.queue))) {
   using JobPtr = kube::Informer<CachedJob>::Ptr;
   cache_->jobs.AddHandlers({
       .onAdd = [this](const std::string& key, const JobPtr&) { queue_->Add(key); },
@@ -348,6 +369,15 @@ JobController::JobController(KubeClient& client, adapters::AdapterRegistry& regi
 }
 
 JobController::~JobController() { Stop(); }
+
+kube::WorkqueueOptions JobController::WithPriority(kube::WorkqueueOptions options) const {
+  options.priorityLevels = kPriorityLevels;
+  options.priority = [cache = cache_.get()](const std::string& key) {
+    auto job = cache->jobs.Get(key);
+    return job ? PriorityOfState(job->state()) : kPriorityLevels - 1;
+  };
+  return options;
+}
 
 void JobController::WakeJobsWaitingOn(const std::string& target) {
   if (!started_.load()) return;

@@ -145,6 +145,8 @@ class JobController {
   // A parameters object changed: wakes the Jobs of every class that refers to it.
   void WakeJobsOfParameters(const std::string& kind, const std::string& name);
   void RegisterMetrics();
+  // `options` ordered by what each Job's next round does (controller.cc, PriorityOfState).
+  kube::WorkqueueOptions WithPriority(kube::WorkqueueOptions options) const;
 
   adapters::AdapterRegistry& registry_;
   obs::Registry& metrics_;
