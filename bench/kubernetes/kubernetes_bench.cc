@@ -453,10 +453,18 @@ std::map<std::string, double> Delta(const std::map<std::string, double>& before,
   return d;
 }
 
+// Retried a few times: on a loaded machine a pooled connection the server closed fails the first
+// request after a long pause (the other side's run).
 Status CreateNamespace(KubeClient& client, const std::string& ns) {
   json o = {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}};
-  auto r = client.Create(kNamespaces, "", o, {});
-  return r.ok() ? Status::Ok() : r.status();
+  Status last;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    auto r = client.Create(kNamespaces, "", o, {});
+    if (r.ok() || r.status().code() == StatusCode::kAlreadyExists) return Status::Ok();
+    last = r.status();
+    std::this_thread::sleep_for(500ms);  // retry pacing, not synchronisation
+  }
+  return last;
 }
 
 // Waits until the controller has nothing left to do for the Jobs: its workqueue is empty and its
