@@ -859,6 +859,17 @@ void Report(const Options& o, const std::vector<SideResult>& sides) {
         },
         0, 0, false);
   }
+  // On a machine whose cores are shared, the API server's CPU per Job is what a side costs the
+  // control plane: when the API server is CPU-bound, it sets the pace of everything after it.
+  auto apiserverMsPerJob = [&](const SideResult* s) {
+    if (s == nullptr) return -1.0;
+    auto it = s->cpuSeconds.find("kube-apiserver");
+    return it == s->cpuSeconds.end() ? -1.0 : 1000 * it->second / o.n;
+  };
+  row(
+      "kube-apiserver CPU ms per Job",
+      [&](const SideResult& s) { return Fixed(apiserverMsPerJob(&s), 1); },
+      apiserverMsPerJob(native), apiserverMsPerJob(ayatori), true);
   if (ayatori) {
     std::printf("\n  controller requests by verb: ");
     for (const auto& [verb, v] : ayatori->controllerByVerb) {
