@@ -46,27 +46,6 @@ void ReportReconcileException(obs::Registry& metrics, const std::string& ns,
   }
 }
 
-// The workqueue's order (kube::WorkqueueOptions::priority) by what a Job's next round does, so
-// that under a burst the rounds that make a Job start, or say that it started, are not queued
-// behind the bookkeeping of Jobs already running or finished (docs/operations.md, "Capacity and
-// cost"). Levels: 0 = Starting (the execution exists; the round reports the start, or costs no
-// request while the pod is not running yet), 1 = Resolving and Scheduling (the round accepts the
-// Job and creates its execution), 2 = the rest (results, cancellation, TTL, deletion). A key
-// whose Job is not cached (deleted) is level 2.
-constexpr int kPriorityLevels = 3;
-
-int PriorityOfState(statemachine::State state) {
-  switch (state) {
-    case statemachine::State::kStarting:
-      return 0;
-    case statemachine::State::kResolving:
-    case statemachine::State::kScheduling:
-      return 1;
-    default:
-      return 2;
-  }
-}
-
 kube::InformerOptions Named(const char* name) {
   kube::InformerOptions o;
   o.name = name;
@@ -150,6 +129,18 @@ std::vector<ParametersInformer> ParametersInformers(KubeClient& client,
 }
 
 }  // namespace
+
+int WorkPriority(statemachine::State state) {
+  switch (state) {
+    case statemachine::State::kStarting:
+      return 0;
+    case statemachine::State::kResolving:
+    case statemachine::State::kScheduling:
+      return 1;
+    default:
+      return kWorkPriorityLevels - 1;
+  }
+}
 
 api::Job CompactJobForCache(api::Job job) {
   job.metadata.generateName.clear();
@@ -371,10 +362,10 @@ JobController::JobController(KubeClient& client, adapters::AdapterRegistry& regi
 JobController::~JobController() { Stop(); }
 
 kube::WorkqueueOptions JobController::WithPriority(kube::WorkqueueOptions options) const {
-  options.priorityLevels = kPriorityLevels;
+  options.priorityLevels = kWorkPriorityLevels;
   options.priority = [cache = cache_.get()](const std::string& key) {
     auto job = cache->jobs.Get(key);
-    return job ? PriorityOfState(job->state()) : kPriorityLevels - 1;
+    return job ? WorkPriority(job->state()) : kWorkPriorityLevels - 1;
   };
   return options;
 }
