@@ -160,7 +160,7 @@ if [ "$ayatori_jobs" -gt 0 ]; then
   # Idle: workqueue empty on three scrapes in a row, one second apart.
   idle=0
   for _ in $(seq 120); do
-    depth=$(curl -sf "http://127.0.0.1:$port/metrics" | sed -n 's/^ayatori_workqueue_depth \([0-9.e+]*\)$/\1/p')
+    depth=$(curl -sf "http://127.0.0.1:$port/metrics" | sed -n 's/^ayatori_workqueue_depth \([0-9.e+]*\)$/\1/p' || true)
     if [ "$depth" = 0 ]; then idle=$((idle + 1)); else idle=0; fi
     [ "$idle" -ge 3 ] && break
     sleep 1
