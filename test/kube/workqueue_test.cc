@@ -238,8 +238,8 @@ TEST(WorkqueueTest, HandsOutLowerLevelsFirstAndFifoWithinALevel) {
   q.Add("new2");
   q.Add("unknown");  // not in the map: the function's default, level 2
   EXPECT_EQ(q.Len(), 5u);
-  std::vector<std::string> order;
-  for (int i = 0; i < 5; ++i) order.push_back(q.Get().key);
+  std::vector<std::string> order(5);
+  for (auto& key : order) key = q.Get().key;
   EXPECT_EQ(order, (std::vector<std::string>{"start", "new1", "new2", "done", "unknown"}));
   EXPECT_EQ(q.Len(), 0u);
 }
