@@ -49,10 +49,7 @@ struct Flags {
   std::string kubeconfig;
   std::string context;
   bool allowInsecureTls = false;
-  // A round waits on 2-3 sequential API requests: under a burst, 4 workers at ~100 ms a request
-  // on a loaded API server make ~30 requests/s, far from the client's QPS (docs/operations.md,
-  // "Capacity and cost"); 16 keep the rate limit, not the workers, the bound.
-  int workers = 16;
+  int workers = 4;
   double qps = 50;
   int burst = 100;
   bool leaderElect = false;
