@@ -16,6 +16,9 @@
 #                                      sides); default: kube-controller-manager's, like the controller
 #   CONTROLLER_WORKERS  --workers of the controller (default: its own default)
 #   CONTROLLER_LOG_LEVEL  (default info)
+#   BENCH_FINALIZER_POLICY=0  leave out config/finalizer-policy (the MutatingAdmissionPolicy that
+#                         adds the cleanup finalizer at creation; installed by default, as
+#                         config/default does): the controller then patches the finalizer in
 #   BENCH_MALLOC_TRIM=1   also report the controllers' RSS after gdb made them call malloc_trim(0)
 #                         (memory glibc keeps from freed JSON documents is then returned)
 set -euo pipefail
@@ -68,6 +71,18 @@ CBURST=${CREATOR_BURST:-${KCM_BURST:-30}}
 
 kubectl apply -f "$ROOT/config/crd/" >/dev/null
 kubectl wait --for=condition=established --timeout=60s -f "$ROOT/config/crd/" >/dev/null
+if [ "${BENCH_FINALIZER_POLICY:-1}" != 0 ]; then
+  kubectl apply -k "$ROOT/config/finalizer-policy" >/dev/null
+  # A new policy takes effect within seconds: wait until a server-side dry run shows it.
+  probe='{"apiVersion":"execution.ayatori.ddupan.top/v1alpha1","kind":"Job","metadata":{"name":"probe","namespace":"default"},"spec":{"task":{"image":"busybox"}}}'
+  for i in $(seq 150); do
+    f=$(printf %s "$probe" | kubectl create --dry-run=server -o 'jsonpath={.metadata.finalizers}' -f - 2>/dev/null || true)
+    case $f in *job-cleanup*) break ;; esac
+    [ "$i" -lt 150 ] || { log "the finalizer policy did not take effect within 30 s"; exit 1; }
+    sleep 0.2
+  done
+  log "config/finalizer-policy installed: new Jobs get the cleanup finalizer at creation"
+fi
 # The controller's namespace: it keeps its backend snapshot ConfigMaps there (--namespace).
 kubectl create namespace ayatori-system --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 kubectl apply -f - >/dev/null <<'EOF'
@@ -145,7 +160,7 @@ if [ "$ayatori_jobs" -gt 0 ]; then
   # Idle: workqueue empty on three scrapes in a row, one second apart.
   idle=0
   for _ in $(seq 120); do
-    depth=$(curl -sf "http://127.0.0.1:$port/metrics" | sed -n 's/^ayatori_workqueue_depth \([0-9.e+]*\)$/\1/p')
+    depth=$(curl -sf "http://127.0.0.1:$port/metrics" | sed -n 's/^ayatori_workqueue_depth \([0-9.e+]*\)$/\1/p' || true)
     if [ "$depth" = 0 ]; then idle=$((idle + 1)); else idle=0; fi
     [ "$idle" -ge 3 ] && break
     sleep 1

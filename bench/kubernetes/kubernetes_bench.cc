@@ -15,6 +15,21 @@
 // kwok), split into writes and reads; the controller's own requests and Job writes from its
 // /metrics; the controller's RSS and RSS per cached Job; kube-controller-manager's RSS while the
 // native side runs. Ratios are printed against the targets of docs/design.md.
+//
+// "Started" as a watcher sees it (the create->started rows and their targets): from the answer to
+// the create request to the first watch event, received by this program, that says the task runs:
+//   native   a pod of the batch Job whose container is running (state.running.startedAt, or
+//            state.terminated.startedAt when the first event seen is already the end). batch/v1
+//            has nothing earlier on the Job itself: status.startTime and status.active are set
+//            when the Job controller creates the pod, before it runs; status.ready follows the
+//            pod's readiness, later than the pod event.
+//   ayatori  the Ayatori Job with status.startTime (written with Succeeded=Unknown/Running, or
+//            with the result when the start and the end are seen together): what a user of
+//            Ayatori watches. Its pod's running event is recorded too, and the gap between the two
+//            is printed ("pod running -> Job startTime").
+// So Ayatori is held to the earliest signal native offers; its own status comes one write later.
+// The targets: p50 and p99 each <= 1.5x native, with throughput >= 1.0x native, in one run at the
+// same client QPS (the controller's and kube-controller-manager's --kube-api-qps/-burst).
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -145,6 +160,7 @@ struct JobTimes {
   int64_t startTs = -1;       // Ayatori: status.startTime; native: the container's startedAt (s)
   int64_t startSeenMs = -1;   // Ayatori: the Job with startTime arrived; native: = podRunningMs
   int64_t podRunningMs = -1;  // a pod event showing the container running (or done) arrived
+  int64_t batchSeenMs = -1;   // Ayatori: its batch Job was first seen (watch)
   int64_t doneSeenMs = -1;    // the Job was seen finished
   bool failed = false;
 };
@@ -181,6 +197,16 @@ class Tracker {
       if (failed) ++failed_;
       cv_.notify_all();
     }
+  }
+
+  // Ayatori: a batch Job the controller created, named by the Ayatori Job's name label.
+  void OnBatchJobOfAyatori(const json& object) {
+    const int64_t now = NowMs();
+    std::string job = Str(object, "/metadata/labels/execution.ayatori.ddupan.top~1job-name");
+    if (job.empty()) return;
+    std::lock_guard lock(mu_);
+    auto& t = jobs_[job];
+    if (t.batchSeenMs < 0) t.batchSeenMs = now;
   }
 
   // Pods name their Job through a label: the Ayatori Job's name, else the batch Job's.
@@ -384,6 +410,8 @@ struct SideResult {
   double wallSeconds = 0, jobsPerSecond = 0;
   double createSeconds = 0;  // first create sent -> last create answered
   std::vector<double> startServerS, startWatchMs, podToStatusMs;
+  std::vector<double> podRunningMs;  // create answered -> pod running seen, both sides
+  std::vector<double> batchSeenMs;   // Ayatori: create answered -> its batch Job seen
   std::map<std::string, double> apiDelta;
   double writes = 0, reads = 0;
   // Ayatori only.
@@ -425,10 +453,18 @@ std::map<std::string, double> Delta(const std::map<std::string, double>& before,
   return d;
 }
 
+// Retried a few times: on a loaded machine a pooled connection the server closed fails the first
+// request after a long pause (the other side's run).
 Status CreateNamespace(KubeClient& client, const std::string& ns) {
   json o = {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}};
-  auto r = client.Create(kNamespaces, "", o, {});
-  return r.ok() ? Status::Ok() : r.status();
+  Status last;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    auto r = client.Create(kNamespaces, "", o, {});
+    if (r.ok() || r.status().code() == StatusCode::kAlreadyExists) return Status::Ok();
+    last = r.status();
+    std::this_thread::sleep_for(500ms);  // retry pacing, not synchronisation
+  }
+  return last;
 }
 
 // Waits until the controller has nothing left to do for the Jobs: its workqueue is empty and its
@@ -490,7 +526,7 @@ SideResult RunSide(const Options& o, bool ayatori, KubeClient& creator, KubeClie
     return r;
   }
   Tracker tracker(o.n);
-  std::latch listed(2);  // before the threads that count it down, so it outlives them
+  std::latch listed(ayatori ? 3 : 2);  // before the threads that count it down: it outlives them
   std::vector<std::jthread> watches;
   watches.emplace_back([&](const std::stop_token& stop) {
     WatchLoop(
@@ -501,6 +537,13 @@ SideResult RunSide(const Options& o, bool ayatori, KubeClient& creator, KubeClie
     WatchLoop(
         watcher, kPods, ns, stop, [&](const json& p) { tracker.OnPod(p, ayatori); }, listed);
   });
+  if (ayatori) {  // where the time before the start goes: until the batch Job exists
+    watches.emplace_back([&](const std::stop_token& stop) {
+      WatchLoop(
+          watcher, kBatchJobs, ns, stop, [&](const json& j) { tracker.OnBatchJobOfAyatori(j); },
+          listed);
+    });
+  }
   // Both watches have their first list before the first create (a deadline-bound wait: a list
   // that keeps failing must not hang the benchmark).
   const auto listDeadline = std::chrono::steady_clock::now() + 60s;
@@ -594,6 +637,12 @@ SideResult RunSide(const Options& o, bool ayatori, KubeClient& creator, KubeClie
     }
     if (ayatori && t.startSeenMs >= 0 && t.podRunningMs >= 0) {
       r.podToStatusMs.push_back(static_cast<double>(t.startSeenMs - t.podRunningMs));
+    }
+    if (t.podRunningMs >= 0 && t.createdMs >= 0) {
+      r.podRunningMs.push_back(static_cast<double>(t.podRunningMs - t.createdMs));
+    }
+    if (t.batchSeenMs >= 0 && t.createdMs >= 0) {
+      r.batchSeenMs.push_back(static_cast<double>(t.batchSeenMs - t.createdMs));
     }
   }
   r.wallSeconds = static_cast<double>(lastDone - firstSent) / 1000.0;
@@ -703,6 +752,26 @@ void Report(const Options& o, const std::vector<SideResult>& sides) {
       native ? Percentile(native->startWatchMs, 0.5) : 0,
       ayatori ? Percentile(ayatori->startWatchMs, 0.5) : 0, true);
   row(
+      "  p99 ratio", [](const SideResult&) { return std::string(); },
+      native ? Percentile(native->startWatchMs, 0.99) : 0,
+      ayatori ? Percentile(ayatori->startWatchMs, 0.99) : 0, true);
+  row(
+      "  create->batch Job seen p50 / p99 (ms)",
+      [](const SideResult& s) {
+        if (!s.ayatori) return std::string("-");
+        return Fixed(Percentile(s.batchSeenMs, 0.5), 0) + " / " +
+               Fixed(Percentile(s.batchSeenMs, 0.99), 0);
+      },
+      0, 0, false);
+  row(
+      "  create->pod running seen p50 / p99 (ms)",
+      [](const SideResult& s) {
+        return Fixed(Percentile(s.podRunningMs, 0.5), 0) + " / " +
+               Fixed(Percentile(s.podRunningMs, 0.99), 0);
+      },
+      native ? Percentile(native->podRunningMs, 0.5) : 0,
+      ayatori ? Percentile(ayatori->podRunningMs, 0.5) : 0, true);
+  row(
       "  pod running -> Job startTime p50/p99 (ms)",
       [](const SideResult& s) {
         if (!s.ayatori) return std::string("-");
@@ -790,6 +859,17 @@ void Report(const Options& o, const std::vector<SideResult>& sides) {
         },
         0, 0, false);
   }
+  // On a machine whose cores are shared, the API server's CPU per Job is what a side costs the
+  // control plane: when the API server is CPU-bound, it sets the pace of everything after it.
+  auto apiserverMsPerJob = [&](const SideResult* s) {
+    if (s == nullptr) return -1.0;
+    auto it = s->cpuSeconds.find("kube-apiserver");
+    return it == s->cpuSeconds.end() ? -1.0 : 1000 * it->second / o.n;
+  };
+  row(
+      "kube-apiserver CPU ms per Job",
+      [&](const SideResult& s) { return Fixed(apiserverMsPerJob(&s), 1); },
+      apiserverMsPerJob(native), apiserverMsPerJob(ayatori), true);
   if (ayatori) {
     std::printf("\n  controller requests by verb: ");
     for (const auto& [verb, v] : ayatori->controllerByVerb) {
@@ -811,8 +891,18 @@ void Report(const Options& o, const std::vector<SideResult>& sides) {
   std::printf("\ntargets (docs/design.md):\n");
   if (native && ayatori && native->jobsPerSecond > 0) {
     double ratio = ayatori->jobsPerSecond / native->jobsPerSecond;
-    std::printf("  throughput >= 0.9x native:        %.2fx  %s\n", ratio,
-                ratio >= 0.9 ? "MET" : "MISSED");
+    std::printf("  throughput >= 1.0x native:        %.2fx  %s\n", ratio,
+                ratio >= 1.0 ? "MET" : "MISSED");
+  }
+  if (native && ayatori) {
+    for (double p : {0.5, 0.99}) {
+      const double nv = Percentile(native->startWatchMs, p);
+      const double av = Percentile(ayatori->startWatchMs, p);
+      if (nv <= 0 || av < 0) continue;
+      const double ratio = av / nv;
+      std::printf("  create->started p%.0f <= 1.5x native (watch): %.2fx  %s  (%.1f s vs %.1f s)\n",
+                  p * 100, ratio, ratio <= 1.5 ? "MET" : "MISSED", av / 1000, nv / 1000);
+    }
   }
   if (ayatori) {
     const double w = ayatori->controllerWrites / o.n;

@@ -130,6 +130,18 @@ std::vector<ParametersInformer> ParametersInformers(KubeClient& client,
 
 }  // namespace
 
+int WorkPriority(statemachine::State state) {
+  switch (state) {
+    case statemachine::State::kStarting:
+      return 0;
+    case statemachine::State::kResolving:
+    case statemachine::State::kScheduling:
+      return 1;
+    default:
+      return kWorkPriorityLevels - 1;
+  }
+}
+
 api::Job CompactJobForCache(api::Job job) {
   job.metadata.generateName.clear();
   job.metadata.labels.clear();
@@ -269,7 +281,7 @@ JobController::JobController(KubeClient& client, adapters::AdapterRegistry& regi
                                                     options_.reconciler.controllerNamespace)),
       reconciler_(std::make_unique<JobReconciler>(client, *cache_, registry, clock, metrics, events,
                                                   options_.reconciler)),
-      queue_(std::make_unique<kube::Workqueue>(clock, options_.queue)) {
+      queue_(std::make_unique<kube::Workqueue>(clock, WithPriority(options_.queue))) {
   using JobPtr = kube::Informer<CachedJob>::Ptr;
   cache_->jobs.AddHandlers({
       .onAdd = [this](const std::string& key, const JobPtr&) { queue_->Add(key); },
@@ -348,6 +360,15 @@ JobController::JobController(KubeClient& client, adapters::AdapterRegistry& regi
 }
 
 JobController::~JobController() { Stop(); }
+
+kube::WorkqueueOptions JobController::WithPriority(kube::WorkqueueOptions options) const {
+  options.priorityLevels = kWorkPriorityLevels;
+  options.priority = [cache = cache_.get()](const std::string& key) {
+    auto job = cache->jobs.Get(key);
+    return job ? WorkPriority(job->state()) : kWorkPriorityLevels - 1;
+  };
+  return options;
+}
 
 void JobController::WakeJobsWaitingOn(const std::string& target) {
   if (!started_.load()) return;

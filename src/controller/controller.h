@@ -49,6 +49,16 @@ struct ControllerOptions {
 // annotations other than confirm-backend-lost are never needed.
 api::Job CompactJobForCache(api::Job job);
 
+// The workqueue's order (kube::WorkqueueOptions::priority), by what a Job's next round does, so
+// that under a burst the rounds that make a Job start, or say that it started, are not queued
+// behind the bookkeeping of Jobs already running or finished (docs/operations.md, "Start latency
+// under a burst"): 0 = Starting (the execution exists; the round reports the start, and costs no
+// request while the task is not running yet), 1 = Resolving and Scheduling (the round accepts the
+// Job and creates its execution), 2 = the rest (results, cancellation, TTL, deletion; also a key
+// whose Job is no longer cached).
+inline constexpr int kWorkPriorityLevels = 3;
+int WorkPriority(statemachine::State state);
+
 // The Job informer's index of the Jobs that need resolution by what they wait on (WaitTargets in
 // controller/resolver.h). Only waiting Jobs have entries.
 inline constexpr const char* kWaitsOnIndex = "waits-on";
@@ -145,6 +155,8 @@ class JobController {
   // A parameters object changed: wakes the Jobs of every class that refers to it.
   void WakeJobsOfParameters(const std::string& kind, const std::string& name);
   void RegisterMetrics();
+  // `options` ordered by what each Job's next round does (WorkPriority).
+  kube::WorkqueueOptions WithPriority(kube::WorkqueueOptions options) const;
 
   adapters::AdapterRegistry& registry_;
   obs::Registry& metrics_;

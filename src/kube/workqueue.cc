@@ -5,26 +5,64 @@
 namespace ayatori::kube {
 
 Workqueue::Workqueue(const Clock& clock, WorkqueueOptions options)
-    : clock_(clock), options_(options) {}
+    : clock_(clock),
+      options_(std::move(options)),
+      queues_(static_cast<size_t>(std::max(1, options_.priorityLevels))) {}
 
-void Workqueue::AddLocked(const std::string& key) {
+int Workqueue::LevelOf(const std::string& key) const {
+  if (!options_.priority) return 0;
+  return std::clamp(options_.priority(key), 0, static_cast<int>(queues_.size()) - 1);
+}
+
+void Workqueue::AddLocked(const std::string& key, int level) {
   if (shuttingDown_) return;
-  if (!dirty_.insert(key).second) return;   // already queued (or queued to re-run after Done)
+  if (!dirty_.insert(key).second) {
+    // Already queued, or to be queued again after Done(): a lower level moves it up.
+    auto it = level_.find(key);
+    if (it == level_.end() || level >= it->second) return;
+    it->second = level;
+    if (processing_.count(key) == 0) queues_[static_cast<size_t>(level)].push_back(key);
+    return;
+  }
+  level_[key] = level;
   if (processing_.count(key) != 0) return;  // re-queued by Done()
-  queue_.push_back(key);
+  queues_[static_cast<size_t>(level)].push_back(key);
+  ++ready_;
   cv_.notify_one();
 }
 
+std::optional<std::string> Workqueue::PopLocked() {
+  for (size_t level = 0; level < queues_.size(); ++level) {
+    auto& q = queues_[level];
+    while (!q.empty()) {
+      std::string key = std::move(q.front());
+      q.pop_front();
+      auto it = level_.find(key);
+      if (it == level_.end() || it->second != static_cast<int>(level) ||
+          processing_.count(key) != 0) {
+        continue;  // left behind by a move up, or handed out already
+      }
+      level_.erase(it);
+      dirty_.erase(key);
+      --ready_;
+      return key;
+    }
+  }
+  return std::nullopt;
+}
+
 void Workqueue::Add(const std::string& key) {
+  const int level = LevelOf(key);
   std::lock_guard lock(mu_);
-  AddLocked(key);
+  AddLocked(key, level);
 }
 
 void Workqueue::AddAfter(const std::string& key, std::chrono::nanoseconds delay) {
+  const int level = LevelOf(key);
   std::lock_guard lock(mu_);
   if (shuttingDown_) return;
   if (delay <= std::chrono::nanoseconds(0)) {
-    AddLocked(key);
+    AddLocked(key, level);
     return;
   }
   auto due =
@@ -43,6 +81,7 @@ void Workqueue::AddAfter(const std::string& key, std::chrono::nanoseconds delay)
   } else {
     waitingDue_.emplace(key, due);
   }
+  waitingLevel_[key] = level;
   waiting_.emplace(due, key);
   // Blocked Get() calls must re-compute how long to sleep.
   cv_.notify_all();
@@ -89,7 +128,8 @@ size_t Workqueue::PromoteDueLocked(std::chrono::steady_clock::time_point now) {
     std::string key = std::move(waiting_.begin()->second);
     waiting_.erase(waiting_.begin());
     waitingDue_.erase(key);
-    AddLocked(key);
+    auto level = waitingLevel_.extract(key);
+    AddLocked(key, level.empty() ? 0 : level.mapped());
     ++n;
   }
   return n;
@@ -113,7 +153,10 @@ std::optional<Workqueue::Item> Workqueue::GetFor(std::chrono::nanoseconds timeou
   std::unique_lock lock(mu_);
   for (;;) {
     PromoteDueLocked(clock_.SteadyNow());
-    if (!queue_.empty()) break;
+    if (auto key = PopLocked()) {
+      processing_.insert(*key);
+      return Item{std::move(*key), false};
+    }
     if (shuttingDown_) return Item{"", true};
     // Sleep until the earliest delayed key is due (per the Clock), an add, or the timeout.
     auto wakeAt = giveUp;
@@ -124,11 +167,6 @@ std::optional<Workqueue::Item> Workqueue::GetFor(std::chrono::nanoseconds timeou
     if (std::chrono::steady_clock::now() >= giveUp) return std::nullopt;
     cv_.wait_until(lock, wakeAt);
   }
-  Item item{std::move(queue_.front()), false};
-  queue_.pop_front();
-  processing_.insert(item.key);
-  dirty_.erase(item.key);
-  return item;
 }
 
 Workqueue::Item Workqueue::Get() {
@@ -141,7 +179,9 @@ void Workqueue::Done(const std::string& key) {
   std::lock_guard lock(mu_);
   processing_.erase(key);
   if (dirty_.count(key) != 0) {
-    queue_.push_back(key);
+    auto level = level_.find(key);
+    queues_[level == level_.end() ? 0 : static_cast<size_t>(level->second)].push_back(key);
+    ++ready_;
     cv_.notify_one();
   }
 }
@@ -151,6 +191,7 @@ void Workqueue::ShutDown() {
   shuttingDown_ = true;
   waiting_.clear();
   waitingDue_.clear();
+  waitingLevel_.clear();
   cv_.notify_all();
 }
 
@@ -161,7 +202,7 @@ bool Workqueue::ShuttingDown() const {
 
 size_t Workqueue::Len() const {
   std::lock_guard lock(mu_);
-  return queue_.size();
+  return ready_;
 }
 
 size_t Workqueue::WaitingLen() const {

@@ -7,6 +7,11 @@
 //    Forget resets it after a success;
 //  - ShutDown makes Get return shutdown=true once the ready keys are handed out; later adds are
 //    ignored and waiting (delayed) keys are dropped.
+//  - With WorkqueueOptions::priority, ready keys are handed out by level (0 first), FIFO within a
+//    level. A key's level is asked when it is added (outside the queue's lock, so the function
+//    may read caches whose handlers add keys); adding a queued key again at a lower level moves it
+//    up. A delayed key keeps the level it was asked at AddAfter; a key re-queued by Done() the
+//    lowest level of the adds made while it was processed.
 // Delays are measured with the Clock's steady time. Blocked Get() calls sleep until the earliest
 // delayed key is due; with a fake clock, call PromoteDue() after advancing it.
 #pragma once
@@ -15,6 +20,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -22,6 +28,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "ayatori/clock.h"
 
@@ -30,6 +37,10 @@ namespace ayatori::kube {
 struct WorkqueueOptions {
   std::chrono::nanoseconds baseDelay = std::chrono::milliseconds(5);
   std::chrono::nanoseconds maxDelay = std::chrono::seconds(1000);
+  // Levels 0..priorityLevels-1; priority(key) is clamped into that range. Without a function
+  // every key is level 0 (one FIFO, client-go's order).
+  int priorityLevels = 1;
+  std::function<int(const std::string& key)> priority;
 };
 
 class Workqueue {
@@ -69,7 +80,10 @@ class Workqueue {
   size_t ProcessingLen() const;
 
  private:
-  void AddLocked(const std::string& key);
+  int LevelOf(const std::string& key) const;
+  void AddLocked(const std::string& key, int level);
+  // The front key of the lowest non-empty level, skipping entries left behind by a move up.
+  std::optional<std::string> PopLocked();
   size_t PromoteDueLocked(std::chrono::steady_clock::time_point now);
   std::optional<std::chrono::steady_clock::time_point> NextDueLocked() const;
   std::chrono::nanoseconds BackoffFor(int failures) const;
@@ -78,12 +92,18 @@ class Workqueue {
   const WorkqueueOptions options_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::string> queue_;
+  // Ready keys, one FIFO per level. A key moved up leaves a stale entry behind: an entry is live
+  // only while its key is dirty, not processing, and at that level (level_).
+  std::vector<std::deque<std::string>> queues_;
+  size_t ready_ = 0;  // live entries
   std::unordered_set<std::string> dirty_;
+  // The level of each dirty key: where it is queued, or where Done() will queue it.
+  std::unordered_map<std::string, int> level_;
   std::unordered_set<std::string> processing_;
   // Delayed keys: by due time, and each key's current due time (earliest wins).
   std::multimap<std::chrono::steady_clock::time_point, std::string> waiting_;
   std::unordered_map<std::string, std::chrono::steady_clock::time_point> waitingDue_;
+  std::unordered_map<std::string, int> waitingLevel_;
   std::unordered_map<std::string, int> failures_;
   bool shuttingDown_ = false;
 };

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -440,6 +441,106 @@ TEST_F(ConfirmBackendLostPolicyTest, OnlyTheConfirmingGroupMaySetTheAnnotation) 
   r = RunKubectl({"annotate", kJobs, "j", "-n", ns_, std::string(kAnnotation) + "-"}, "",
                  User::kCertUser);
   EXPECT_EQ(r.exitCode, 0) << r.err;
+}
+
+// The MutatingAdmissionPolicy of config/finalizer-policy: a new Job is stored with the cleanup
+// finalizer, so that the controller need not patch it in. The policy is applied as shipped; its
+// binding, cluster-wide as shipped, is narrowed to this test's namespace here, because the other
+// tests on this API server count the controller's writes (the finalizer patch among them).
+class FinalizerPolicyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(InstallCrds());
+    ns_ = CreateTestNamespace("crd-finalizer");
+    // kubectl prints one JSON object per document of the file: render them one at a time.
+    std::ifstream file(SourcePath("config/finalizer-policy/job-cleanup-finalizer.yaml"));
+    std::stringstream text;
+    text << file.rdbuf();
+    const std::string all = text.str();
+    nlohmann::json items = nlohmann::json::array();
+    for (size_t start = 0; start < all.size();) {
+      size_t end = all.find("\n---\n", start);
+      std::string doc =
+          all.substr(start, end == std::string::npos ? std::string::npos : end - start);
+      start = end == std::string::npos ? all.size() : end + 5;
+      auto r = RunKubectl({"create", "--dry-run=client", "-o", "json", "-f", "-"}, doc);
+      ASSERT_EQ(r.exitCode, 0) << r.err;
+      items.push_back(nlohmann::json::parse(r.out));
+    }
+    ASSERT_EQ(items.size(), 2u) << items.dump();
+    for (auto& item : items) {
+      if (item["kind"] != "MutatingAdmissionPolicyBinding") continue;
+      EXPECT_FALSE(item["spec"].contains("matchResources")) << "the shipped binding is narrowed";
+      binding_ = item["metadata"]["name"].get<std::string>() + "-" + ns_;
+      item["metadata"]["name"] = binding_;
+      item["spec"]["matchResources"]["namespaceSelector"]["matchLabels"] = {
+          {"kubernetes.io/metadata.name", ns_}};
+    }
+    ASSERT_FALSE(binding_.empty()) << items.dump();
+    nlohmann::json list = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}};
+    auto r = RunKubectl({"apply", "-f", "-"}, list.dump());
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+  }
+
+  void TearDown() override {
+    if (!binding_.empty()) {
+      RunKubectl({"delete", "mutatingadmissionpolicybinding", binding_, "--ignore-not-found"});
+    }
+  }
+
+  // The finalizers of the Job `yaml` creates (server-side dry run when `dryRun`), "!" + the
+  // error when it is not created.
+  std::string FinalizersOnCreate(const std::string& yaml, bool dryRun) {
+    std::vector<std::string> args{"create", "-o", "jsonpath={.metadata.finalizers}", "-f", "-"};
+    if (dryRun) args.emplace_back("--dry-run=server");
+    auto r = RunKubectl(args, yaml);
+    return r.exitCode == 0 ? r.out : "!" + r.err;
+  }
+
+  std::string ns_;
+  std::string binding_;
+};
+
+TEST_F(FinalizerPolicyTest, NewJobsAreStoredWithTheCleanupFinalizerOnce) {
+  constexpr const char* kFinalizer = R"(["execution.ayatori.ddupan.top/job-cleanup"])";
+  // A new policy takes effect within seconds: wait for it on server-side dry runs.
+  std::string last;
+  bool enforced = Eventually(
+      [&] {
+        last = FinalizersOnCreate(MinimalJob(ns_, "probe"), /*dryRun=*/true);
+        return last == kFinalizer;
+      },
+      std::chrono::seconds(30), kKubectlPoll);
+  ASSERT_TRUE(enforced) << "the policy never added the finalizer: " << last;
+
+  EXPECT_EQ(FinalizersOnCreate(MinimalJob(ns_, "plain"), false), kFinalizer);
+  EXPECT_EQ(GetJsonPath(kJobs, ns_, "plain", "{.metadata.finalizers}"), kFinalizer);
+  // Already there: not added twice. Another finalizer: kept, ours added after it.
+  const std::string withOurs =
+      "apiVersion: execution.ayatori.ddupan.top/v1alpha1\nkind: Job\nmetadata: {name: ours, "
+      "namespace: " +
+      ns_ +
+      ", finalizers: [execution.ayatori.ddupan.top/job-cleanup]}\n"
+      "spec: {task: {image: busybox}}\n";
+  EXPECT_EQ(FinalizersOnCreate(withOurs, false), kFinalizer);
+  const std::string withOther =
+      "apiVersion: execution.ayatori.ddupan.top/v1alpha1\nkind: Job\nmetadata: {name: other, "
+      "namespace: " +
+      ns_ +
+      ", finalizers: [example.com/keep]}\n"
+      "spec: {task: {image: busybox}}\n";
+  EXPECT_EQ(FinalizersOnCreate(withOther, false),
+            R"(["example.com/keep","execution.ayatori.ddupan.top/job-cleanup"])");
+  // Only creations: a finalizer removed later (the controller's cleanup) stays removed.
+  auto r = RunKubectl({"patch", kJobs, "plain", "-n", ns_, "--type=merge", "-p",
+                       R"({"metadata":{"finalizers":null}})"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(GetJsonPath(kJobs, ns_, "plain", "{.metadata.finalizers}"), "");
+  // The Jobs of this test can go: no controller runs here to remove the finalizer.
+  for (const char* name : {"ours", "other"}) {
+    RunKubectl({"patch", kJobs, name, "-n", ns_, "--type=merge", "-p",
+                R"({"metadata":{"finalizers":null}})"});
+  }
 }
 
 }  // namespace

@@ -217,5 +217,93 @@ TEST(WorkqueueTest, ShutDownStillHandsOutKeysQueuedBeforeIt) {
   EXPECT_TRUE(q.Get().shutdown);  // the delayed key was dropped
 }
 
+// Levels from a map the test changes as it goes, like the controller's cache of Job states.
+WorkqueueOptions Levels(const std::map<std::string, int>* levels) {
+  WorkqueueOptions o;
+  o.priorityLevels = 3;
+  o.priority = [levels](const std::string& key) {
+    auto it = levels->find(key);
+    return it == levels->end() ? 2 : it->second;
+  };
+  return o;
+}
+
+TEST(WorkqueueTest, HandsOutLowerLevelsFirstAndFifoWithinALevel) {
+  FakeClock clock;
+  std::map<std::string, int> levels = {{"new1", 1}, {"new2", 1}, {"start", 0}, {"done", 2}};
+  Workqueue q(clock, Levels(&levels));
+  q.Add("done");
+  q.Add("new1");
+  q.Add("start");
+  q.Add("new2");
+  q.Add("unknown");  // not in the map: the function's default, level 2
+  EXPECT_EQ(q.Len(), 5u);
+  std::vector<std::string> order(5);
+  for (auto& key : order) key = q.Get().key;
+  EXPECT_EQ(order, (std::vector<std::string>{"start", "new1", "new2", "done", "unknown"}));
+  EXPECT_EQ(q.Len(), 0u);
+}
+
+TEST(WorkqueueTest, AddingAQueuedKeyAtALowerLevelMovesItUpOnce) {
+  FakeClock clock;
+  std::map<std::string, int> levels = {{"a", 2}, {"b", 2}, {"c", 1}};
+  Workqueue q(clock, Levels(&levels));
+  q.Add("a");
+  q.Add("b");
+  q.Add("c");
+  levels["b"] = 0;
+  q.Add("b");
+  levels["a"] = 2;
+  q.Add("a");  // same level: stays where it is
+  EXPECT_EQ(q.Len(), 3u);
+  EXPECT_EQ(q.Get().key, "b");
+  EXPECT_EQ(q.Get().key, "c");
+  EXPECT_EQ(q.Get().key, "a");
+  // The entry "b" left at level 2 is not handed out a second time.
+  EXPECT_EQ(q.Len(), 0u);
+  EXPECT_FALSE(q.GetFor(20ms).has_value());
+}
+
+TEST(WorkqueueTest, AKeyAddedWhileProcessingIsQueuedAtTheLowestLevelAskedAfterDone) {
+  FakeClock clock;
+  std::map<std::string, int> levels = {{"k", 2}, {"other", 1}};
+  Workqueue q(clock, Levels(&levels));
+  q.Add("k");
+  ASSERT_EQ(q.Get().key, "k");
+  q.Add("k");  // level 2
+  levels["k"] = 0;
+  q.Add("k");  // level 0 wins
+  q.Add("other");
+  q.Done("k");
+  EXPECT_EQ(q.Len(), 2u);
+  EXPECT_EQ(q.Get().key, "k");
+  EXPECT_EQ(q.Get().key, "other");
+  EXPECT_FALSE(q.GetFor(20ms).has_value());
+}
+
+TEST(WorkqueueTest, ADelayedKeyKeepsTheLevelItWasAddedAt) {
+  FakeClock clock;
+  std::map<std::string, int> levels = {{"late", 0}, {"now", 1}};
+  Workqueue q(clock, Levels(&levels));
+  q.AddAfter("late", 1s);
+  q.Add("now");
+  clock.Advance(2s);
+  EXPECT_EQ(q.PromoteDue(), 1u);
+  EXPECT_EQ(q.Get().key, "late");
+  EXPECT_EQ(q.Get().key, "now");
+}
+
+TEST(WorkqueueTest, LevelsOutOfRangeAreClamped) {
+  FakeClock clock;
+  std::map<std::string, int> levels = {{"high", -5}, {"low", 99}, {"mid", 1}};
+  Workqueue q(clock, Levels(&levels));
+  q.Add("low");
+  q.Add("mid");
+  q.Add("high");
+  EXPECT_EQ(q.Get().key, "high");
+  EXPECT_EQ(q.Get().key, "mid");
+  EXPECT_EQ(q.Get().key, "low");
+}
+
 }  // namespace
 }  // namespace ayatori::kube
