@@ -6,8 +6,11 @@
 #include <set>
 
 #include "adapters/docker/descriptor.h"
+#include "adapters/docker/parameters.h"
 #include "adapters/kubernetes/descriptor.h"
+#include "adapters/kubernetes/parameters.h"
 #include "adapters/opensandbox/descriptor.h"
+#include "adapters/opensandbox/parameters.h"
 #include "adapters/testing/in_process_adapter.h"
 #include "api/json.h"
 
@@ -139,12 +142,12 @@ TEST(ShippedDescriptorsTest, RegisterTogetherAndListOnlyFieldsOfTheirKind) {
   ASSERT_TRUE(registry.Register(opensandbox::Descriptor(), adapter).ok());
   ASSERT_TRUE(registry.Register(TestDescriptor(), adapter).ok());
 
-  api::DockerExecutionParameters dockerModel;
+  docker::DockerExecutionParameters dockerModel;
   dockerModel.runtime = "runc";
   dockerModel.extraLabels = {{"a", "b"}};
   dockerModel.tlsSecretRef = api::SecretKeyReference{"ns", "n", "k"};
   dockerModel.insecure = true;  // encoded only when set
-  api::KubernetesExecutionParameters k8sModel;
+  kubernetes::KubernetesExecutionParameters k8sModel;
   k8sModel.serviceAccountName = "sa";
   k8sModel.nodeSelector = {{"a", "b"}};
   k8sModel.tolerations.resize(1);
@@ -154,14 +157,14 @@ TEST(ShippedDescriptorsTest, RegisterTogetherAndListOnlyFieldsOfTheirKind) {
   k8sModel.priorityClassName = "p";
   k8sModel.extraLabels = {{"a", "b"}};
   k8sModel.extraAnnotations = {{"a", "b"}};
-  api::OpenSandboxExecutionParameters osModel;
+  opensandbox::OpenSandboxExecutionParameters osModel;
   osModel.endpoint = "http://127.0.0.1:8080/v1";
   osModel.apiKeySecretRef = api::SecretKeyReference{"ns", "n", "k"};
   osModel.extraMetadata = {{"a", "b"}};
   const std::map<std::string, json> models = {
-      {"DockerExecutionParameters", api::ToJson(dockerModel)},
-      {"KubernetesExecutionParameters", api::ToJson(k8sModel)},
-      {"OpenSandboxExecutionParameters", api::ToJson(osModel)}};
+      {"DockerExecutionParameters", docker::ToJson(dockerModel)},
+      {"KubernetesExecutionParameters", kubernetes::ToJson(k8sModel)},
+      {"OpenSandboxExecutionParameters", opensandbox::ToJson(osModel)}};
   std::set<std::string> kinds;
   for (const auto& [descriptor, a] : registry.All()) {
     if (!descriptor.parameters) continue;
@@ -176,9 +179,11 @@ TEST(ShippedDescriptorsTest, RegisterTogetherAndListOnlyFieldsOfTheirKind) {
   }
   // Parameters with their defaults only ask for nothing the adapter does not enforce.
   const std::map<std::string, json> defaults = {
-      {"DockerExecutionParameters", api::ToJson(api::DockerExecutionParameters{})},
-      {"KubernetesExecutionParameters", api::ToJson(api::KubernetesExecutionParameters{})},
-      {"OpenSandboxExecutionParameters", api::ToJson(api::OpenSandboxExecutionParameters{})}};
+      {"DockerExecutionParameters", docker::ToJson(docker::DockerExecutionParameters{})},
+      {"KubernetesExecutionParameters",
+       kubernetes::ToJson(kubernetes::KubernetesExecutionParameters{})},
+      {"OpenSandboxExecutionParameters",
+       opensandbox::ToJson(opensandbox::OpenSandboxExecutionParameters{})}};
   for (const auto& [descriptor, a] : registry.All()) {
     if (!descriptor.parameters) continue;
     EXPECT_EQ(RequirementsNotEnforced(descriptor, "c", defaults.at(descriptor.parameters->kind), {},

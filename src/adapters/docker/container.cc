@@ -41,10 +41,10 @@ bool IsValidUid(std::string_view uid) {
 
 }  // namespace
 
-StatusOr<api::DockerExecutionParameters> ParseDockerParameters(const nlohmann::json& parameters) {
-  api::DockerExecutionParameters p;
+StatusOr<DockerExecutionParameters> ParseDockerParameters(const nlohmann::json& parameters) {
+  DockerExecutionParameters p;
   if (!parameters.is_null()) {
-    auto decoded = api::DockerExecutionParametersFromJson(parameters);
+    auto decoded = DockerExecutionParametersFromJson(parameters);
     if (!decoded.ok()) return decoded.status();
     p = std::move(*decoded);
   }
@@ -54,7 +54,7 @@ StatusOr<api::DockerExecutionParameters> ParseDockerParameters(const nlohmann::j
   return p;
 }
 
-Status ValidateRequest(const ExecutionRequest& request, const api::DockerExecutionParameters& p) {
+Status ValidateRequest(const ExecutionRequest& request, const DockerExecutionParameters& p) {
   const auto& meta = request.job.metadata;
   if (!IsValidUid(meta.uid)) {
     return Invalid("Job UID \"" + meta.uid + "\" cannot name a Docker container");
@@ -104,7 +104,7 @@ std::string CancelledContainerName(std::string_view uid) {
 }
 
 StatusOr<nlohmann::json> BuildCreateBody(const ExecutionRequest& request,
-                                         const api::DockerExecutionParameters& p) {
+                                         const DockerExecutionParameters& p) {
   if (auto st = ValidateRequest(request, p); !st.ok()) return st;
   const auto& meta = request.job.metadata;
   const auto& task = request.job.spec.task;

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "adapters/docker/parameters.h"
 #include "api/types.h"
 #include "ayatori/adapter.h"
 #include "ayatori/status.h"
@@ -39,11 +40,11 @@ inline constexpr const char* kEnvJobUid = "AYATORI_JOB_UID";
 // The parameters JSON is the DockerExecutionParameters object ({"spec": {...}}, decoded by
 // api::DockerExecutionParametersFromJson; null = all defaults). `endpoint` stays empty when the
 // JSON names none, so that the adapter's default endpoint applies.
-StatusOr<api::DockerExecutionParameters> ParseDockerParameters(const nlohmann::json& parameters);
+StatusOr<DockerExecutionParameters> ParseDockerParameters(const nlohmann::json& parameters);
 
 // Checks that a request can be honoured (parameters, resources Docker can express, UID usable as
 // a container name). Pure; no engine round trip.
-Status ValidateRequest(const ExecutionRequest& request, const api::DockerExecutionParameters& p);
+Status ValidateRequest(const ExecutionRequest& request, const DockerExecutionParameters& p);
 
 // "ayatori-<uid>": deterministic, so a second create for the same Job conflicts (409).
 std::string ContainerName(std::string_view uid);
@@ -58,7 +59,7 @@ std::string CancelledContainerName(std::string_view uid);
 //   requests.cpu -> CpuShares (milli * 1024 / 1000, at least 2),
 //   requests.memory -> MemoryReservation, networkMode/runtime from the parameters.
 StatusOr<nlohmann::json> BuildCreateBody(const ExecutionRequest& request,
-                                         const api::DockerExecutionParameters& p);
+                                         const DockerExecutionParameters& p);
 
 // The execution's environment: the spec's env in order (each value resolved by the controller, or
 // the spec's literal), then anything else the controller resolved, then AYATORI_JOB_NAMESPACE,

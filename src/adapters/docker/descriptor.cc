@@ -1,5 +1,6 @@
 #include "adapters/docker/descriptor.h"
 
+#include "adapters/docker/parameters.h"
 #include "api/types.h"
 
 namespace ayatori::adapters::docker {
@@ -9,7 +10,7 @@ AdapterDescriptor Descriptor(const std::string& endpointOverride) {
   d.controllerName = kControllerName;
   d.parameters = ParametersKind{api::kGroup,
                                 api::kVersion,
-                                "DockerExecutionParameters",
+                                kParametersKind,
                                 "dockerexecutionparameters",
                                 {"endpoint", "networkMode", "runtime", "pullPolicy", "extraLabels",
                                  "stopGracePeriodSeconds", "tlsSecretRef", "insecure"}};

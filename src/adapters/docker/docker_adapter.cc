@@ -161,7 +161,7 @@ std::shared_ptr<EngineClient> DockerAdapter::ClientFor(const std::string& endpoi
 namespace {
 
 // The endpoint the parameters name, or the adapter's default.
-std::string EndpointOf(const api::DockerExecutionParameters& params, const std::string& fallback) {
+std::string EndpointOf(const DockerExecutionParameters& params, const std::string& fallback) {
   return params.endpoint.empty() ? fallback : params.endpoint;
 }
 
@@ -359,17 +359,17 @@ std::optional<Observation> DockerAdapter::PullInBackground(
 
 std::optional<Observation> DockerAdapter::EnsureImage(
     const std::shared_ptr<EngineClient>& clientPtr, const ExecutionRequest& request,
-    const api::DockerExecutionParameters& params) {
+    const DockerExecutionParameters& params) {
   EngineClient& client = *clientPtr;
   const std::string& image = request.job.spec.task.image;
   auto ref = ParseImageReference(image);
   if (!ref.ok()) return Failed(kReasonImagePullFailed, ref.status().message());
-  if (params.pullPolicy != api::PullPolicy::kAlways) {
+  if (params.pullPolicy != PullPolicy::kAlways) {
     auto r = client.Call("GET", "/images/" + image + "/json");
     if (!r.ok()) return Unreachable(r.status());
     if (r->status == 200) return std::nullopt;
     if (r->status != 404) return Unreachable(EngineError("inspect image", *r));
-    if (params.pullPolicy == api::PullPolicy::kNever) {
+    if (params.pullPolicy == PullPolicy::kNever) {
       return Failed(kReasonImagePullFailed, "The image \"" + image +
                                                 "\" is not present on the engine and pullPolicy is "
                                                 "Never: pull it there or change the pullPolicy");

@@ -34,7 +34,7 @@ TEST(DockerParametersTest, DefaultsAndFields) {
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->endpoint, "") << "empty so that the adapter's default endpoint applies";
   EXPECT_EQ(d->networkMode, "none");
-  EXPECT_EQ(d->pullPolicy, api::PullPolicy::kIfNotPresent);
+  EXPECT_EQ(d->pullPolicy, PullPolicy::kIfNotPresent);
   EXPECT_EQ(d->stopGracePeriodSeconds, 10);
 
   auto p = ParseDockerParameters(json::parse(R"({
@@ -46,7 +46,7 @@ TEST(DockerParametersTest, DefaultsAndFields) {
   EXPECT_EQ(p->endpoint, "unix:///run/x.sock");
   EXPECT_EQ(p->networkMode, "host");
   EXPECT_EQ(p->runtime, "runsc");
-  EXPECT_EQ(p->pullPolicy, api::PullPolicy::kNever);
+  EXPECT_EQ(p->pullPolicy, PullPolicy::kNever);
   EXPECT_EQ(p->extraLabels.at("team"), "a");
   EXPECT_EQ(p->stopGracePeriodSeconds, 3);
 
@@ -158,7 +158,7 @@ TEST(CreateBodyTest, ResourcesNetworkAndRuntime) {
 
 TEST(ValidateRequestTest, RefusesWhatDockerCannotHonour) {
   auto params = *ParseDockerParameters(nullptr);
-  auto refused = [&](const ExecutionRequest& r, const api::DockerExecutionParameters& p) {
+  auto refused = [&](const ExecutionRequest& r, const DockerExecutionParameters& p) {
     return !ValidateRequest(r, p).ok();
   };
   EXPECT_FALSE(refused(Request(), params));
