@@ -120,6 +120,57 @@ TEST(RequirementsNotEnforcedTest, ADescriptorThatClaimsNothingRefusesEveryAsk) {
             std::nullopt);
 }
 
+// One check at acceptance: what the adapter does not enforce first (NotEnforceable), then the
+// descriptor's own refusal of the parameters under its own reason.
+TEST(RefusedAtAcceptanceTest, NotEnforceableFirstThenTheDescriptorsRefusal) {
+  AdapterDescriptor d = Described("example.com/r", "Thing");
+  d.parameters->fields = {"size"};
+  const api::Job job = PlainJob();
+  EXPECT_EQ(RefusedAtAcceptance(d, "c", {{"spec", {{"size", 1}}}}, {}, job), std::nullopt);
+  d.refuseParameters = [](const json& p) -> std::optional<Refusal> {
+    if (p.value("/spec/size"_json_pointer, 0) > 3) return Refusal{"TooBig", "size above 3"};
+    return std::nullopt;
+  };
+  EXPECT_EQ(RefusedAtAcceptance(d, "c", {{"spec", {{"size", 1}}}}, {}, job), std::nullopt);
+  EXPECT_EQ(RefusedAtAcceptance(d, "c", {{"spec", {{"size", 4}}}}, {}, job),
+            (Refusal{"TooBig", "size above 3"}));
+  const auto both = RefusedAtAcceptance(d, "c", {{"spec", {{"size", 4}, {"gpus", 1}}}}, {}, job);
+  ASSERT_TRUE(both.has_value());
+  EXPECT_EQ(both->reason, kReasonNotEnforceable);
+  EXPECT_NE(both->message.find("Thing spec.gpus"), std::string::npos) << both->message;
+}
+
+// The Docker descriptor refuses a plain-HTTP engine endpoint as InsecureEndpoint, also when the
+// endpoint comes from --docker-endpoint (a spec override laid over the parameters as read).
+TEST(RefusedAtAcceptanceTest, DockerRefusesPlainHttpEndpointsAsInsecureEndpoint) {
+  const api::Job job = PlainJob();
+  auto refusal = [&](const AdapterDescriptor& d, const json& spec) {
+    return RefusedAtAcceptance(d, "c", WithSpecOverrides(d, {{"spec", spec}}), {}, job);
+  };
+  const AdapterDescriptor local = docker::Descriptor();
+  EXPECT_EQ(refusal(local, json::object()), std::nullopt);  // the local unix socket
+  EXPECT_EQ(refusal(local, {{"endpoint", "tcp://127.0.0.1:2375"}, {"insecure", true}}),
+            std::nullopt);
+  EXPECT_EQ(refusal(local, {{"endpoint", "https://127.0.0.1:2376"}}), std::nullopt);
+  for (const json& spec :
+       {json{{"endpoint", "tcp://127.0.0.1:2375"}}, json{{"endpoint", "http://127.0.0.1:2375"}},
+        json{{"endpoint", "http://127.0.0.1:2375"},
+             {"tlsSecretRef", {{"namespace", "ns"}, {"name", "tls"}}},
+             {"insecure", true}}}) {
+    const auto r = refusal(local, spec);
+    ASSERT_TRUE(r.has_value()) << spec.dump();
+    EXPECT_EQ(r->reason, "InsecureEndpoint");
+    EXPECT_NE(r->message.find("plain HTTP"), std::string::npos) << r->message;
+    EXPECT_EQ(r->message.find("127.0.0.1"), std::string::npos) << r->message;
+  }
+  const AdapterDescriptor overridden = docker::Descriptor("tcp://127.0.0.1:2375");
+  const auto r = refusal(overridden, {{"endpoint", "unix:///var/run/docker.sock"}});
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->reason, "InsecureEndpoint");
+  // Parameters that do not decode are the adapter's Validate's to refuse (BackendRejected).
+  EXPECT_EQ(refusal(local, {{"endpoint", 7}}), std::nullopt);
+}
+
 TEST(WithSpecOverridesTest, OverridesReplaceSpecFieldsAndLeaveTheRest) {
   AdapterDescriptor d = docker::Descriptor("tcp://127.0.0.1:2375");
   json p = {{"kind", "DockerExecutionParameters"},

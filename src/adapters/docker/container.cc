@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "adapters/docker/engine.h"
 #include "adapters/docker/json_get.h"
 #include "adapters/docker/registry_auth.h"
 #include "adapters/task_messages.h"
@@ -52,6 +53,26 @@ StatusOr<DockerExecutionParameters> ParseDockerParameters(const nlohmann::json& 
   if (spec == nullptr || GetString(*spec, "endpoint").empty()) p.endpoint.clear();
   if (p.networkMode.empty()) p.networkMode = "none";
   return p;
+}
+
+std::optional<Refusal> InsecureEndpointRefusal(const DockerExecutionParameters& params,
+                                               const std::string& defaultEndpoint,
+                                               bool adapterTls) {
+  const std::string& endpoint = params.endpoint.empty() ? defaultEndpoint : params.endpoint;
+  if (params.tlsSecretRef && endpoint.starts_with("http://")) {
+    return Refusal{kReasonInsecureEndpoint,
+                   "the docker endpoint of the parameters is http:// (plain HTTP) but they name a "
+                   "tlsSecretRef: use tcp:// or https://"};
+  }
+  const bool tls = params.tlsSecretRef.has_value() || adapterTls;
+  if (IsPlainNetworkEndpoint(endpoint, tls) && !params.insecure) {
+    return Refusal{kReasonInsecureEndpoint,
+                   "the docker endpoint of the JobClass's parameters is plain HTTP (tcp:// without "
+                   "tlsSecretRef, or http://), which would carry the container's environment "
+                   "(forwarded Secret values included) unencrypted: set tlsSecretRef in the "
+                   "DockerExecutionParameters, or insecure: true to accept that"};
+  }
+  return std::nullopt;
 }
 
 Status ValidateRequest(const ExecutionRequest& request, const DockerExecutionParameters& p) {

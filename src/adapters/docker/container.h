@@ -42,6 +42,16 @@ inline constexpr const char* kEnvJobUid = "AYATORI_JOB_UID";
 // JSON names none, so that the adapter's default endpoint applies.
 StatusOr<DockerExecutionParameters> ParseDockerParameters(const nlohmann::json& parameters);
 
+// InsecureEndpoint: the engine endpoint of `params` (`defaultEndpoint` when they name none) would
+// be spoken to in plain HTTP, which carries the container's environment (forwarded Secret values
+// included) unencrypted: http://, or tcp:// with neither a tlsSecretRef nor `adapterTls` (client
+// TLS of the adapter's own, DockerAdapterOptions::tls), unless the parameters say insecure: true;
+// and http:// with a tlsSecretRef, insecure or not (TLS asked for where there is none). nullopt
+// otherwise. The message does not show the endpoint: the Job API never shows backend
+// configuration. Pure.
+std::optional<Refusal> InsecureEndpointRefusal(const DockerExecutionParameters& params,
+                                               const std::string& defaultEndpoint, bool adapterTls);
+
 // Checks that a request can be honoured (parameters, resources Docker can express, UID usable as
 // a container name). Pure; no engine round trip.
 Status ValidateRequest(const ExecutionRequest& request, const DockerExecutionParameters& p);

@@ -231,35 +231,14 @@ Status DockerAdapter::Validate(const ExecutionRequest& request) {
   if (!params.ok()) return params.status();
   const std::string endpoint = EndpointOf(*params, options_.defaultEndpoint);
   const bool tls = params->tlsSecretRef.has_value() || !options_.tls.empty();
-  if (params->tlsSecretRef && endpoint.starts_with("http://")) {
-    return Status(StatusCode::kInvalidArgument,
-                  "the docker endpoint of the parameters is http:// (plain HTTP) but they name a "
-                  "tlsSecretRef: use tcp:// or https://");
-  }
-  if (IsPlainNetworkEndpoint(endpoint, tls) && !params->insecure) {
-    // The endpoint stays out of the message: the Job API never shows backend configuration.
-    return Status(StatusCode::kInvalidArgument,
-                  "the docker endpoint of the JobClass's parameters is plain HTTP (tcp:// without "
-                  "tlsSecretRef, or http://), which would carry the container's environment "
-                  "(forwarded Secret values included) unencrypted: set tlsSecretRef in the "
-                  "DockerExecutionParameters, or insecure: true to accept that");
+  // At acceptance the descriptor refused these first (Descriptor, reason InsecureEndpoint); an
+  // adapter used without the controller refuses them here too.
+  if (auto refused =
+          InsecureEndpointRefusal(*params, options_.defaultEndpoint, !options_.tls.empty())) {
+    return Status(StatusCode::kInvalidArgument, refused->message);
   }
   if (auto parsed = ParseEngineEndpoint(endpoint, tls); !parsed.ok()) return parsed.status();
   return ValidateRequest(request, *params);
-}
-
-std::string DockerAdapter::RefusalReason(const ExecutionRequest& request) const {
-  auto params = ParseDockerParameters(request.parameters);
-  if (params.ok()) {
-    const std::string endpoint = EndpointOf(*params, options_.defaultEndpoint);
-    const bool tls = params->tlsSecretRef.has_value() || !options_.tls.empty();
-    const bool plain = IsPlainNetworkEndpoint(endpoint, tls) && !params->insecure;
-    // http:// with a tlsSecretRef asks for TLS where there is none, insecure or not.
-    if (plain || (params->tlsSecretRef && endpoint.starts_with("http://"))) {
-      return kReasonInsecureEndpoint;
-    }
-  }
-  return Adapter::RefusalReason(request);
 }
 
 std::map<std::string, std::string> DockerAdapter::PinnedParameters(

@@ -61,8 +61,6 @@ class DockerAdapter final : public Adapter, public LogSource {
   Status Start(std::function<void(const std::string&, const std::string&)> notify) override;
   void Stop() override;
   Status Validate(const ExecutionRequest& request) override;
-  // InsecureEndpoint for plain HTTP (tcp:// without TLS, http://) without `insecure: true`.
-  std::string RefusalReason(const ExecutionRequest& request) const override;
   // endpoint (the default one when the parameters name none), networkMode, runtime: where the
   // container lives and the isolation it was accepted with. tlsSecretRef, pullPolicy,
   // extraLabels and stopGracePeriodSeconds are read at each call.

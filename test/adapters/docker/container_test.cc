@@ -186,6 +186,33 @@ TEST(ValidateRequestTest, RefusesWhatDockerCannotHonour) {
   EXPECT_TRUE(refused(Request(), badRuntime));
 }
 
+TEST(InsecureEndpointRefusalTest, PlainHttpUnlessInsecureAndNeverHttpWithTls) {
+  auto refused = [](const std::string& endpoint, bool tlsRef, bool insecure,
+                    const std::string& fallback = "unix:///var/run/docker.sock",
+                    bool adapterTls = false) {
+    DockerExecutionParameters p;
+    p.endpoint = endpoint;
+    if (tlsRef) p.tlsSecretRef = api::SecretKeyReference{"ns", "tls", ""};
+    p.insecure = insecure;
+    auto r = InsecureEndpointRefusal(p, fallback, adapterTls);
+    if (r) {
+      EXPECT_EQ(r->reason, kReasonInsecureEndpoint);
+    }
+    return r.has_value();
+  };
+  EXPECT_FALSE(refused("unix:///var/run/docker.sock", false, false));
+  EXPECT_FALSE(refused("", false, false));
+  EXPECT_TRUE(refused("", false, false, "tcp://127.0.0.1:2375"));  // the adapter's default
+  EXPECT_FALSE(refused("", false, false, "tcp://127.0.0.1:2375", /*adapterTls=*/true));
+  EXPECT_TRUE(refused("tcp://127.0.0.1:2375", false, false));
+  EXPECT_FALSE(refused("tcp://127.0.0.1:2375", false, true));
+  EXPECT_FALSE(refused("tcp://127.0.0.1:2376", true, false));
+  EXPECT_TRUE(refused("http://127.0.0.1:2375", false, false));
+  EXPECT_FALSE(refused("http://127.0.0.1:2375", false, true));
+  EXPECT_TRUE(refused("http://127.0.0.1:2375", true, true));
+  EXPECT_FALSE(refused("https://127.0.0.1:2376", false, false));
+}
+
 TEST(DockerAdapterValidateTest, ChecksParametersEndpointAndResourcesWithoutTheEngine) {
   DockerAdapter adapter;  // no engine is contacted by Validate
   auto r = Request();
