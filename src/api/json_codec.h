@@ -21,7 +21,6 @@
 #include <utility>
 #include <vector>
 
-#include "api/json.h"  // the ADL hooks of the api types that other kinds embed
 #include "api/types.h"
 #include "ayatori/status.h"
 
@@ -52,7 +51,8 @@ Decoded Decode(const nlohmann::json& j, std::map<std::string, std::string>& out)
 // An integer in [min, max] (a JSON float with an integral value is accepted).
 Decoded DecodeInteger(const nlohmann::json& j, int64_t min, int64_t max, int64_t& out);
 
-// The api types that other kinds embed (api/types.h).
+// The api types (api/types.h), defined with their kinds in api/json.cc. Their nlohmann ADL hooks
+// (to_json, for the Put* helpers below) are in api/json.h.
 Decoded Decode(const nlohmann::json& j, Quantity& out);
 Decoded Decode(const nlohmann::json& j, Time& out);
 Decoded Decode(const nlohmann::json& j, OwnerReference& out);
@@ -224,7 +224,7 @@ inline void PutTrue(nlohmann::json& j, const char* key, bool v) {
 // {"apiVersion": "execution.ayatori.ddupan.top/v1alpha1", "kind": kind}.
 nlohmann::json KindHeader(const char* kind);
 
-// A parameters object: KindHeader(kind), metadata and spec.
+// A parameters object: KindHeader(kind), metadata and spec (defined in api/json.cc).
 nlohmann::json ParametersToJson(const char* kind, const ObjectMeta& metadata, nlohmann::json spec);
 
 }  // namespace ayatori::api

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "api/json.h"  // to_json of the api types the spec embeds
+
 namespace ayatori::adapters::opensandbox {
 
 using json = nlohmann::json;
