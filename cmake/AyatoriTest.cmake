@@ -6,6 +6,22 @@ function(ayatori_library)
   target_link_libraries(${ARG_NAME} PUBLIC ${ARG_DEPS})
 endfunction()
 
+# ayatori_subfolders(<var>): the subfolders of the current source folder that have a
+# CMakeLists.txt, sorted (so the order does not depend on the file system); re-globbed at build
+# time, so a new one joins without a manual re-run of cmake. Used where a folder per backend joins
+# the build without an edit of a list (src/adapters/, test/adapters/).
+function(ayatori_subfolders VAR)
+  file(GLOB lists RELATIVE ${CMAKE_CURRENT_SOURCE_DIR} CONFIGURE_DEPENDS
+       ${CMAKE_CURRENT_SOURCE_DIR}/*/CMakeLists.txt)
+  list(SORT lists)
+  set(folders)
+  foreach(list IN LISTS lists)
+    get_filename_component(folder ${list} DIRECTORY)
+    list(APPEND folders ${folder})
+  endforeach()
+  set(${VAR} ${folders} PARENT_SCOPE)
+endfunction()
+
 # ayatori_test(NAME <name> TIER unit|integration|e2e SOURCES ... DEPS ... [FIXTURES ...])
 # One GoogleTest executable registered as one CTest test labelled with its tier, so each tier runs
 # alone (`ctest -L unit`). Integration and e2e tests require the fixtures that start the real

@@ -127,6 +127,15 @@ struct Enforcement {
   static Enforcement Everything() { return {true, true, true, true, true}; }
 };
 
+// Why a Job is refused at acceptance: a stable PascalCase reason (the Accepted=False condition's
+// reason, docs/api.md) and a message for humans that never shows backend configuration or Secret
+// values.
+struct Refusal {
+  std::string reason;
+  std::string message;
+  bool operator==(const Refusal&) const = default;
+};
+
 // One adapter describes itself to the controller with this value (src/adapters/<backend>/ each
 // define theirs); registering it (AdapterRegistry::Register) is all the controller needs to
 // serve the backend: the parameters informer, env handling and the enforcement check follow.
@@ -145,6 +154,11 @@ struct AdapterDescriptor {
   // the resource limits and image auth every Job may ask for (e.g. networkMode none asks for
   // egress deny). Null: the parameters ask for nothing of the kind.
   std::function<Enforcement(const nlohmann::json& parameters)> parametersAsk;
+  // Refuses, at acceptance, a parameters object (as JSON, spec overrides laid over it) that the
+  // adapter will never run a Job with, under a reason of its own (Docker: InsecureEndpoint for a
+  // plain-HTTP engine endpoint). nullopt, or a null function: nothing to refuse here. Part of
+  // the one acceptance check, adapters::RefusedAtAcceptance (src/adapters/registry.h).
+  std::function<std::optional<Refusal>(const nlohmann::json& parameters)> refuseParameters;
   // Values laid over spec.<field> of every parameters object of the kind as it is read, e.g.
   // the Docker endpoint of --docker-endpoint. Set by whoever registers the adapter.
   std::map<std::string, std::string> specOverrides;
@@ -183,14 +197,10 @@ class Adapter {
   virtual void Stop() {}
 
   // Checks, before the Job is accepted, that the backend can honour the request (resources,
-  // image auth, parameters). A non-OK status is a permanent refusal with a clear message.
+  // image auth, parameters). A non-OK status is a permanent refusal with a clear message, under
+  // the reason BackendRejected; refusals with a reason of their own are the descriptor's
+  // (AdapterDescriptor::refuseParameters), checked before this.
   virtual Status Validate(const ExecutionRequest& request) = 0;
-  // The stable condition reason of a refusal by Validate(request): BackendRejected unless the
-  // adapter names a more precise one (Docker: InsecureEndpoint).
-  virtual std::string RefusalReason(const ExecutionRequest& request) const {
-    (void)request;
-    return "BackendRejected";
-  }
 
   // The fields of the parameters' spec that decide which backend holds a Job's execution and
   // what it is (Docker: the engine endpoint, network mode, runtime), with the values they have

@@ -1,6 +1,7 @@
 #include "adapters/registry.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace ayatori::adapters {
 
@@ -115,6 +116,18 @@ std::optional<std::string> RequirementsNotEnforced(const AdapterDescriptor& desc
                          descriptor);
     }
   }
+  return std::nullopt;
+}
+
+std::optional<Refusal> RefusedAtAcceptance(const AdapterDescriptor& descriptor,
+                                           const std::string& className,
+                                           const nlohmann::json& parameters,
+                                           const api::ResourceRequirements& resources,
+                                           const api::Job& job) {
+  if (auto missing = RequirementsNotEnforced(descriptor, className, parameters, resources, job)) {
+    return Refusal{kReasonNotEnforceable, std::move(*missing)};
+  }
+  if (descriptor.refuseParameters) return descriptor.refuseParameters(parameters);
   return std::nullopt;
 }
 

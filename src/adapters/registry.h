@@ -62,6 +62,16 @@ std::optional<std::string> RequirementsNotEnforced(const AdapterDescriptor& desc
                                                    const api::ResourceRequirements& resources,
                                                    const api::Job& job);
 
+// The one acceptance check of what a Job and its class ask of the adapter, in this order:
+// RequirementsNotEnforced (reason NotEnforceable), then the descriptor's own refusal of the
+// parameters object (AdapterDescriptor::refuseParameters, e.g. InsecureEndpoint). nullopt when
+// nothing refuses the Job. Pure.
+std::optional<Refusal> RefusedAtAcceptance(const AdapterDescriptor& descriptor,
+                                           const std::string& className,
+                                           const nlohmann::json& parameters,
+                                           const api::ResourceRequirements& resources,
+                                           const api::Job& job);
+
 // The API resource of a parameters kind (cluster-scoped, like every parameters kind).
 ResourceRef ParametersResource(const ParametersKind& kind);
 

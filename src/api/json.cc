@@ -8,25 +8,49 @@
 #include <utility>
 #include <vector>
 
+#include "api/json_codec.h"
+
 namespace ayatori::api {
 namespace {
 
 using json = nlohmann::json;
 
-// ---------------------------------------------------------------------------------------------
-// Decoding. Each Decode(j, out) fills `out` (default-constructed by the caller) from `j` and
-// returns nullopt, or what went wrong and where. The path is assembled from the failing value
-// outwards while the error propagates, so a successful decode never builds strings.
-
-struct DecodeError {
-  std::string path;  // "spec.task.env[1].name"
-  std::string what;  // "expected a string, got number"
+// Names of the enums of this API on the wire.
+constexpr EnumName<DesiredState> kDesiredStateNames[] = {
+    {"Running", DesiredState::kRunning},
+    {"Cancelled", DesiredState::kCancelled},
 };
-using Decoded = std::optional<DecodeError>;
+constexpr EnumName<ConditionStatus> kConditionStatusNames[] = {
+    {"True", ConditionStatus::kTrue},
+    {"False", ConditionStatus::kFalse},
+    {"Unknown", ConditionStatus::kUnknown},
+};
+constexpr EnumName<SecretEnvForwarding> kSecretEnvForwardingNames[] = {
+    {"Allowed", SecretEnvForwarding::kAllowed},
+    {"Denied", SecretEnvForwarding::kDenied},
+};
+// Puts `segment` ("spec", "[1]", "[\"app\"]") in front of the error's path.
+void Prepend(DecodeError& e, std::string_view segment) {
+  if (!e.path.empty() && e.path[0] != '[') e.path.insert(0, 1, '.');
+  e.path.insert(0, segment);
+}
 
-Decoded Fail(std::string what) { return DecodeError{{}, std::move(what)}; }
+int DigitsAt(std::string_view s, size_t pos, size_t n, bool& ok) {
+  int v = 0;
+  for (size_t i = pos; i < pos + n; ++i) {
+    if (i >= s.size() || s[i] < '0' || s[i] > '9') {
+      ok = false;
+      return 0;
+    }
+    v = v * 10 + (s[i] - '0');
+  }
+  return v;
+}
 
-// A short rendering of an offending value for an error message.
+}  // namespace
+
+Decoded DecodeFailure(std::string what) { return DecodeError{{}, std::move(what)}; }
+
 std::string Excerpt(const json& j) {
   std::string text = j.dump();
   if (text.size() > 64) text.replace(61, std::string::npos, "...");
@@ -34,13 +58,7 @@ std::string Excerpt(const json& j) {
 }
 
 Decoded WrongType(const json& j, const char* expected) {
-  return Fail(std::string("expected ") + expected + ", got " + j.type_name());
-}
-
-// Puts `segment` ("spec", "[1]", "[\"app\"]") in front of the error's path.
-void Prepend(DecodeError& e, std::string_view segment) {
-  if (!e.path.empty() && e.path[0] != '[') e.path.insert(0, 1, '.');
-  e.path.insert(0, segment);
+  return DecodeFailure(std::string("expected ") + expected + ", got " + j.type_name());
 }
 
 Decoded InField(Decoded e, const char* name) {
@@ -64,95 +82,6 @@ Decoded InKey(Decoded e, const std::string& key) {
   return e;
 }
 
-// Every overload is declared before the templates and the ObjectDecoder that call them: they live
-// in an unnamed namespace, where argument-dependent lookup does not reach.
-Decoded Decode(const json& j, std::string& out);
-Decoded Decode(const json& j, bool& out);
-Decoded Decode(const json& j, int64_t& out);
-Decoded Decode(const json& j, int32_t& out);
-Decoded Decode(const json& j, Quantity& out);
-Decoded Decode(const json& j, Time& out);
-Decoded Decode(const json& j, std::map<std::string, std::string>& out);
-Decoded Decode(const json& j, OwnerReference& out);
-Decoded Decode(const json& j, ObjectMeta& out);
-Decoded Decode(const json& j, ResourceList& out);
-Decoded Decode(const json& j, ResourceRequirements& out);
-Decoded Decode(const json& j, KeySelector& out);
-Decoded Decode(const json& j, EnvVarSource& out);
-Decoded Decode(const json& j, EnvVar& out);
-Decoded Decode(const json& j, LocalObjectReference& out);
-Decoded Decode(const json& j, TaskSpec& out);
-Decoded Decode(const json& j, DesiredState& out);
-Decoded Decode(const json& j, JobSpec& out);
-Decoded Decode(const json& j, ConditionStatus& out);
-Decoded Decode(const json& j, Condition& out);
-Decoded Decode(const json& j, ParametersRef& out);
-Decoded Decode(const json& j, TtlPolicy& out);
-Decoded Decode(const json& j, ResolvedJobClass& out);
-Decoded Decode(const json& j, ExecutionReference& out);
-Decoded Decode(const json& j, ExecutionStatus& out);
-Decoded Decode(const json& j, JobResult& out);
-Decoded Decode(const json& j, JobStatus& out);
-Decoded Decode(const json& j, Job& out);
-Decoded Decode(const json& j, SecretEnvForwarding& out);
-Decoded Decode(const json& j, ResourcePolicy& out);
-Decoded Decode(const json& j, JobClassSpec& out);
-Decoded Decode(const json& j, JobClass& out);
-Decoded Decode(const json& j, Toleration& out);
-Decoded Decode(const json& j, KubernetesExecutionParameters& out);
-Decoded Decode(const json& j, SecretKeyReference& out);
-Decoded Decode(const json& j, OpenSandboxExecutionParameters& out);
-Decoded Decode(const json& j, PullPolicy& out);
-Decoded Decode(const json& j, DockerExecutionParameters& out);
-
-template <class T>
-Decoded Decode(const json& j, std::optional<T>& out) {
-  out.emplace();
-  return Decode(j, *out);
-}
-
-template <class T>
-Decoded Decode(const json& j, std::vector<T>& out) {
-  if (!j.is_array()) return WrongType(j, "an array");
-  out.clear();
-  out.resize(j.size());
-  for (size_t i = 0; i < j.size(); ++i) {
-    if (Decoded e = Decode(j[i], out[i])) return InElement(std::move(e), i);
-  }
-  return {};
-}
-
-// Reads the fields of one JSON object. Unknown fields are ignored; absent and null fields leave
-// the output at its default. After the first error the remaining fields are skipped.
-class ObjectDecoder {
- public:
-  explicit ObjectDecoder(const json& j) : j_(j) {
-    if (!j.is_object()) error_ = WrongType(j, "an object");
-  }
-
-  template <class T>
-  ObjectDecoder& operator()(const char* name, T& out) {
-    return With(name, [&out](const json& value) { return Decode(value, out); });
-  }
-
-  // Decodes field `name` with decode(value) -> Decoded.
-  template <class F>
-  ObjectDecoder& With(const char* name, F&& decode) {
-    if (error_) return *this;
-    auto it = j_.find(name);
-    if (it != j_.end() && !it->is_null()) error_ = InField(decode(*it), name);
-    return *this;
-  }
-
-  Decoded Done() { return std::move(error_); }
-
- private:
-  const json& j_;
-  Decoded error_;
-};
-
-// Rejects an object whose kind or apiVersion is present and is not ours. Both may be absent (in
-// the items of some lists, and in nested use).
 Decoded CheckKind(const json& j, const char* kind) {
   if (!j.is_object()) return {};
   for (auto [field, want] : {std::pair<const char*, const char*>{"apiVersion", kApiVersion},
@@ -160,66 +89,18 @@ Decoded CheckKind(const json& j, const char* kind) {
     auto it = j.find(field);
     if (it == j.end() || it->is_null()) continue;
     if (!it->is_string() || it->get_ref<const std::string&>() != want) {
-      return InField(Fail(std::string("expected \"") + want + "\", got " + Excerpt(*it)), field);
+      return InField(DecodeFailure(std::string("expected \"") + want + "\", got " + Excerpt(*it)),
+                     field);
     }
   }
   return {};
 }
 
-template <class E>
-struct EnumName {
-  const char* name;
-  E value;
-};
-
-constexpr EnumName<DesiredState> kDesiredStateNames[] = {
-    {"Running", DesiredState::kRunning},
-    {"Cancelled", DesiredState::kCancelled},
-};
-constexpr EnumName<ConditionStatus> kConditionStatusNames[] = {
-    {"True", ConditionStatus::kTrue},
-    {"False", ConditionStatus::kFalse},
-    {"Unknown", ConditionStatus::kUnknown},
-};
-constexpr EnumName<SecretEnvForwarding> kSecretEnvForwardingNames[] = {
-    {"Allowed", SecretEnvForwarding::kAllowed},
-    {"Denied", SecretEnvForwarding::kDenied},
-};
-constexpr EnumName<PullPolicy> kPullPolicyNames[] = {
-    {"IfNotPresent", PullPolicy::kIfNotPresent},
-    {"Always", PullPolicy::kAlways},
-    {"Never", PullPolicy::kNever},
-};
-
-template <class E, size_t N>
-Decoded DecodeEnum(const json& j, const EnumName<E> (&names)[N], E& out) {
-  if (j.is_string()) {
-    const std::string& s = j.get_ref<const std::string&>();
-    for (const EnumName<E>& n : names) {
-      if (s == n.name) {
-        out = n.value;
-        return {};
-      }
-    }
-  }
-  std::string want = "expected one of";
-  for (size_t i = 0; i < N; ++i)
-    want += std::string(i == 0 ? " \"" : ", \"") + names[i].name + "\"";
-  return Fail(want + ", got " + Excerpt(j));
-}
-
-template <class E, size_t N>
-const char* EnumToString(const EnumName<E> (&names)[N], E value) {
-  for (const EnumName<E>& n : names) {
-    if (n.value == value) return n.name;
-  }
-  return names[0].name;
-}
-
 Decoded DecodeInteger(const json& j, int64_t min, int64_t max, int64_t& out) {
   if (j.is_number_unsigned()) {
     const uint64_t u = j.get<uint64_t>();
-    if (u > static_cast<uint64_t>(INT64_MAX)) return Fail("integer " + j.dump() + " out of range");
+    if (u > static_cast<uint64_t>(INT64_MAX))
+      return DecodeFailure("integer " + j.dump() + " out of range");
     out = static_cast<int64_t>(u);
   } else if (j.is_number_integer()) {
     out = j.get<int64_t>();
@@ -227,14 +108,14 @@ Decoded DecodeInteger(const json& j, int64_t min, int64_t max, int64_t& out) {
     // Only integral values; the bound keeps the conversion defined.
     const double d = j.get<double>();
     if (d != std::floor(d) || std::fabs(d) > 9.0e18)
-      return Fail("expected an integer, got " + Excerpt(j));
+      return DecodeFailure("expected an integer, got " + Excerpt(j));
     out = static_cast<int64_t>(d);
   } else {
     return WrongType(j, "an integer");
   }
   if (out < min || out > max) {
-    return Fail("integer " + std::to_string(out) + " out of range [" + std::to_string(min) + ", " +
-                std::to_string(max) + "]");
+    return DecodeFailure("integer " + std::to_string(out) + " out of range [" +
+                         std::to_string(min) + ", " + std::to_string(max) + "]");
   }
   return {};
 }
@@ -271,7 +152,7 @@ Decoded Decode(const json& j, Quantity& out) {
     return WrongType(j, "a quantity string");
   }
   StatusOr<Quantity> q = Quantity::Parse(text);
-  if (!q.ok()) return Fail(q.status().message());
+  if (!q.ok()) return DecodeFailure(q.status().message());
   out = std::move(q).value();
   return {};
 }
@@ -279,7 +160,7 @@ Decoded Decode(const json& j, Quantity& out) {
 Decoded Decode(const json& j, Time& out) {
   if (!j.is_string()) return WrongType(j, "an RFC 3339 time string");
   StatusOr<Time> t = ParseTime(j.get_ref<const std::string&>());
-  if (!t.ok()) return Fail(t.status().message());
+  if (!t.ok()) return DecodeFailure(t.status().message());
   out = *t;
   return {};
 }
@@ -427,60 +308,12 @@ Decoded Decode(const json& j, JobClass& out) {
   return ObjectDecoder(j)("metadata", out.metadata)("spec", out.spec).Done();
 }
 
-Decoded Decode(const json& j, Toleration& out) {
-  return ObjectDecoder(j)("key", out.key)("operator", out.operator_)("value", out.value)(
-             "effect", out.effect)("tolerationSeconds", out.tolerationSeconds)
-      .Done();
-}
-
-// The parameters kinds keep their spec fields directly in the struct, next to metadata.
-template <class T, class DecodeSpecFn>
-Decoded DecodeParameters(const json& j, const char* kind, T& out, DecodeSpecFn&& decode_spec) {
-  if (Decoded e = CheckKind(j, kind)) return e;
-  return ObjectDecoder(j)("metadata", out.metadata).With("spec", decode_spec).Done();
-}
-
-Decoded Decode(const json& j, KubernetesExecutionParameters& out) {
-  return DecodeParameters(j, "KubernetesExecutionParameters", out, [&out](const json& spec) {
-    return ObjectDecoder(spec)("serviceAccountName", out.serviceAccountName)(
-               "nodeSelector", out.nodeSelector)("tolerations", out.tolerations)(
-               "runtimeClassName", out.runtimeClassName)(
-               "priorityClassName", out.priorityClassName)("extraLabels", out.extraLabels)(
-               "extraAnnotations", out.extraAnnotations)("imagePullFailureTimeoutSeconds",
-                                                         out.imagePullFailureTimeoutSeconds)
-        .Done();
-  });
-}
-
 Decoded Decode(const json& j, SecretKeyReference& out) {
   return ObjectDecoder(j)("namespace", out.namespace_)("name", out.name)("key", out.key).Done();
 }
 
-Decoded Decode(const json& j, OpenSandboxExecutionParameters& out) {
-  return DecodeParameters(j, "OpenSandboxExecutionParameters", out, [&out](const json& spec) {
-    return ObjectDecoder(spec)("endpoint", out.endpoint)("apiKeySecretRef", out.apiKeySecretRef)(
-               "sandboxTimeoutSeconds", out.sandboxTimeoutSeconds)("sandboxTimeoutMarginSeconds",
-                                                                   out.sandboxTimeoutMarginSeconds)(
-               "pollIntervalSeconds", out.pollIntervalSeconds)(
-               "useServerProxy", out.useServerProxy)("extraMetadata", out.extraMetadata)
-        .Done();
-  });
-}
-
-Decoded Decode(const json& j, PullPolicy& out) { return DecodeEnum(j, kPullPolicyNames, out); }
-
-Decoded Decode(const json& j, DockerExecutionParameters& out) {
-  return DecodeParameters(j, "DockerExecutionParameters", out, [&out](const json& spec) {
-    return ObjectDecoder(spec)("endpoint", out.endpoint)("tlsSecretRef", out.tlsSecretRef)(
-               "insecure", out.insecure)("networkMode", out.networkMode)("runtime", out.runtime)(
-               "pullPolicy", out.pullPolicy)("extraLabels", out.extraLabels)(
-               "stopGracePeriodSeconds", out.stopGracePeriodSeconds)
-        .Done();
-  });
-}
-
 // "cannot decode Job ci/hello-x: spec.task.image: expected a string, got number"
-std::string Describe(const char* what, const json& j, const DecodeError& e) {
+std::string DescribeDecodeError(const char* what, const json& j, const DecodeError& e) {
   std::string msg = std::string("cannot decode ") + what;
   if (j.is_object()) {
     auto meta = j.find("metadata");
@@ -501,47 +334,6 @@ std::string Describe(const char* what, const json& j, const DecodeError& e) {
   return msg + e.what;
 }
 
-template <class T>
-StatusOr<T> FromJson(const json& j, const char* what) {
-  T out{};
-  if (Decoded e = Decode(j, out)) {
-    return Status(StatusCode::kInvalidArgument, Describe(what, j, *e));
-  }
-  return out;
-}
-
-// For the nlohmann ADL hooks, which report errors by exception.
-template <class T>
-void DecodeOrThrow(const json& j, T& out, const char* what) {
-  out = T{};
-  if (Decoded e = Decode(j, out)) throw json::type_error::create(302, Describe(what, j, *e), &j);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Encoding helpers: omit what Go's omitempty would omit.
-
-void PutString(json& j, const char* key, const std::string& v) {
-  if (!v.empty()) j[key] = v;
-}
-
-template <class C>
-void PutNonEmpty(json& j, const char* key, const C& v) {
-  if (!v.empty()) j[key] = v;
-}
-
-template <class T>
-void PutOptional(json& j, const char* key, const std::optional<T>& v) {
-  if (v) j[key] = *v;
-}
-
-void PutNonZero(json& j, const char* key, int64_t v) {
-  if (v != 0) j[key] = v;
-}
-
-void PutTrue(json& j, const char* key, bool v) {
-  if (v) j[key] = true;
-}
-
 json KindHeader(const char* kind) {
   json j = json::object();
   j["apiVersion"] = kApiVersion;
@@ -549,19 +341,12 @@ json KindHeader(const char* kind) {
   return j;
 }
 
-int DigitsAt(std::string_view s, size_t pos, size_t n, bool& ok) {
-  int v = 0;
-  for (size_t i = pos; i < pos + n; ++i) {
-    if (i >= s.size() || s[i] < '0' || s[i] > '9') {
-      ok = false;
-      return 0;
-    }
-    v = v * 10 + (s[i] - '0');
-  }
-  return v;
+json ParametersToJson(const char* kind, const ObjectMeta& metadata, json spec) {
+  json j = KindHeader(kind);
+  j["metadata"] = metadata;
+  j["spec"] = std::move(spec);
+  return j;
 }
-
-}  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // Time
@@ -809,66 +594,11 @@ void to_json(json& j, const JobClass& v) {
   j["spec"] = v.spec;
 }
 
-void to_json(json& j, const Toleration& v) {
-  j = json::object();
-  PutString(j, "key", v.key);
-  PutString(j, "operator", v.operator_);
-  PutString(j, "value", v.value);
-  PutString(j, "effect", v.effect);
-  PutOptional(j, "tolerationSeconds", v.tolerationSeconds);
-}
-
-void to_json(json& j, const KubernetesExecutionParameters& v) {
-  json spec = json::object();
-  PutString(spec, "serviceAccountName", v.serviceAccountName);
-  PutNonEmpty(spec, "nodeSelector", v.nodeSelector);
-  PutNonEmpty(spec, "tolerations", v.tolerations);
-  PutString(spec, "runtimeClassName", v.runtimeClassName);
-  PutString(spec, "priorityClassName", v.priorityClassName);
-  PutNonEmpty(spec, "extraLabels", v.extraLabels);
-  PutNonEmpty(spec, "extraAnnotations", v.extraAnnotations);
-  spec["imagePullFailureTimeoutSeconds"] = v.imagePullFailureTimeoutSeconds;
-  j = KindHeader("KubernetesExecutionParameters");
-  j["metadata"] = v.metadata;
-  j["spec"] = std::move(spec);
-}
-
 void to_json(json& j, const SecretKeyReference& v) {
   j = json::object();
   PutString(j, "namespace", v.namespace_);
   j["name"] = v.name;
   PutString(j, "key", v.key);
-}
-
-void to_json(json& j, const OpenSandboxExecutionParameters& v) {
-  json spec = json::object();
-  spec["endpoint"] = v.endpoint;
-  PutOptional(spec, "apiKeySecretRef", v.apiKeySecretRef);
-  spec["sandboxTimeoutSeconds"] = v.sandboxTimeoutSeconds;
-  spec["sandboxTimeoutMarginSeconds"] = v.sandboxTimeoutMarginSeconds;
-  spec["pollIntervalSeconds"] = v.pollIntervalSeconds;
-  spec["useServerProxy"] = v.useServerProxy;
-  PutNonEmpty(spec, "extraMetadata", v.extraMetadata);
-  j = KindHeader("OpenSandboxExecutionParameters");
-  j["metadata"] = v.metadata;
-  j["spec"] = std::move(spec);
-}
-
-void to_json(json& j, PullPolicy v) { j = EnumToString(kPullPolicyNames, v); }
-
-void to_json(json& j, const DockerExecutionParameters& v) {
-  json spec = json::object();
-  spec["endpoint"] = v.endpoint;
-  PutOptional(spec, "tlsSecretRef", v.tlsSecretRef);
-  if (v.insecure) spec["insecure"] = true;
-  spec["networkMode"] = v.networkMode;
-  PutString(spec, "runtime", v.runtime);
-  spec["pullPolicy"] = v.pullPolicy;
-  PutNonEmpty(spec, "extraLabels", v.extraLabels);
-  spec["stopGracePeriodSeconds"] = v.stopGracePeriodSeconds;
-  j = KindHeader("DockerExecutionParameters");
-  j["metadata"] = v.metadata;
-  j["spec"] = std::move(spec);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -906,46 +636,23 @@ void from_json(const json& j, SecretEnvForwarding& v) {
 void from_json(const json& j, ResourcePolicy& v) { DecodeOrThrow(j, v, "ResourcePolicy"); }
 void from_json(const json& j, JobClassSpec& v) { DecodeOrThrow(j, v, "JobClassSpec"); }
 void from_json(const json& j, JobClass& v) { DecodeOrThrow(j, v, "JobClass"); }
-void from_json(const json& j, Toleration& v) { DecodeOrThrow(j, v, "Toleration"); }
-void from_json(const json& j, KubernetesExecutionParameters& v) {
-  DecodeOrThrow(j, v, "KubernetesExecutionParameters");
-}
 void from_json(const json& j, SecretKeyReference& v) { DecodeOrThrow(j, v, "SecretKeyReference"); }
-void from_json(const json& j, OpenSandboxExecutionParameters& v) {
-  DecodeOrThrow(j, v, "OpenSandboxExecutionParameters");
-}
-void from_json(const json& j, PullPolicy& v) { DecodeOrThrow(j, v, "PullPolicy"); }
-void from_json(const json& j, DockerExecutionParameters& v) {
-  DecodeOrThrow(j, v, "DockerExecutionParameters");
-}
 
 // ---------------------------------------------------------------------------------------------
 // Entry points
 
 json ToJson(const Job& job) { return job; }
 json ToJson(const JobClass& jobClass) { return jobClass; }
-json ToJson(const KubernetesExecutionParameters& params) { return params; }
-json ToJson(const OpenSandboxExecutionParameters& params) { return params; }
-json ToJson(const DockerExecutionParameters& params) { return params; }
 json ToJson(const ObjectMeta& metadata) { return metadata; }
 json StatusToJson(const JobStatus& status) { return status; }
 
-StatusOr<Job> JobFromJson(const json& j) { return FromJson<Job>(j, "Job"); }
+StatusOr<Job> JobFromJson(const json& j) { return DecodeValue<Job>(j, "Job"); }
 StatusOr<JobStatus> JobStatusFromJson(const json& j) {
-  return FromJson<JobStatus>(j, "Job status");
+  return DecodeValue<JobStatus>(j, "Job status");
 }
-StatusOr<JobClass> JobClassFromJson(const json& j) { return FromJson<JobClass>(j, "JobClass"); }
-StatusOr<KubernetesExecutionParameters> KubernetesExecutionParametersFromJson(const json& j) {
-  return FromJson<KubernetesExecutionParameters>(j, "KubernetesExecutionParameters");
-}
-StatusOr<OpenSandboxExecutionParameters> OpenSandboxExecutionParametersFromJson(const json& j) {
-  return FromJson<OpenSandboxExecutionParameters>(j, "OpenSandboxExecutionParameters");
-}
-StatusOr<DockerExecutionParameters> DockerExecutionParametersFromJson(const json& j) {
-  return FromJson<DockerExecutionParameters>(j, "DockerExecutionParameters");
-}
+StatusOr<JobClass> JobClassFromJson(const json& j) { return DecodeValue<JobClass>(j, "JobClass"); }
 StatusOr<ObjectMeta> ObjectMetaFromJson(const json& j) {
-  return FromJson<ObjectMeta>(j, "metadata");
+  return DecodeValue<ObjectMeta>(j, "metadata");
 }
 
 }  // namespace ayatori::api

@@ -41,28 +41,11 @@
 //     spec.resources                   {defaults: ResourceRequirements, min: {cpu, memory},
 //                                        max: {cpu, memory}}
 //     spec.secretEnvForwarding         "Allowed" | "Denied" (always written; absent = Denied)
-//   KubernetesExecutionParameters (cluster-scoped)
-//     spec.serviceAccountName, runtimeClassName, priorityClassName   T
-//     spec.nodeSelector, extraLabels, extraAnnotations               {T: T}
-//     spec.tolerations        [{key, operator, value, effect, tolerationSeconds: int64}]
-//     spec.imagePullFailureTimeoutSeconds                            int64 (absent = 300)
-//   OpenSandboxExecutionParameters (cluster-scoped)
-//     spec.endpoint                    T
-//     spec.apiKeySecretRef             {namespace, name, key}
-//     spec.sandboxTimeoutSeconds       int64 (absent = 0: manual cleanup)
-//     spec.sandboxTimeoutMarginSeconds int64 (absent = 300)
-//     spec.pollIntervalSeconds         int64 (absent = 2)
-//     spec.useServerProxy              bool (absent = false)
-//     spec.extraMetadata               {T: T}
-//   DockerExecutionParameters (cluster-scoped)
-//     spec.endpoint                    T (absent = unix:///var/run/docker.sock)
-//     spec.tlsSecretRef                {namespace, name, key}
-//     spec.networkMode                 T (absent = none)
-//     spec.runtime                     T
-//     spec.pullPolicy                  "IfNotPresent" | "Always" | "Never" (absent = IfNotPresent)
-//     spec.extraLabels                 {T: T}
-//     spec.stopGracePeriodSeconds      int64 (absent = 10)
-// Integer fields of the parameters kinds that have a default are always written.
+//   SecretKeyReference               {namespace, name, key} (a key of a Secret in a named
+//                                      namespace; the parameters kinds use it)
+//
+// The parameters kinds belong to their adapters: each has its struct and codec in
+// src/adapters/<backend>/parameters.h, built from the blocks of api/json_codec.h.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -82,9 +65,6 @@ std::string FormatTime(Time t);
 // Whole objects, with apiVersion and kind. A non-empty Job status is included.
 nlohmann::json ToJson(const Job& job);
 nlohmann::json ToJson(const JobClass& jobClass);
-nlohmann::json ToJson(const KubernetesExecutionParameters& params);
-nlohmann::json ToJson(const OpenSandboxExecutionParameters& params);
-nlohmann::json ToJson(const DockerExecutionParameters& params);
 // The value of a "metadata" field (no apiVersion/kind).
 nlohmann::json ToJson(const ObjectMeta& metadata);
 // The value of the "status" field of a Job, for writes to the /status subresource.
@@ -95,11 +75,6 @@ nlohmann::json StatusToJson(const JobStatus& status);
 StatusOr<Job> JobFromJson(const nlohmann::json& j);
 StatusOr<JobStatus> JobStatusFromJson(const nlohmann::json& j);  // the value of "status"
 StatusOr<JobClass> JobClassFromJson(const nlohmann::json& j);
-StatusOr<KubernetesExecutionParameters> KubernetesExecutionParametersFromJson(
-    const nlohmann::json& j);
-StatusOr<OpenSandboxExecutionParameters> OpenSandboxExecutionParametersFromJson(
-    const nlohmann::json& j);
-StatusOr<DockerExecutionParameters> DockerExecutionParametersFromJson(const nlohmann::json& j);
 StatusOr<ObjectMeta> ObjectMetaFromJson(const nlohmann::json& j);
 
 // nlohmann::json ADL hooks, so that `json j = value;` and `j.get<T>()` work for every type. As
@@ -157,18 +132,8 @@ void to_json(nlohmann::json& j, const JobClassSpec& v);
 void from_json(const nlohmann::json& j, JobClassSpec& v);
 void to_json(nlohmann::json& j, const JobClass& v);
 void from_json(const nlohmann::json& j, JobClass& v);
-void to_json(nlohmann::json& j, const Toleration& v);
-void from_json(const nlohmann::json& j, Toleration& v);
-void to_json(nlohmann::json& j, const KubernetesExecutionParameters& v);
-void from_json(const nlohmann::json& j, KubernetesExecutionParameters& v);
 void to_json(nlohmann::json& j, const SecretKeyReference& v);
 void from_json(const nlohmann::json& j, SecretKeyReference& v);
-void to_json(nlohmann::json& j, const OpenSandboxExecutionParameters& v);
-void from_json(const nlohmann::json& j, OpenSandboxExecutionParameters& v);
-void to_json(nlohmann::json& j, PullPolicy v);
-void from_json(const nlohmann::json& j, PullPolicy& v);
-void to_json(nlohmann::json& j, const DockerExecutionParameters& v);
-void from_json(const nlohmann::json& j, DockerExecutionParameters& v);
 
 }  // namespace ayatori::api
 

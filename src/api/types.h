@@ -165,7 +165,7 @@ struct ResolvedJobClass {
   std::optional<ParametersRef> parametersRef;
   // The name of the backend snapshot recorded at acceptance: an immutable ConfigMap in the
   // controller's namespace holding the parameters' spec fields that decide where and how the
-  // Job's execution exists (Docker: endpoint, networkMode, runtime; Adapter::PinnedParameters).
+  // Job's execution exists (e.g. the engine endpoint; Adapter::PinnedParameters).
   // Every later adapter call uses those values, whatever happens to the parameters object since.
   // Only the name is in the Job: the values are backend configuration, which the Job API never
   // shows. nullopt: accepted before snapshots existed; such a Job reads the parameters by name.
@@ -249,70 +249,12 @@ struct JobClass {
   bool operator==(const JobClass&) const = default;
 };
 
-struct Toleration {
-  std::string key;
-  std::string operator_;  // "operator" on the wire: Exists | Equal
-  std::string value;
-  std::string effect;
-  std::optional<int64_t> tolerationSeconds;
-  bool operator==(const Toleration&) const = default;
-};
-
-// Cluster-scoped parameters for controllerName .../kubernetes.
-struct KubernetesExecutionParameters {
-  ObjectMeta metadata;
-  std::string serviceAccountName;
-  std::map<std::string, std::string> nodeSelector;
-  std::vector<Toleration> tolerations;
-  std::string runtimeClassName;
-  std::string priorityClassName;
-  std::map<std::string, std::string> extraLabels;
-  std::map<std::string, std::string> extraAnnotations;
-  int64_t imagePullFailureTimeoutSeconds = 300;
-  bool operator==(const KubernetesExecutionParameters&) const = default;
-};
-
-struct SecretKeyReference {  // a key of a Secret in a named namespace
+// A key of a Secret in a named namespace (the parameters kinds name their credentials so).
+struct SecretKeyReference {
   std::string namespace_;
   std::string name;
   std::string key;
   bool operator==(const SecretKeyReference&) const = default;
-};
-
-// Cluster-scoped parameters for controllerName .../opensandbox.
-struct OpenSandboxExecutionParameters {
-  ObjectMeta metadata;
-  std::string endpoint;  // lifecycle API base URL, e.g. http://127.0.0.1:8080/v1
-  std::optional<SecretKeyReference> apiKeySecretRef;
-  // Server-side timeout of a sandbox whose Job has no activeDeadlineSeconds; 0 = manual cleanup.
-  int64_t sandboxTimeoutSeconds = 0;
-  // With activeDeadlineSeconds, the sandbox timeout is the deadline plus this margin, so the
-  // controller's deadline (and its cancel) comes first and the server's timeout is the safety net.
-  int64_t sandboxTimeoutMarginSeconds = 300;
-  int64_t pollIntervalSeconds = 2;
-  bool useServerProxy = false;  // reach execd through the server's proxy route
-  std::map<std::string, std::string> extraMetadata;
-  bool operator==(const OpenSandboxExecutionParameters&) const = default;
-};
-
-enum class PullPolicy { kIfNotPresent, kAlways, kNever };
-
-// Cluster-scoped parameters for controllerName .../docker.
-struct DockerExecutionParameters {
-  ObjectMeta metadata;
-  std::string endpoint = "unix:///var/run/docker.sock";  // or tcp://host:port
-  // Secret with the CA that signed the engine's certificate and the client certificate and key
-  // (ca.pem, cert.pem, key.pem or ca.crt, tls.crt, tls.key; docs/jobclass.md); its key is unused.
-  std::optional<SecretKeyReference> tlsSecretRef;
-  // tcp:// without tlsSecretRef and http:// are plain HTTP, which carries forwarded Secret values
-  // in the clear: refused at acceptance unless this is true.
-  bool insecure = false;
-  std::string networkMode = "none";  // none | host
-  std::string runtime;               // e.g. runc, runsc; empty = engine default
-  PullPolicy pullPolicy = PullPolicy::kIfNotPresent;
-  std::map<std::string, std::string> extraLabels;
-  int64_t stopGracePeriodSeconds = 10;
-  bool operator==(const DockerExecutionParameters&) const = default;
 };
 
 // Small helpers used everywhere.

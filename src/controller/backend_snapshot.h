@@ -1,8 +1,8 @@
 // Backend snapshots: what pins an accepted Job to its backend, stored outside the Job.
 //
 // At acceptance the controller records the parameters fields that decide which backend holds a
-// Job's execution and what it is (Adapter::PinnedParameters: Docker endpoint, networkMode,
-// runtime). Those values are backend configuration, which the Job API never shows
+// Job's execution and what it is (Adapter::PinnedParameters, e.g. an engine endpoint, a network
+// mode). Those values are backend configuration, which the Job API never shows
 // (docs/api.md), so the Job's status only names them (status.resolvedJobClass.backendSnapshot)
 // and the values live in one immutable ConfigMap per distinct set, in the controller's
 // namespace, named from a hash of its content. The reconciler stores it before the status write

@@ -1,6 +1,5 @@
 // Targeted reads of the Secrets and ConfigMaps a Job references, for the Jobs whose adapter cannot
-// pass references to its backend (Docker, OpenSandbox: resolvesEnvReferences is false in their
-// descriptors) and whose
+// pass references to its backend (resolvesEnvReferences is false in their descriptors) and whose
 // class allows it (docs/api.md § Secret and ConfigMap references). One GET of the one object named:
 // the controller never lists or watches the content of Secrets or ConfigMaps; its informers see
 // their metadata only (controller/controller.h). What is read lives for one call and is never

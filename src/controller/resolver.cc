@@ -167,16 +167,16 @@ StatusOr<Resolution> ResolveJob(const api::Job& job, const ClusterCache& cache,
     return Resolution::Rejected("ResourcesOutOfRange", resources.status().message());
   }
 
-  if (auto missing =
-          adapters::RequirementsNotEnforced(*descriptor, className, parameters, *resources, job)) {
-    return Resolution::Rejected(adapters::kReasonNotEnforceable, *missing);
+  if (auto refused =
+          adapters::RefusedAtAcceptance(*descriptor, className, parameters, *resources, job)) {
+    return Resolution::Rejected(refused->reason, refused->message);
   }
 
   const std::string& ns = job.metadata.namespace_;
-  // Kubernetes: the kubelet resolves the references on the node, so only their existence is
-  // checked, in the metadata cache (a missing key shows up as the pod's
-  // CreateContainerConfigError). Other adapters get the values from the controller: each object
-  // is read once here to check its keys, and again when the request is built.
+  // A backend that resolves the references itself (descriptor resolvesEnvReferences, e.g. a
+  // kubelet on its node) gets them unread: only their existence is checked, in the metadata
+  // cache. Other adapters get the values from the controller: each object is read once here to
+  // check its keys, and again when the request is built.
   const bool passesReferences = descriptor->resolvesEnvReferences;
   ReferenceReader* keyReader = passesReferences ? nullptr : &reader;
   for (const auto& env : job.spec.task.env) {
@@ -227,7 +227,7 @@ StatusOr<Resolution> ResolveJob(const api::Job& job, const ClusterCache& cache,
   request.parameters = parameters;
   request.resources = *resources;
   if (Status s = adapter->Validate(request); !s.ok()) {
-    return Resolution::Rejected(adapter->RefusalReason(request), s.message());
+    return Resolution::Rejected("BackendRejected", s.message());
   }
   // Written with the class, once: from now on the Job talks to this backend, whatever becomes of
   // the parameters object (JobReconciler::ParametersFor). The status names the snapshot only;

@@ -1,11 +1,12 @@
 // Resolving a Job before it is accepted (docs/design.md § Decisions): which JobClass (explicit
 // name, namespace default, cluster default), which adapter and parameters, the effective resources,
 // and whether every Secret/ConfigMap reference can be satisfied (docs/api.md § Secret and
-// ConfigMap references). Reads the cache; for a Job whose adapter must forward values (Docker,
-// OpenSandbox) and whose class allows it, it also GETs each referenced object that exists, to
-// check its keys (and a pull secret's type), unless the reader already read it at the version the
-// metadata cache shows (ReferenceReader::ReadKeys). A Kubernetes-class Job's references are checked
-// for existence only, in the metadata cache: the controller reads no Secret for it.
+// ConfigMap references). Reads the cache; for a Job whose adapter must forward values
+// (resolvesEnvReferences false in its descriptor) and whose class allows it, it also GETs each
+// referenced object that exists, to check its keys (and a pull secret's type), unless the reader
+// already read it at the version the metadata cache shows (ReferenceReader::ReadKeys). The
+// references of a Job whose backend resolves them itself are checked for existence only, in the
+// metadata cache: the controller reads no Secret for it.
 #pragma once
 
 #include <string>

@@ -6,8 +6,11 @@
 #include <set>
 
 #include "adapters/docker/descriptor.h"
+#include "adapters/docker/parameters.h"
 #include "adapters/kubernetes/descriptor.h"
+#include "adapters/kubernetes/parameters.h"
 #include "adapters/opensandbox/descriptor.h"
+#include "adapters/opensandbox/parameters.h"
 #include "adapters/testing/in_process_adapter.h"
 #include "api/json.h"
 
@@ -117,6 +120,57 @@ TEST(RequirementsNotEnforcedTest, ADescriptorThatClaimsNothingRefusesEveryAsk) {
             std::nullopt);
 }
 
+// One check at acceptance: what the adapter does not enforce first (NotEnforceable), then the
+// descriptor's own refusal of the parameters under its own reason.
+TEST(RefusedAtAcceptanceTest, NotEnforceableFirstThenTheDescriptorsRefusal) {
+  AdapterDescriptor d = Described("example.com/r", "Thing");
+  d.parameters->fields = {"size"};
+  const api::Job job = PlainJob();
+  EXPECT_EQ(RefusedAtAcceptance(d, "c", {{"spec", {{"size", 1}}}}, {}, job), std::nullopt);
+  d.refuseParameters = [](const json& p) -> std::optional<Refusal> {
+    if (p.value("/spec/size"_json_pointer, 0) > 3) return Refusal{"TooBig", "size above 3"};
+    return std::nullopt;
+  };
+  EXPECT_EQ(RefusedAtAcceptance(d, "c", {{"spec", {{"size", 1}}}}, {}, job), std::nullopt);
+  EXPECT_EQ(RefusedAtAcceptance(d, "c", {{"spec", {{"size", 4}}}}, {}, job),
+            (Refusal{"TooBig", "size above 3"}));
+  const auto both = RefusedAtAcceptance(d, "c", {{"spec", {{"size", 4}, {"gpus", 1}}}}, {}, job);
+  ASSERT_TRUE(both.has_value());
+  EXPECT_EQ(both->reason, kReasonNotEnforceable);
+  EXPECT_NE(both->message.find("Thing spec.gpus"), std::string::npos) << both->message;
+}
+
+// The Docker descriptor refuses a plain-HTTP engine endpoint as InsecureEndpoint, also when the
+// endpoint comes from --docker-endpoint (a spec override laid over the parameters as read).
+TEST(RefusedAtAcceptanceTest, DockerRefusesPlainHttpEndpointsAsInsecureEndpoint) {
+  const api::Job job = PlainJob();
+  auto refusal = [&](const AdapterDescriptor& d, const json& spec) {
+    return RefusedAtAcceptance(d, "c", WithSpecOverrides(d, {{"spec", spec}}), {}, job);
+  };
+  const AdapterDescriptor local = docker::Descriptor();
+  EXPECT_EQ(refusal(local, json::object()), std::nullopt);  // the local unix socket
+  EXPECT_EQ(refusal(local, {{"endpoint", "tcp://127.0.0.1:2375"}, {"insecure", true}}),
+            std::nullopt);
+  EXPECT_EQ(refusal(local, {{"endpoint", "https://127.0.0.1:2376"}}), std::nullopt);
+  for (const json& spec :
+       {json{{"endpoint", "tcp://127.0.0.1:2375"}}, json{{"endpoint", "http://127.0.0.1:2375"}},
+        json{{"endpoint", "http://127.0.0.1:2375"},
+             {"tlsSecretRef", {{"namespace", "ns"}, {"name", "tls"}}},
+             {"insecure", true}}}) {
+    const auto r = refusal(local, spec);
+    ASSERT_TRUE(r.has_value()) << spec.dump();
+    EXPECT_EQ(r->reason, "InsecureEndpoint");
+    EXPECT_NE(r->message.find("plain HTTP"), std::string::npos) << r->message;
+    EXPECT_EQ(r->message.find("127.0.0.1"), std::string::npos) << r->message;
+  }
+  const AdapterDescriptor overridden = docker::Descriptor("tcp://127.0.0.1:2375");
+  const auto r = refusal(overridden, {{"endpoint", "unix:///var/run/docker.sock"}});
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->reason, "InsecureEndpoint");
+  // Parameters that do not decode are the adapter's Validate's to refuse (BackendRejected).
+  EXPECT_EQ(refusal(local, {{"endpoint", 7}}), std::nullopt);
+}
+
 TEST(WithSpecOverridesTest, OverridesReplaceSpecFieldsAndLeaveTheRest) {
   AdapterDescriptor d = docker::Descriptor("tcp://127.0.0.1:2375");
   json p = {{"kind", "DockerExecutionParameters"},
@@ -139,12 +193,12 @@ TEST(ShippedDescriptorsTest, RegisterTogetherAndListOnlyFieldsOfTheirKind) {
   ASSERT_TRUE(registry.Register(opensandbox::Descriptor(), adapter).ok());
   ASSERT_TRUE(registry.Register(TestDescriptor(), adapter).ok());
 
-  api::DockerExecutionParameters dockerModel;
+  docker::DockerExecutionParameters dockerModel;
   dockerModel.runtime = "runc";
   dockerModel.extraLabels = {{"a", "b"}};
   dockerModel.tlsSecretRef = api::SecretKeyReference{"ns", "n", "k"};
   dockerModel.insecure = true;  // encoded only when set
-  api::KubernetesExecutionParameters k8sModel;
+  kubernetes::KubernetesExecutionParameters k8sModel;
   k8sModel.serviceAccountName = "sa";
   k8sModel.nodeSelector = {{"a", "b"}};
   k8sModel.tolerations.resize(1);
@@ -154,14 +208,14 @@ TEST(ShippedDescriptorsTest, RegisterTogetherAndListOnlyFieldsOfTheirKind) {
   k8sModel.priorityClassName = "p";
   k8sModel.extraLabels = {{"a", "b"}};
   k8sModel.extraAnnotations = {{"a", "b"}};
-  api::OpenSandboxExecutionParameters osModel;
+  opensandbox::OpenSandboxExecutionParameters osModel;
   osModel.endpoint = "http://127.0.0.1:8080/v1";
   osModel.apiKeySecretRef = api::SecretKeyReference{"ns", "n", "k"};
   osModel.extraMetadata = {{"a", "b"}};
   const std::map<std::string, json> models = {
-      {"DockerExecutionParameters", api::ToJson(dockerModel)},
-      {"KubernetesExecutionParameters", api::ToJson(k8sModel)},
-      {"OpenSandboxExecutionParameters", api::ToJson(osModel)}};
+      {"DockerExecutionParameters", docker::ToJson(dockerModel)},
+      {"KubernetesExecutionParameters", kubernetes::ToJson(k8sModel)},
+      {"OpenSandboxExecutionParameters", opensandbox::ToJson(osModel)}};
   std::set<std::string> kinds;
   for (const auto& [descriptor, a] : registry.All()) {
     if (!descriptor.parameters) continue;
@@ -176,9 +230,11 @@ TEST(ShippedDescriptorsTest, RegisterTogetherAndListOnlyFieldsOfTheirKind) {
   }
   // Parameters with their defaults only ask for nothing the adapter does not enforce.
   const std::map<std::string, json> defaults = {
-      {"DockerExecutionParameters", api::ToJson(api::DockerExecutionParameters{})},
-      {"KubernetesExecutionParameters", api::ToJson(api::KubernetesExecutionParameters{})},
-      {"OpenSandboxExecutionParameters", api::ToJson(api::OpenSandboxExecutionParameters{})}};
+      {"DockerExecutionParameters", docker::ToJson(docker::DockerExecutionParameters{})},
+      {"KubernetesExecutionParameters",
+       kubernetes::ToJson(kubernetes::KubernetesExecutionParameters{})},
+      {"OpenSandboxExecutionParameters",
+       opensandbox::ToJson(opensandbox::OpenSandboxExecutionParameters{})}};
   for (const auto& [descriptor, a] : registry.All()) {
     if (!descriptor.parameters) continue;
     EXPECT_EQ(RequirementsNotEnforced(descriptor, "c", defaults.at(descriptor.parameters->kind), {},

@@ -401,117 +401,6 @@ TEST(JsonTest, JobClassRoundTrips) {
             "\"Denied\", got \"Yes\"");
 }
 
-TEST(JsonTest, KubernetesExecutionParametersRoundTrip) {
-  KubernetesExecutionParameters p;
-  p.metadata = FullMeta("k8s");
-  p.serviceAccountName = "runner";
-  p.nodeSelector = {{"kubernetes.io/os", "linux"}};
-  p.tolerations = {{"dedicated", "Equal", "ci", "NoSchedule", std::nullopt},
-                   {"", "Exists", "", "NoExecute", 30}};
-  p.runtimeClassName = "gvisor";
-  p.priorityClassName = "batch";
-  p.extraLabels = {{"team", "a"}};
-  p.extraAnnotations = {{"note", "b"}};
-  p.imagePullFailureTimeoutSeconds = 120;
-  const json j = ToJson(p);
-  EXPECT_EQ(j["kind"], "KubernetesExecutionParameters");
-  EXPECT_EQ(j["spec"]["tolerations"][0],
-            json::parse(R"({"key": "dedicated", "operator": "Equal", "value": "ci",
-                            "effect": "NoSchedule"})"));
-  EXPECT_EQ(j["spec"]["tolerations"][1],
-            json::parse(R"({"operator": "Exists", "effect": "NoExecute",
-                            "tolerationSeconds": 30})"));
-  EXPECT_EQ(j["spec"]["nodeSelector"]["kubernetes.io/os"], "linux");
-  EXPECT_EQ(j["spec"]["imagePullFailureTimeoutSeconds"], 120);
-  StatusOr<KubernetesExecutionParameters> back = KubernetesExecutionParametersFromJson(j);
-  ASSERT_TRUE(back.ok()) << back.status().ToString();
-  EXPECT_EQ(*back, p);
-
-  StatusOr<KubernetesExecutionParameters> defaults =
-      KubernetesExecutionParametersFromJson(json::parse(R"({"metadata": {"name": "d"}})"));
-  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
-  EXPECT_EQ(defaults->imagePullFailureTimeoutSeconds, 300);
-}
-
-TEST(JsonTest, OpenSandboxExecutionParametersRoundTrip) {
-  OpenSandboxExecutionParameters p;
-  p.metadata = FullMeta("sb");
-  p.endpoint = "http://127.0.0.1:8080/v1";
-  p.apiKeySecretRef = SecretKeyReference{"ayatori-system", "opensandbox", "api-key"};
-  p.sandboxTimeoutSeconds = 3600;
-  p.sandboxTimeoutMarginSeconds = 120;
-  p.pollIntervalSeconds = 5;
-  p.useServerProxy = true;
-  p.extraMetadata = {{"owner", "ci"}};
-  const json j = ToJson(p);
-  EXPECT_EQ(j["kind"], "OpenSandboxExecutionParameters");
-  EXPECT_EQ(j["spec"], json::parse(R"({
-    "endpoint": "http://127.0.0.1:8080/v1",
-    "apiKeySecretRef": {"namespace": "ayatori-system", "name": "opensandbox", "key": "api-key"},
-    "sandboxTimeoutSeconds": 3600, "sandboxTimeoutMarginSeconds": 120, "pollIntervalSeconds": 5,
-    "useServerProxy": true, "extraMetadata": {"owner": "ci"}})"));
-  StatusOr<OpenSandboxExecutionParameters> back = OpenSandboxExecutionParametersFromJson(j);
-  ASSERT_TRUE(back.ok()) << back.status().ToString();
-  EXPECT_EQ(*back, p);
-
-  StatusOr<OpenSandboxExecutionParameters> defaults = OpenSandboxExecutionParametersFromJson(
-      json::parse(R"({"metadata": {"name": "d"}, "spec": {"endpoint": "http://127.0.0.1:1"}})"));
-  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
-  EXPECT_EQ(defaults->sandboxTimeoutSeconds, 0);
-  EXPECT_EQ(defaults->sandboxTimeoutMarginSeconds, 300);
-  EXPECT_EQ(defaults->pollIntervalSeconds, 2);
-  EXPECT_FALSE(defaults->useServerProxy);
-  EXPECT_FALSE(defaults->apiKeySecretRef.has_value());
-}
-
-TEST(JsonTest, DockerExecutionParametersRoundTrip) {
-  DockerExecutionParameters p;
-  p.metadata = FullMeta("docker");
-  p.endpoint = "tcp://127.0.0.1:2376";
-  p.tlsSecretRef = SecretKeyReference{"ayatori-system", "docker-tls", ""};
-  p.networkMode = "host";
-  p.runtime = "runsc";
-  p.pullPolicy = PullPolicy::kNever;
-  p.extraLabels = {{"team", "a"}};
-  p.stopGracePeriodSeconds = 3;
-  const json j = ToJson(p);
-  EXPECT_EQ(j["kind"], "DockerExecutionParameters");
-  EXPECT_EQ(j["spec"], json::parse(R"({
-    "endpoint": "tcp://127.0.0.1:2376",
-    "tlsSecretRef": {"namespace": "ayatori-system", "name": "docker-tls"},
-    "networkMode": "host", "runtime": "runsc", "pullPolicy": "Never",
-    "extraLabels": {"team": "a"}, "stopGracePeriodSeconds": 3})"));
-  StatusOr<DockerExecutionParameters> back = DockerExecutionParametersFromJson(j);
-  ASSERT_TRUE(back.ok()) << back.status().ToString();
-  EXPECT_EQ(*back, p);
-
-  StatusOr<DockerExecutionParameters> defaults =
-      DockerExecutionParametersFromJson(json::parse(R"({"metadata": {"name": "d"}, "spec": {}})"));
-  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
-  DockerExecutionParameters want;
-  want.metadata.name = "d";
-  EXPECT_EQ(*defaults, want);
-  EXPECT_EQ(defaults->endpoint, "unix:///var/run/docker.sock");
-  EXPECT_EQ(defaults->networkMode, "none");
-  EXPECT_EQ(defaults->pullPolicy, PullPolicy::kIfNotPresent);
-  EXPECT_EQ(defaults->stopGracePeriodSeconds, 10);
-
-  for (const char* policy : {"IfNotPresent", "Always", "Never"}) {
-    json k = j;
-    k["spec"]["pullPolicy"] = policy;
-    StatusOr<DockerExecutionParameters> d = DockerExecutionParametersFromJson(k);
-    ASSERT_TRUE(d.ok()) << d.status().ToString();
-    EXPECT_EQ(ToJson(*d)["spec"]["pullPolicy"], policy);
-  }
-  json bad = j;
-  bad["spec"]["stopGracePeriodSeconds"] = "10s";
-  StatusOr<DockerExecutionParameters> d = DockerExecutionParametersFromJson(bad);
-  ASSERT_FALSE(d.ok());
-  EXPECT_EQ(d.status().message(),
-            "cannot decode DockerExecutionParameters docker: spec.stopGracePeriodSeconds: "
-            "expected an integer, got string");
-}
-
 TEST(JsonTest, AdlHooksConvertEveryKind) {
   StatusOr<Job> job = JobFromJson(json::parse(kExampleJob));
   ASSERT_TRUE(job.ok());
@@ -532,7 +421,6 @@ TEST(JsonTest, AdlHooksConvertEveryKind) {
   EXPECT_EQ(json("Cancelled").get<DesiredState>(), DesiredState::kCancelled);
   EXPECT_EQ(json(ConditionStatus::kFalse), "False");
   EXPECT_EQ(json(SecretEnvForwarding::kAllowed), "Allowed");
-  EXPECT_EQ(json(PullPolicy::kAlways), "Always");
 }
 
 TEST(TimeTest, ParsesRfc3339) {

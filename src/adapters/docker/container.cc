@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "adapters/docker/engine.h"
 #include "adapters/docker/json_get.h"
 #include "adapters/docker/registry_auth.h"
 #include "adapters/task_messages.h"
@@ -41,10 +42,10 @@ bool IsValidUid(std::string_view uid) {
 
 }  // namespace
 
-StatusOr<api::DockerExecutionParameters> ParseDockerParameters(const nlohmann::json& parameters) {
-  api::DockerExecutionParameters p;
+StatusOr<DockerExecutionParameters> ParseDockerParameters(const nlohmann::json& parameters) {
+  DockerExecutionParameters p;
   if (!parameters.is_null()) {
-    auto decoded = api::DockerExecutionParametersFromJson(parameters);
+    auto decoded = DockerExecutionParametersFromJson(parameters);
     if (!decoded.ok()) return decoded.status();
     p = std::move(*decoded);
   }
@@ -54,7 +55,27 @@ StatusOr<api::DockerExecutionParameters> ParseDockerParameters(const nlohmann::j
   return p;
 }
 
-Status ValidateRequest(const ExecutionRequest& request, const api::DockerExecutionParameters& p) {
+std::optional<Refusal> InsecureEndpointRefusal(const DockerExecutionParameters& params,
+                                               const std::string& defaultEndpoint,
+                                               bool adapterTls) {
+  const std::string& endpoint = params.endpoint.empty() ? defaultEndpoint : params.endpoint;
+  if (params.tlsSecretRef && endpoint.starts_with("http://")) {
+    return Refusal{kReasonInsecureEndpoint,
+                   "the docker endpoint of the parameters is http:// (plain HTTP) but they name a "
+                   "tlsSecretRef: use tcp:// or https://"};
+  }
+  const bool tls = params.tlsSecretRef.has_value() || adapterTls;
+  if (IsPlainNetworkEndpoint(endpoint, tls) && !params.insecure) {
+    return Refusal{kReasonInsecureEndpoint,
+                   "the docker endpoint of the JobClass's parameters is plain HTTP (tcp:// without "
+                   "tlsSecretRef, or http://), which would carry the container's environment "
+                   "(forwarded Secret values included) unencrypted: set tlsSecretRef in the "
+                   "DockerExecutionParameters, or insecure: true to accept that"};
+  }
+  return std::nullopt;
+}
+
+Status ValidateRequest(const ExecutionRequest& request, const DockerExecutionParameters& p) {
   const auto& meta = request.job.metadata;
   if (!IsValidUid(meta.uid)) {
     return Invalid("Job UID \"" + meta.uid + "\" cannot name a Docker container");
@@ -104,7 +125,7 @@ std::string CancelledContainerName(std::string_view uid) {
 }
 
 StatusOr<nlohmann::json> BuildCreateBody(const ExecutionRequest& request,
-                                         const api::DockerExecutionParameters& p) {
+                                         const DockerExecutionParameters& p) {
   if (auto st = ValidateRequest(request, p); !st.ok()) return st;
   const auto& meta = request.job.metadata;
   const auto& task = request.job.spec.task;

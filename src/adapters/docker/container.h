@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "adapters/docker/parameters.h"
 #include "api/types.h"
 #include "ayatori/adapter.h"
 #include "ayatori/status.h"
@@ -37,13 +38,23 @@ inline constexpr const char* kEnvJobName = "AYATORI_JOB_NAME";
 inline constexpr const char* kEnvJobUid = "AYATORI_JOB_UID";
 
 // The parameters JSON is the DockerExecutionParameters object ({"spec": {...}}, decoded by
-// api::DockerExecutionParametersFromJson; null = all defaults). `endpoint` stays empty when the
+// docker::DockerExecutionParametersFromJson; null = all defaults). `endpoint` stays empty when the
 // JSON names none, so that the adapter's default endpoint applies.
-StatusOr<api::DockerExecutionParameters> ParseDockerParameters(const nlohmann::json& parameters);
+StatusOr<DockerExecutionParameters> ParseDockerParameters(const nlohmann::json& parameters);
+
+// InsecureEndpoint: the engine endpoint of `params` (`defaultEndpoint` when they name none) would
+// be spoken to in plain HTTP, which carries the container's environment (forwarded Secret values
+// included) unencrypted: http://, or tcp:// with neither a tlsSecretRef nor `adapterTls` (client
+// TLS of the adapter's own, DockerAdapterOptions::tls), unless the parameters say insecure: true;
+// and http:// with a tlsSecretRef, insecure or not (TLS asked for where there is none). nullopt
+// otherwise. The message does not show the endpoint: the Job API never shows backend
+// configuration. Pure.
+std::optional<Refusal> InsecureEndpointRefusal(const DockerExecutionParameters& params,
+                                               const std::string& defaultEndpoint, bool adapterTls);
 
 // Checks that a request can be honoured (parameters, resources Docker can express, UID usable as
 // a container name). Pure; no engine round trip.
-Status ValidateRequest(const ExecutionRequest& request, const api::DockerExecutionParameters& p);
+Status ValidateRequest(const ExecutionRequest& request, const DockerExecutionParameters& p);
 
 // "ayatori-<uid>": deterministic, so a second create for the same Job conflicts (409).
 std::string ContainerName(std::string_view uid);
@@ -58,7 +69,7 @@ std::string CancelledContainerName(std::string_view uid);
 //   requests.cpu -> CpuShares (milli * 1024 / 1000, at least 2),
 //   requests.memory -> MemoryReservation, networkMode/runtime from the parameters.
 StatusOr<nlohmann::json> BuildCreateBody(const ExecutionRequest& request,
-                                         const api::DockerExecutionParameters& p);
+                                         const DockerExecutionParameters& p);
 
 // The execution's environment: the spec's env in order (each value resolved by the controller, or
 // the spec's literal), then anything else the controller resolved, then AYATORI_JOB_NAMESPACE,

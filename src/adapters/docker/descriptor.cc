@@ -1,5 +1,7 @@
 #include "adapters/docker/descriptor.h"
 
+#include "adapters/docker/container.h"
+#include "adapters/docker/parameters.h"
 #include "api/types.h"
 
 namespace ayatori::adapters::docker {
@@ -9,7 +11,7 @@ AdapterDescriptor Descriptor(const std::string& endpointOverride) {
   d.controllerName = kControllerName;
   d.parameters = ParametersKind{api::kGroup,
                                 api::kVersion,
-                                "DockerExecutionParameters",
+                                kParametersKind,
                                 "dockerexecutionparameters",
                                 {"endpoint", "networkMode", "runtime", "pullPolicy", "extraLabels",
                                  "stopGracePeriodSeconds", "tlsSecretRef", "insecure"}};
@@ -27,6 +29,14 @@ AdapterDescriptor Descriptor(const std::string& endpointOverride) {
     ask.egressDeny = !spec.is_object() || spec.value("networkMode", "none") == "none";
     ask.isolation = true;  // a container of its own, whatever the runtime
     return ask;
+  };
+  // Plain HTTP to the engine is refused as InsecureEndpoint. Without an override, parameters that
+  // name no endpoint use the adapter's default, the local unix socket, which is never plain HTTP.
+  d.refuseParameters = [](const nlohmann::json& parameters) -> std::optional<Refusal> {
+    auto params = ParseDockerParameters(parameters);
+    // Parameters that do not decode are the adapter's to refuse (Validate: BackendRejected).
+    if (!params.ok()) return std::nullopt;
+    return InsecureEndpointRefusal(*params, DockerExecutionParameters{}.endpoint, false);
   };
   if (!endpointOverride.empty()) d.specOverrides["endpoint"] = endpointOverride;
   return d;

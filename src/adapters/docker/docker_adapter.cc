@@ -161,7 +161,7 @@ std::shared_ptr<EngineClient> DockerAdapter::ClientFor(const std::string& endpoi
 namespace {
 
 // The endpoint the parameters name, or the adapter's default.
-std::string EndpointOf(const api::DockerExecutionParameters& params, const std::string& fallback) {
+std::string EndpointOf(const DockerExecutionParameters& params, const std::string& fallback) {
   return params.endpoint.empty() ? fallback : params.endpoint;
 }
 
@@ -231,35 +231,14 @@ Status DockerAdapter::Validate(const ExecutionRequest& request) {
   if (!params.ok()) return params.status();
   const std::string endpoint = EndpointOf(*params, options_.defaultEndpoint);
   const bool tls = params->tlsSecretRef.has_value() || !options_.tls.empty();
-  if (params->tlsSecretRef && endpoint.starts_with("http://")) {
-    return Status(StatusCode::kInvalidArgument,
-                  "the docker endpoint of the parameters is http:// (plain HTTP) but they name a "
-                  "tlsSecretRef: use tcp:// or https://");
-  }
-  if (IsPlainNetworkEndpoint(endpoint, tls) && !params->insecure) {
-    // The endpoint stays out of the message: the Job API never shows backend configuration.
-    return Status(StatusCode::kInvalidArgument,
-                  "the docker endpoint of the JobClass's parameters is plain HTTP (tcp:// without "
-                  "tlsSecretRef, or http://), which would carry the container's environment "
-                  "(forwarded Secret values included) unencrypted: set tlsSecretRef in the "
-                  "DockerExecutionParameters, or insecure: true to accept that");
+  // At acceptance the descriptor refused these first (Descriptor, reason InsecureEndpoint); an
+  // adapter used without the controller refuses them here too.
+  if (auto refused =
+          InsecureEndpointRefusal(*params, options_.defaultEndpoint, !options_.tls.empty())) {
+    return Status(StatusCode::kInvalidArgument, refused->message);
   }
   if (auto parsed = ParseEngineEndpoint(endpoint, tls); !parsed.ok()) return parsed.status();
   return ValidateRequest(request, *params);
-}
-
-std::string DockerAdapter::RefusalReason(const ExecutionRequest& request) const {
-  auto params = ParseDockerParameters(request.parameters);
-  if (params.ok()) {
-    const std::string endpoint = EndpointOf(*params, options_.defaultEndpoint);
-    const bool tls = params->tlsSecretRef.has_value() || !options_.tls.empty();
-    const bool plain = IsPlainNetworkEndpoint(endpoint, tls) && !params->insecure;
-    // http:// with a tlsSecretRef asks for TLS where there is none, insecure or not.
-    if (plain || (params->tlsSecretRef && endpoint.starts_with("http://"))) {
-      return kReasonInsecureEndpoint;
-    }
-  }
-  return Adapter::RefusalReason(request);
 }
 
 std::map<std::string, std::string> DockerAdapter::PinnedParameters(
@@ -359,17 +338,17 @@ std::optional<Observation> DockerAdapter::PullInBackground(
 
 std::optional<Observation> DockerAdapter::EnsureImage(
     const std::shared_ptr<EngineClient>& clientPtr, const ExecutionRequest& request,
-    const api::DockerExecutionParameters& params) {
+    const DockerExecutionParameters& params) {
   EngineClient& client = *clientPtr;
   const std::string& image = request.job.spec.task.image;
   auto ref = ParseImageReference(image);
   if (!ref.ok()) return Failed(kReasonImagePullFailed, ref.status().message());
-  if (params.pullPolicy != api::PullPolicy::kAlways) {
+  if (params.pullPolicy != PullPolicy::kAlways) {
     auto r = client.Call("GET", "/images/" + image + "/json");
     if (!r.ok()) return Unreachable(r.status());
     if (r->status == 200) return std::nullopt;
     if (r->status != 404) return Unreachable(EngineError("inspect image", *r));
-    if (params.pullPolicy == api::PullPolicy::kNever) {
+    if (params.pullPolicy == PullPolicy::kNever) {
       return Failed(kReasonImagePullFailed, "The image \"" + image +
                                                 "\" is not present on the engine and pullPolicy is "
                                                 "Never: pull it there or change the pullPolicy");

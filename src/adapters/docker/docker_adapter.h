@@ -25,6 +25,7 @@
 #include "adapters/docker/engine.h"
 #include "adapters/docker/events.h"
 #include "adapters/docker/logs.h"
+#include "adapters/docker/parameters.h"
 #include "adapters/docker/tls_secret.h"
 #include "api/types.h"
 #include "ayatori/adapter.h"
@@ -60,8 +61,6 @@ class DockerAdapter final : public Adapter, public LogSource {
   Status Start(std::function<void(const std::string&, const std::string&)> notify) override;
   void Stop() override;
   Status Validate(const ExecutionRequest& request) override;
-  // InsecureEndpoint for plain HTTP (tcp:// without TLS, http://) without `insecure: true`.
-  std::string RefusalReason(const ExecutionRequest& request) const override;
   // endpoint (the default one when the parameters name none), networkMode, runtime: where the
   // container lives and the isolation it was accepted with. tlsSecretRef, pullPolicy,
   // extraLabels and stopGracePeriodSeconds are read at each call.
@@ -79,7 +78,7 @@ class DockerAdapter final : public Adapter, public LogSource {
  private:
   struct Target {
     std::shared_ptr<EngineClient> client;
-    api::DockerExecutionParameters params;
+    DockerExecutionParameters params;
   };
   Observation EnsureExecution(const ExecutionRequest& request);
   // The engine client of the parameters. kInvalidArgument: the parameters can never work;
@@ -98,7 +97,7 @@ class DockerAdapter final : public Adapter, public LogSource {
   // failure, or kPending/ImagePulling while a background pull runs.
   std::optional<Observation> EnsureImage(const std::shared_ptr<EngineClient>& client,
                                          const ExecutionRequest& request,
-                                         const api::DockerExecutionParameters& params);
+                                         const DockerExecutionParameters& params);
   // Starts (or joins) the background pull of `key`; the answer while it runs, or its result.
   std::optional<Observation> PullInBackground(const std::shared_ptr<EngineClient>& client,
                                               const ExecutionRequest& request,

@@ -79,7 +79,7 @@ json EnvVarJson(const api::EnvVar& var) {
   return out;
 }
 
-json TolerationJson(const api::Toleration& t) {
+json TolerationJson(const Toleration& t) {
   json out = json::object();
   if (!t.key.empty()) out["key"] = t.key;
   if (!t.operator_.empty()) out["operator"] = t.operator_;
@@ -103,11 +103,11 @@ std::string SelectorForUid(std::string_view jobUid) {
   return std::string(api::kJobUidLabel) + "=" + std::string(jobUid);
 }
 
-StatusOr<api::KubernetesExecutionParameters> ParseParameters(const json& parameters) {
+StatusOr<KubernetesExecutionParameters> ParseParameters(const json& parameters) {
   if (parameters.is_null() || (parameters.is_object() && parameters.empty())) {
-    return api::KubernetesExecutionParameters{};
+    return KubernetesExecutionParameters{};
   }
-  auto params = api::KubernetesExecutionParametersFromJson(parameters);
+  auto params = KubernetesExecutionParametersFromJson(parameters);
   if (!params.ok()) return params.status();
   if (params->imagePullFailureTimeoutSeconds <= 0) {
     return Status(StatusCode::kInvalidArgument,
@@ -117,7 +117,7 @@ StatusOr<api::KubernetesExecutionParameters> ParseParameters(const json& paramet
 }
 
 Status ValidateRequest(const ExecutionRequest& request,
-                       const api::KubernetesExecutionParameters& params) {
+                       const KubernetesExecutionParameters& params) {
   const auto& meta = request.job.metadata;
   if (meta.uid.empty() || meta.namespace_.empty() || meta.name.empty()) {
     return Status(StatusCode::kInvalidArgument, "the Job has no uid, namespace or name");
@@ -168,8 +168,7 @@ Status ValidateRequest(const ExecutionRequest& request,
   return Status::Ok();
 }
 
-json BuildBatchJob(const ExecutionRequest& request,
-                   const api::KubernetesExecutionParameters& params) {
+json BuildBatchJob(const ExecutionRequest& request, const KubernetesExecutionParameters& params) {
   const auto& meta = request.job.metadata;
   const auto& task = request.job.spec.task;
 

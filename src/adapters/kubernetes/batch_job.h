@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "adapters/kubernetes/parameters.h"
 #include "api/types.h"
 #include "ayatori/adapter.h"
 #include "ayatori/status.h"
@@ -31,12 +32,12 @@ std::string SelectorForUid(std::string_view jobUid);
 
 // request.parameters (the KubernetesExecutionParameters object as JSON; null or {} = all defaults)
 // decoded. kInvalidArgument naming the field when it is malformed.
-StatusOr<api::KubernetesExecutionParameters> ParseParameters(const nlohmann::json& parameters);
+StatusOr<KubernetesExecutionParameters> ParseParameters(const nlohmann::json& parameters);
 
 // Checks what the apiserver would reject later, with a message for the Job's author: the
 // extra labels and annotations of the parameters (keys and values) and the Job's identity.
 Status ValidateRequest(const ExecutionRequest& request,
-                       const api::KubernetesExecutionParameters& params);
+                       const KubernetesExecutionParameters& params);
 
 // The batch/v1 Job for the request, ready to POST:
 //  - metadata: name BatchJobName(uid), the Job's namespace, labels (params.extraLabels, then
@@ -49,7 +50,7 @@ Status ValidateRequest(const ExecutionRequest& request,
 //    resources and env: the task's env passed through untouched (secretKeyRef / configMapKeyRef
 //    stay references, resolved by the kubelet) followed by AYATORI_JOB_NAMESPACE/NAME/UID.
 nlohmann::json BuildBatchJob(const ExecutionRequest& request,
-                             const api::KubernetesExecutionParameters& params);
+                             const KubernetesExecutionParameters& params);
 
 // True when `batchJob` was made by this adapter for the Ayatori Job with UID `jobUid`: it carries
 // the UID label and a controller ownerReference to that UID. Anything else is a stranger's

@@ -1,5 +1,6 @@
 #include "adapters/kubernetes/descriptor.h"
 
+#include "adapters/kubernetes/parameters.h"
 #include "api/types.h"
 
 namespace ayatori::adapters::kubernetes {
@@ -10,7 +11,7 @@ AdapterDescriptor Descriptor() {
   d.parameters = ParametersKind{
       api::kGroup,
       api::kVersion,
-      "KubernetesExecutionParameters",
+      kParametersKind,
       "kubernetesexecutionparameters",
       {"serviceAccountName", "nodeSelector", "tolerations", "runtimeClassName", "priorityClassName",
        "extraLabels", "extraAnnotations", "imagePullFailureTimeoutSeconds"}};

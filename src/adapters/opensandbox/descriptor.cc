@@ -8,7 +8,7 @@ namespace ayatori::adapters::opensandbox {
 AdapterDescriptor Descriptor() {
   AdapterDescriptor d;
   d.controllerName = kControllerName;
-  d.parameters = ParametersKind{api::kGroup, api::kVersion, "OpenSandboxExecutionParameters",
+  d.parameters = ParametersKind{api::kGroup, api::kVersion, kParametersKind,
                                 "opensandboxexecutionparameters", EnforcedParameterFields()};
   d.resolvesEnvReferences = false;
   d.enforces = {.memoryLimit = true,

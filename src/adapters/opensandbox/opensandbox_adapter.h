@@ -88,7 +88,7 @@ class OpenSandboxAdapter final : public Adapter, public docker::LogSource {
 
  private:
   struct Target {
-    api::OpenSandboxExecutionParameters params;
+    OpenSandboxExecutionParameters params;
     std::unique_ptr<ServerClient> client;
   };
   // What Observe learnt about a command that is still running, for the poller.

@@ -126,7 +126,7 @@ const std::vector<std::string>& EnforcedParameterFields() {
   return kFields;
 }
 
-StatusOr<api::OpenSandboxExecutionParameters> ParseParameters(const nlohmann::json& parameters) {
+StatusOr<OpenSandboxExecutionParameters> ParseParameters(const nlohmann::json& parameters) {
   if (parameters.is_null()) {
     return Invalid(
         "the JobClass names no OpenSandboxExecutionParameters (the endpoint is required)");
@@ -153,7 +153,7 @@ StatusOr<api::OpenSandboxExecutionParameters> ParseParameters(const nlohmann::js
       }
     }
   }
-  auto p = api::OpenSandboxExecutionParametersFromJson(normalized);
+  auto p = OpenSandboxExecutionParametersFromJson(normalized);
   if (!p.ok()) return p.status();
   const std::string& e = p->endpoint;
   if (e.rfind("http://", 0) != 0 && e.rfind("https://", 0) != 0) {
@@ -171,7 +171,7 @@ std::map<std::string, std::string> PinnedFields(const nlohmann::json& parameters
 }
 
 Status ValidateRequest(const ExecutionRequest& request,
-                       const api::OpenSandboxExecutionParameters& params) {
+                       const OpenSandboxExecutionParameters& params) {
   const auto& task = request.job.spec.task;
   if (task.command.empty() && task.args.empty()) {
     return Invalid(
@@ -225,7 +225,7 @@ Status ValidateRequest(const ExecutionRequest& request,
 }
 
 std::optional<int64_t> SandboxTimeoutSeconds(const ExecutionRequest& request,
-                                             const api::OpenSandboxExecutionParameters& params) {
+                                             const OpenSandboxExecutionParameters& params) {
   if (const auto& d = request.job.spec.activeDeadlineSeconds) {
     return std::max(kMinSandboxTimeout, *d + params.sandboxTimeoutMarginSeconds);
   }
@@ -234,7 +234,7 @@ std::optional<int64_t> SandboxTimeoutSeconds(const ExecutionRequest& request,
 }
 
 std::vector<std::pair<std::string, std::string>> SandboxMetadata(
-    const ExecutionRequest& request, const api::OpenSandboxExecutionParameters& params) {
+    const ExecutionRequest& request, const OpenSandboxExecutionParameters& params) {
   std::vector<std::pair<std::string, std::string>> m(params.extraMetadata.begin(),
                                                      params.extraMetadata.end());
   const auto& meta = request.job.metadata;
@@ -265,7 +265,7 @@ StatusOr<std::optional<ImageAuth>> SelectImageAuth(const ExecutionRequest& reque
 }
 
 StatusOr<nlohmann::json> BuildCreateBody(const ExecutionRequest& request,
-                                         const api::OpenSandboxExecutionParameters& params,
+                                         const OpenSandboxExecutionParameters& params,
                                          const std::optional<ImageAuth>& auth) {
   if (auto st = ValidateRequest(request, params); !st.ok()) return st;
   json body = json::object();

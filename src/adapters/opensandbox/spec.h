@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "adapters/opensandbox/parameters.h"
 #include "api/types.h"
 #include "ayatori/adapter.h"
 #include "ayatori/status.h"
@@ -53,7 +54,7 @@ const std::vector<std::string>& EnforcedParameterFields();
 // The OpenSandboxExecutionParameters object ({"spec": {...}}) as the class references it, or as
 // an accepted Job's calls get it, with the pinned fields laid over (strings: "true"/"false" for
 // useServerProxy).
-StatusOr<api::OpenSandboxExecutionParameters> ParseParameters(const nlohmann::json& parameters);
+StatusOr<OpenSandboxExecutionParameters> ParseParameters(const nlohmann::json& parameters);
 
 // The fields pinned at acceptance (Adapter::PinnedParameters): `endpoint` (the server that holds
 // the Job's sandbox; without a trailing slash, as the adapter uses it) and `useServerProxy`
@@ -65,18 +66,18 @@ std::map<std::string, std::string> PinnedFields(const nlohmann::json& parameters
 // a command to run, resource limits the server parses (it silently drops values it cannot),
 // sandbox metadata within the server's label rules, timeouts within its range.
 Status ValidateRequest(const ExecutionRequest& request,
-                       const api::OpenSandboxExecutionParameters& params);
+                       const OpenSandboxExecutionParameters& params);
 
 // Seconds of the sandbox's server-side timeout, nullopt for none (manual cleanup): with
 // activeDeadlineSeconds, the deadline plus sandboxTimeoutMarginSeconds (at least 60, the server's
 // minimum); else sandboxTimeoutSeconds when set.
 std::optional<int64_t> SandboxTimeoutSeconds(const ExecutionRequest& request,
-                                             const api::OpenSandboxExecutionParameters& params);
+                                             const OpenSandboxExecutionParameters& params);
 
 // The metadata every sandbox of the Job carries: the class's extraMetadata, then the Job's UID
 // (the lookup key), namespace and name (the name only when it fits a label value).
 std::vector<std::pair<std::string, std::string>> SandboxMetadata(
-    const ExecutionRequest& request, const api::OpenSandboxExecutionParameters& params);
+    const ExecutionRequest& request, const OpenSandboxExecutionParameters& params);
 
 // The query string value that lists the Job's sandboxes: GET /sandboxes?metadata=<this>.
 std::string UidMetadataQuery(std::string_view uid);
@@ -94,7 +95,7 @@ StatusOr<std::optional<ImageAuth>> SelectImageAuth(const ExecutionRequest& reque
 
 // POST /v1/sandboxes. Holds env and registry credentials: never log it.
 StatusOr<nlohmann::json> BuildCreateBody(const ExecutionRequest& request,
-                                         const api::OpenSandboxExecutionParameters& params,
+                                         const OpenSandboxExecutionParameters& params,
                                          const std::optional<ImageAuth>& auth);
 
 // A word for sh, single-quoted: 'it'\''s'.

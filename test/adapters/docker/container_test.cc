@@ -34,7 +34,7 @@ TEST(DockerParametersTest, DefaultsAndFields) {
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->endpoint, "") << "empty so that the adapter's default endpoint applies";
   EXPECT_EQ(d->networkMode, "none");
-  EXPECT_EQ(d->pullPolicy, api::PullPolicy::kIfNotPresent);
+  EXPECT_EQ(d->pullPolicy, PullPolicy::kIfNotPresent);
   EXPECT_EQ(d->stopGracePeriodSeconds, 10);
 
   auto p = ParseDockerParameters(json::parse(R"({
@@ -46,7 +46,7 @@ TEST(DockerParametersTest, DefaultsAndFields) {
   EXPECT_EQ(p->endpoint, "unix:///run/x.sock");
   EXPECT_EQ(p->networkMode, "host");
   EXPECT_EQ(p->runtime, "runsc");
-  EXPECT_EQ(p->pullPolicy, api::PullPolicy::kNever);
+  EXPECT_EQ(p->pullPolicy, PullPolicy::kNever);
   EXPECT_EQ(p->extraLabels.at("team"), "a");
   EXPECT_EQ(p->stopGracePeriodSeconds, 3);
 
@@ -158,7 +158,7 @@ TEST(CreateBodyTest, ResourcesNetworkAndRuntime) {
 
 TEST(ValidateRequestTest, RefusesWhatDockerCannotHonour) {
   auto params = *ParseDockerParameters(nullptr);
-  auto refused = [&](const ExecutionRequest& r, const api::DockerExecutionParameters& p) {
+  auto refused = [&](const ExecutionRequest& r, const DockerExecutionParameters& p) {
     return !ValidateRequest(r, p).ok();
   };
   EXPECT_FALSE(refused(Request(), params));
@@ -184,6 +184,33 @@ TEST(ValidateRequestTest, RefusesWhatDockerCannotHonour) {
   auto badRuntime = params;
   badRuntime.runtime = "run c";
   EXPECT_TRUE(refused(Request(), badRuntime));
+}
+
+TEST(InsecureEndpointRefusalTest, PlainHttpUnlessInsecureAndNeverHttpWithTls) {
+  auto refused = [](const std::string& endpoint, bool tlsRef, bool insecure,
+                    const std::string& fallback = "unix:///var/run/docker.sock",
+                    bool adapterTls = false) {
+    DockerExecutionParameters p;
+    p.endpoint = endpoint;
+    if (tlsRef) p.tlsSecretRef = api::SecretKeyReference{"ns", "tls", ""};
+    p.insecure = insecure;
+    auto r = InsecureEndpointRefusal(p, fallback, adapterTls);
+    if (r) {
+      EXPECT_EQ(r->reason, kReasonInsecureEndpoint);
+    }
+    return r.has_value();
+  };
+  EXPECT_FALSE(refused("unix:///var/run/docker.sock", false, false));
+  EXPECT_FALSE(refused("", false, false));
+  EXPECT_TRUE(refused("", false, false, "tcp://127.0.0.1:2375"));  // the adapter's default
+  EXPECT_FALSE(refused("", false, false, "tcp://127.0.0.1:2375", /*adapterTls=*/true));
+  EXPECT_TRUE(refused("tcp://127.0.0.1:2375", false, false));
+  EXPECT_FALSE(refused("tcp://127.0.0.1:2375", false, true));
+  EXPECT_FALSE(refused("tcp://127.0.0.1:2376", true, false));
+  EXPECT_TRUE(refused("http://127.0.0.1:2375", false, false));
+  EXPECT_FALSE(refused("http://127.0.0.1:2375", false, true));
+  EXPECT_TRUE(refused("http://127.0.0.1:2375", true, true));
+  EXPECT_FALSE(refused("https://127.0.0.1:2376", false, false));
 }
 
 TEST(DockerAdapterValidateTest, ChecksParametersEndpointAndResourcesWithoutTheEngine) {

@@ -129,7 +129,7 @@ TEST(BuildBatchJob, PassesImagePullSecretsByName) {
 }
 
 TEST(BuildBatchJob, LabelsJobAndPodWithTheUid) {
-  api::KubernetesExecutionParameters params;
+  KubernetesExecutionParameters params;
   params.extraLabels = {{"team", "ci"}};
   params.extraAnnotations = {{"example.com/cost-center", "42"}};
   json j = BuildBatchJob(MakeRequest(), params);
@@ -154,7 +154,7 @@ TEST(BuildBatchJob, LongJobNamesGoToTheAnnotationOnly) {
 }
 
 TEST(BuildBatchJob, AppliesSchedulingParameters) {
-  api::KubernetesExecutionParameters params;
+  KubernetesExecutionParameters params;
   params.serviceAccountName = "runner";
   params.nodeSelector = {{"pool", "batch"}};
   params.tolerations = {{"dedicated", "Equal", "batch", "NoSchedule", std::nullopt},
@@ -194,7 +194,7 @@ TEST(ValidateRequest, AcceptsAPlainRequest) {
 }
 
 TEST(ValidateRequest, RejectsBadOrReservedLabelsAndAnnotations) {
-  api::KubernetesExecutionParameters p;
+  KubernetesExecutionParameters p;
   p.extraLabels = {{"team", "a b"}};
   Status s = ValidateRequest(MakeRequest(), p);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);

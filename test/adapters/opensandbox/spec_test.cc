@@ -32,10 +32,10 @@ ExecutionRequest Request() {
   return r;
 }
 
-api::OpenSandboxExecutionParameters Parsed(const json& p) {
+OpenSandboxExecutionParameters Parsed(const json& p) {
   auto r = ParseParameters(p);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
-  return r.ok() ? *r : api::OpenSandboxExecutionParameters{};
+  return r.ok() ? *r : OpenSandboxExecutionParameters{};
 }
 
 TEST(OpenSandboxSpecTest, ParametersAreDecodedWithDefaultsAndTrailingSlashesDropped) {
