@@ -21,11 +21,10 @@ constexpr const char* kReasonBackendSnapshotConflict = "BackendSnapshotConflict"
 // Waiting reason (Succeeded=Unknown/Scheduling message, Warning Event) of an accepted Job whose
 // Secret, ConfigMap or key is gone when its execution is to be created (docs/api.md).
 constexpr const char* kReasonReferenceNotFound = "ReferenceNotFound";
-// Own writes the cache has not seen yet (CacheBehindOwnWrite): how long they are remembered, how
-// many per Job, and when a skipped round is tried again should the write's watch event be lost.
+// Own writes the cache has not seen yet (CacheBehindOwnWrite): how long they are remembered and
+// how many per Job.
 constexpr std::chrono::seconds kOwnWriteMemory{30};
 constexpr size_t kOwnWritesRemembered = 4;
-constexpr std::chrono::seconds kOwnWriteRecheck{1};
 
 namespace {
 
@@ -88,15 +87,25 @@ JobReconciler::JobReconciler(KubeClient& client, const ClusterCache& cache,
 ReconcileResult JobReconciler::Reconcile(const std::string& ns, const std::string& name) {
   auto cached = cache_.GetJob(ns, name);
   if (!cached) return {};
-  if (CacheBehindOwnWrite(*cached)) {
-    // The write's watch event brings the next round; the requeue only covers its loss.
-    return Requeue(kOwnWriteRecheck, false);
-  }
   auto started = clock_.SteadyNow();
   RoundState round;
   round.job = *cached;
   round.facts.now = NowSeconds(clock_);
   ReconcileResult result;
+  if (CacheBehindOwnWrite(*cached)) {
+    // The copy predates this controller's own write: read the Job instead (a read, where
+    // deciding on the copy would send a write bound to fail with 409 Conflict).
+    auto current = client_.Get(kJobs, ns, name);
+    if (!current.ok()) {
+      return current.status().code() == StatusCode::kNotFound ? ReconcileResult{}
+                                                              : Failed(current.status());
+    }
+    auto decoded = api::JobFromJson(*current);
+    if (!decoded.ok()) return Failed(decoded.status());
+    if (decoded->metadata.uid != cached->metadata.uid) return {};  // a new Job: its own events
+    round.job = std::move(*decoded);
+    round.fresh = true;
+  }
   if (statemachine::NeedsResolution(round.job)) {
     auto resolution = Resolve(round.job);
     if (resolution.ok()) {

@@ -96,11 +96,11 @@ class JobReconciler {
   void WaitingMessageWritten(const std::string& uid);
   void ForgetWaitingMessage(const std::string& uid);
   // Own writes and a lagging cache: after a write, the cache keeps showing the Job as it was
-  // before it until the write's watch event arrives. A round started from that copy would act
-  // on what this controller already changed and its write would only earn a 409 Conflict (an
+  // before it until the write's watch event arrives. A round that decided on that copy would act
+  // on what this controller already changed, and its write would only earn a 409 Conflict (an
   // extra request per Job under load). Like the expectations of client-go controllers, the
-  // reconciler remembers the resourceVersion each write of a Job superseded and skips rounds
-  // that start from it: the write's own watch event enqueues the Job again.
+  // reconciler remembers the resourceVersions its recent writes of a Job replaced; a round that
+  // starts from one of them reads the Job from the API server instead.
   void WroteOver(const api::Job& before, const api::Job& after);
   bool CacheBehindOwnWrite(const api::Job& cached);
 
