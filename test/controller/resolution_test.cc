@@ -101,6 +101,12 @@ TEST_F(Resolution, AmbiguousDefaultJobClass) {
   const std::string a = ClassName("default-a"), b = ClassName("default-b");
   ASSERT_TRUE(H().ApplyJobClass(a, {}, {{api::kIsDefaultClassAnnotation, "true"}}).ok());
   ASSERT_TRUE(H().ApplyJobClass(b, {}, {{api::kIsDefaultClassAnnotation, "true"}}).ok());
+  // The JobClass informer must have seen both defaults before the Job is resolved.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return H().controller().cache().GetJobClass(a) && H().controller().cache().GetJobClass(b);
+      },
+      20s));
   api::Job job = Create(
       "ambiguous",
       {{"jobClassName", nullptr}, {"task", {{"env", Env({{"AYATORI_TEST_RUN_SECONDS", "0"}})}}}});
