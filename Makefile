@@ -9,7 +9,7 @@ FUZZ_SECONDS ?= 60
         demo-kubernetes demo-kubernetes-down demo-opensandbox demo-opensandbox-down \
         bench-opensandbox format format-check tidy bench bench-kubernetes bench-startup bench-scale \
         bench-failover clean \
-        configure-asan configure-tsan test-asan test-tsan fuzz fuzz-ci chaos \
+        configure-asan configure-tsan build-asan build-tsan test-asan test-tsan fuzz fuzz-ci chaos \
         image install-manifests
 
 all: build
@@ -73,14 +73,19 @@ configure-asan: deps
 configure-tsan: deps
 	@cmake -S . -B $(TSAN_BUILD_DIR) $(SANITIZER_CMAKE_FLAGS) -DAYATORI_SANITIZE=thread >/dev/null
 
-# Unit and integration tiers under ASan + UBSan (LeakSanitizer included).
-test-asan: configure-asan testenv
+# Unit and integration tiers under ASan + UBSan (LeakSanitizer included). build-asan and
+# build-tsan only compile (.ci/run builds the trees while make test's tiers run).
+build-asan: configure-asan
 	@cmake --build $(ASAN_BUILD_DIR) --target tests-unit tests-integration
+
+test-asan: build-asan testenv
 	@cd $(ASAN_BUILD_DIR) && ctest $(CTEST_FLAGS) -L 'unit|integration'
 
 # Unit tier under TSan.
-test-tsan: configure-tsan
+build-tsan: configure-tsan
 	@cmake --build $(TSAN_BUILD_DIR) --target tests-unit
+
+test-tsan: build-tsan
 	@cd $(TSAN_BUILD_DIR) && ctest $(CTEST_FLAGS) -L unit
 
 # The Docker demo prepares only what it runs (hack/demo.sh): the Debian packages, the CMake target
