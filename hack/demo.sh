@@ -51,7 +51,7 @@ build_binaries() {
   local left
   if [ ! -f "$BUILD/build.ninja" ]; then
     # shellcheck disable=SC2086 # the flags are words
-    cmake -S "$ROOT" -B "$BUILD" ${AYATORI_CMAKE_FLAGS:--G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAYATORI_WERROR=ON} >/dev/null
+    cmake -S "$ROOT" -B "$BUILD" ${AYATORI_CMAKE_FLAGS:--G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAYATORI_WERROR=ON -DAYATORI_LINE_TABLES_ONLY=ON} >/dev/null
   fi
   left=$(ninja -C "$BUILD" -n "$@" | grep -c '^\[' || true)
   if [ "$left" -eq 0 ]; then
