@@ -217,6 +217,53 @@ TEST_F(OpenSandboxE2ETest, ExitThreeFailsWithTheExitCode) {
   EXPECT_EQ(Output(KeyOf(r, o)), "out\nerr\n");
 }
 
+// What the Job log API (src/logapi) streams for an OpenSandbox Job.
+TEST_F(OpenSandboxE2ETest, StreamLogsFollowsTheCommandTailsItsLinesAndFailsOnceItIsGone) {
+  auto r = Request({"/bin/sh", "-c", "for i in 1 2 3; do echo line$i; sleep 0.4; done"});
+  Observation o = adapter_->Ensure(r);
+  ASSERT_EQ(o.references.size(), 2u) << PhaseName(o);
+  const ExecutionKey key = KeyOf(r, o);
+
+  // A follower returns only once the command has stopped, with every line exactly once.
+  LogOptions follow;
+  follow.follow = true;
+  std::string followed;
+  Status streamed = adapter_->StreamLogs(key, follow, [&](std::string_view d) {
+    followed.append(d);
+    return true;
+  });
+  ASSERT_TRUE(streamed.ok()) << streamed.ToString();
+  EXPECT_EQ(followed, "line1\nline2\nline3\n");
+  EXPECT_EQ(adapter_->Observe(key).phase, ExecutionPhase::kSucceeded);
+
+  LogOptions tail;
+  tail.tailLines = 2;
+  std::string tailed;
+  ASSERT_TRUE(adapter_
+                  ->StreamLogs(key, tail,
+                               [&](std::string_view d) {
+                                 tailed.append(d);
+                                 return true;
+                               })
+                  .ok());
+  EXPECT_EQ(tailed, "line2\nline3\n");
+
+  // A reader that leaves ends the stream without an error.
+  int calls = 0;
+  EXPECT_TRUE(adapter_
+                  ->StreamLogs(key, {},
+                               [&](std::string_view) {
+                                 ++calls;
+                                 return false;
+                               })
+                  .ok());
+  EXPECT_EQ(calls, 1);
+
+  ASSERT_TRUE(adapter_->Delete(key).ok());
+  Status gone = adapter_->StreamLogs(key, {}, [](std::string_view) { return true; });
+  EXPECT_EQ(gone.code(), StatusCode::kNotFound) << gone.ToString();
+}
+
 TEST_F(OpenSandboxE2ETest, ArgvIsPassedWithoutAShellAndWorkingDirIsEntered) {
   auto r = Request({});
   r.job.spec.task.workingDir = "/tmp/work dir";
