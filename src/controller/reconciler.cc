@@ -95,15 +95,10 @@ ReconcileResult JobReconciler::Reconcile(const std::string& ns, const std::strin
   if (CacheBehindOwnWrite(*cached)) {
     // The copy predates this controller's own write: read the Job instead (a read, where
     // deciding on the copy would send a write bound to fail with 409 Conflict).
-    auto current = client_.Get(kJobs, ns, name);
-    if (!current.ok()) {
-      return current.status().code() == StatusCode::kNotFound ? ReconcileResult{}
-                                                              : Failed(current.status());
-    }
-    auto decoded = api::JobFromJson(*current);
-    if (!decoded.ok()) return Failed(decoded.status());
-    if (decoded->metadata.uid != cached->metadata.uid) return {};  // a new Job: its own events
-    round.job = std::move(*decoded);
+    auto current = ReadCurrentJob(ns, name, cached->metadata.uid);
+    if (!current.ok()) return Failed(current.status());
+    if (!current->has_value()) return {};
+    round.job = std::move(**current);
     round.fresh = true;
   }
   if (statemachine::NeedsResolution(round.job)) {
@@ -192,19 +187,14 @@ ReconcileResult JobReconciler::Step(RoundState& round) {
     if (plan.call == AdapterCall::kEnsure && !round.fresh) {
       // A new execution is about to be created: act on the current Job, not on a cache copy
       // that may lag behind (a cancel, a deletion, a new UID under the same name).
-      auto current = client_.Get(kJobs, job.metadata.namespace_, job.metadata.name);
-      if (!current.ok()) {
-        if (current.status().code() == StatusCode::kNotFound) return {};
-        return Failed(current.status());
-      }
-      auto decoded = api::JobFromJson(*current);
-      if (!decoded.ok()) return Failed(decoded.status());
-      if (decoded->metadata.uid != job.metadata.uid) return {};  // a new Job: its own events
+      auto current = ReadCurrentJob(job.metadata.namespace_, job.metadata.name, job.metadata.uid);
+      if (!current.ok()) return Failed(current.status());
+      if (!current->has_value()) return {};
       round.fresh = true;
-      bool changed = decoded->metadata.resourceVersion != job.metadata.resourceVersion;
+      bool changed = (*current)->metadata.resourceVersion != job.metadata.resourceVersion;
       // Always continue with the full object: the cache keeps a compact projection of accepted
       // Jobs without the task (CompactJobForCache), and Ensure needs all of it.
-      job = std::move(*decoded);
+      job = std::move(**current);
       if (changed) {
         if (statemachine::NeedsResolution(job) && !round.facts.resolution) {
           auto resolution = Resolve(job);
@@ -259,17 +249,27 @@ StatusOr<api::Job> JobReconciler::WriteStatus(const api::Job& job, const api::Jo
   return updated;
 }
 
+StatusOr<std::optional<api::Job>> JobReconciler::ReadCurrentJob(const std::string& ns,
+                                                                const std::string& name,
+                                                                const std::string& uid) {
+  auto current = client_.Get(kJobs, ns, name);
+  if (!current.ok()) {
+    if (current.status().code() == StatusCode::kNotFound) return std::optional<api::Job>();
+    return current.status();
+  }
+  auto decoded = api::JobFromJson(*current);
+  if (!decoded.ok()) return decoded.status();
+  if (decoded->metadata.uid != uid) return std::optional<api::Job>();
+  return std::optional<api::Job>(std::move(*decoded));
+}
+
 Status JobReconciler::DeleteExpiredJob(const api::Job& job, api::Time now) {
   // The TTL decision is irreversible: re-check it on the Job as the API server has it now (the
   // TTL may have been extended a moment ago), and delete exactly that UID.
-  auto current = client_.Get(kJobs, job.metadata.namespace_, job.metadata.name);
-  if (!current.ok()) {
-    return current.status().code() == StatusCode::kNotFound ? Status::Ok() : current.status();
-  }
-  auto fresh = api::JobFromJson(*current);
-  if (!fresh.ok()) return fresh.status();
-  if (fresh->metadata.uid != job.metadata.uid || !statemachine::TtlExpired(*fresh, now)) {
-    return Status::Ok();  // the update event of the fresh Job brings a new round
+  auto current = ReadCurrentJob(job.metadata.namespace_, job.metadata.name, job.metadata.uid);
+  if (!current.ok()) return current.status();
+  if (!current->has_value() || !statemachine::TtlExpired(**current, now)) {
+    return Status::Ok();  // gone, replaced, or the update event of the fresh Job brings a round
   }
   DeleteOptions options;
   options.preconditionUid = job.metadata.uid;

@@ -71,6 +71,10 @@ class JobReconciler {
                                      const std::vector<std::string>& finalizers);
   StatusOr<api::Job> WriteStatus(const api::Job& job, const api::JobStatus& status);
   Status DeleteExpiredJob(const api::Job& job, api::Time now);
+  // The Job as the API server has it now, if it is still the Job of `uid`: nullopt when it is
+  // gone or a new Job took its name (that one has its own events and rounds).
+  StatusOr<std::optional<api::Job>> ReadCurrentJob(const std::string& ns, const std::string& name,
+                                                   const std::string& uid);
   StatusOr<Observation> CallAdapter(statemachine::AdapterCall call, const api::Job& job);
   // ResolveJob, then for a resolved Job stores its backend snapshot, so that the status write
   // recording acceptance never names a snapshot that does not exist. A missing namespace or a
