@@ -6,7 +6,8 @@ FUZZ_BUILD_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 60
 
 .PHONY: all deps configure build testenv test test-unit test-integration test-e2e demo demo-down \
-        demo-kubernetes demo-kubernetes-down demo-opensandbox demo-opensandbox-down \
+        demo-kubernetes demo-kubernetes-down demo-opensandbox demo-opensandbox-down demo-install \
+        demo-install-down \
         bench-opensandbox format format-check tidy bench bench-kubernetes bench-startup bench-scale \
         bench-failover clean \
         configure-asan configure-tsan build-asan build-tsan test-asan test-tsan fuzz fuzz-ci chaos \
@@ -116,6 +117,15 @@ demo-opensandbox:
 
 demo-opensandbox-down:
 	@hack/demo.sh down-opensandbox
+
+# The install path on the test control plane (docs/install.md "Try it on this machine"): the
+# controller image, dist/install.yaml, the controller with its ServiceAccount's token serving the
+# Job log API, and an ordinary user running Jobs and reading their logs with kubectl ayatori.
+demo-install:
+	@$(DEMO_ENV) hack/demo.sh up-install
+
+demo-install-down:
+	@hack/demo.sh down-install
 
 # Jobs on the Docker and Kubernetes backends while two leader-elected controller replicas are
 # SIGKILLed and dockerd and kube-apiserver restart once each; then a verdict on every Job

@@ -14,7 +14,16 @@
 #   demo.sh up-opensandbox    a Job that succeeds (with its output), one that fails with exit code
 #                             3 and one cancelled while it runs
 #   demo.sh down-opensandbox
-# With KUBECONFIG pointing at a reachable cluster, that cluster is used instead of a local one.
+# make demo-install / make demo-install-down: the install path as a platform team and a Job
+# author meet it (docs/install.md "Try it on this machine"), on the test control plane:
+#   demo.sh up-install        the controller image; dist/install.yaml applied; the controller run
+#                             with its ServiceAccount's token (in a network namespace, serving the
+#                             Job log API); then an ordinary user without Docker access runs Jobs,
+#                             reads their logs with kubectl ayatori and is refused by the
+#                             confirm-backend-lost admission policy
+#   demo.sh down-install
+# With KUBECONFIG pointing at a reachable cluster, that cluster is used instead of a local one
+# (not by up-install, which needs the test control plane's front proxy and certificate user).
 #
 # `up` prepares what it needs itself, and only that: the Debian packages, the CMake target
 # demo-binaries (ayatori-controller and kubectl-ayatori, not the tests) and the control plane's
@@ -25,6 +34,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 case ${1:-} in
+  *install) DEMO=${AYATORI_DEMO_DIR:-/tmp/ayatori-demo-install} ;;
   *kubernetes) DEMO=${AYATORI_DEMO_DIR:-/tmp/ayatori-demo-kubernetes} ;;
   *opensandbox) DEMO=${AYATORI_DEMO_DIR:-/tmp/ayatori-demo-opensandbox} ;;
   *) DEMO=${AYATORI_DEMO_DIR:-/tmp/ayatori-demo} ;;
@@ -136,7 +146,9 @@ use_cluster() {
   echo "export KUBECONFIG=$KUBECONFIG PATH=$TESTENV_BIN:\$PATH" >"$DEMO/kube.env"
 }
 
-# start_controller [flags...]: (re)starts the controller with --kubeconfig and these flags.
+# start_controller [flags...]: (re)starts the controller with --kubeconfig and these flags; the
+# words of LAUNCH (e.g. ip netns exec NAME) go before it.
+LAUNCH=()
 start_controller() {
   local pidfile=$DEMO/controller.pid
   if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
@@ -145,7 +157,7 @@ start_controller() {
     for _ in $(seq 100); do kill -0 "$(cat "$pidfile")" 2>/dev/null || break; sleep 0.1; done
   fi
   [ -x "$CONTROLLER" ] || die "controller binary $CONTROLLER is missing: run make build"
-  setsid nohup "$CONTROLLER" --kubeconfig="$KUBECONFIG" --metrics-address=127.0.0.1:0 \
+  setsid nohup "${LAUNCH[@]}" "$CONTROLLER" --kubeconfig="$KUBECONFIG" --metrics-address=127.0.0.1:0 \
     --log-format=json "$@" >"$DEMO/controller.log" 2>&1 </dev/null &
   echo $! >"$pidfile"
   for _ in $(seq 100); do
@@ -453,6 +465,217 @@ EOF
   echo "demo is up. Try:  source $DEMO/env.sh && kubectl get ajob -n ci"
 }
 
+# The install walkthrough's network namespace: the log API's Endpoints may not be a loopback
+# address, so the controller serves it from a namespace of its own, on the inner end of a veth
+# pair with TEST-NET-1 addresses (RFC 5737; above the range the e2e tests use, 192.0.2.130-250).
+NETNS=ayatori-demo-install
+NETNS_HOST_IP=192.0.2.252
+NETNS_INNER_IP=192.0.2.253
+LOGS_API_PORT=8443
+
+make_netns() {
+  if ip netns list | grep -qw "$NETNS"; then
+    echo "network namespace $NETNS exists"
+    return
+  fi
+  ip netns add "$NETNS"
+  ip link add aydemo-host type veth peer name aydemo-inner
+  ip link set aydemo-inner netns "$NETNS"
+  ip addr add "$NETNS_HOST_IP/32" peer "$NETNS_INNER_IP/32" dev aydemo-host
+  ip link set aydemo-host up
+  ip -n "$NETNS" addr add "$NETNS_INNER_IP/32" peer "$NETNS_HOST_IP/32" dev aydemo-inner
+  ip -n "$NETNS" link set aydemo-inner up
+  ip -n "$NETNS" link set lo up
+  echo "network namespace $NETNS: $NETNS_INNER_IP inside, $NETNS_HOST_IP on the host (veth pair)"
+}
+
+# start_relay NAME [LAUNCH...]: a background hack/tcp_relay.py with the words of RELAY_ARGS,
+# started by LAUNCH (e.g. ip netns exec NAME); its process group id goes to $DEMO/NAME.pid.
+RELAY_ARGS=()
+start_relay() {
+  local name=$1
+  shift
+  if [ -f "$DEMO/$name.pid" ]; then
+    kill -TERM -- "-$(cat "$DEMO/$name.pid")" 2>/dev/null || true  # the one of an earlier up
+  fi
+  setsid nohup "$@" python3 "$ROOT/hack/tcp_relay.py" "${RELAY_ARGS[@]}" \
+    >"$DEMO/$name.log" 2>&1 </dev/null &
+  echo $! >"$DEMO/$name.pid"
+}
+
+# A kubeconfig for the controller with its ServiceAccount's token (TokenRequest), as a pod of the
+# Deployment would have it mounted.
+controller_kubeconfig() {
+  local token ca
+  token=$(kube create token ayatori-controller -n ayatori-system --duration=24h)
+  ca=$(base64 -w0 "$TESTENV_CA")
+  cat >"$DEMO/controller.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters: [{name: demo, cluster: {server: "$TESTENV_API", certificate-authority-data: $ca}}]
+users: [{name: ayatori-controller, user: {token: $token}}]
+contexts: [{name: demo, context: {cluster: demo, user: ayatori-controller, namespace: ayatori-system}}]
+current-context: demo
+EOF
+  chmod 600 "$DEMO/controller.kubeconfig"
+}
+
+# The Job author: the control plane's certificate user testenv-user (group testenv-users), with
+# no access to Docker or to the controller's credentials.
+user_kubeconfig() {
+  local ca cert key
+  ca=$(base64 -w0 "$TESTENV_CA")
+  cert=$(base64 -w0 "$TESTENV_USER_CERT")
+  key=$(base64 -w0 "$TESTENV_USER_KEY")
+  cat >"$DEMO/user.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters: [{name: demo, cluster: {server: "$TESTENV_API", certificate-authority-data: $ca}}]
+users: [{name: testenv-user, user: {client-certificate-data: $cert, client-key-data: $key}}]
+contexts: [{name: demo, context: {cluster: demo, user: testenv-user, namespace: team-a}}]
+current-context: demo
+EOF
+  chmod 600 "$DEMO/user.kubeconfig"
+}
+
+as_user() { KUBECONFIG=$DEMO/user.kubeconfig "$@"; }
+
+up_install() {
+  TOTAL=11
+  step "Debian packages (hack/install-deps.sh installs the missing ones)"
+  "$ROOT/hack/install-deps.sh"
+
+  step "control-plane binaries etcd, kube-apiserver and kubectl (Go)"
+  start_control_plane_build api
+
+  step "building ayatori-controller and kubectl-ayatori (CMake target demo-binaries)"
+  build_binaries demo-binaries
+
+  step "waiting for the control-plane binaries"
+  wait_control_plane_build
+
+  step "Kubernetes control plane (etcd, kube-apiserver with API aggregation) and dockerd"
+  unset KUBECONFIG
+  use_cluster api
+  "$ROOT/hack/dockerd.sh" up
+  # shellcheck disable=SC1091
+  source "$AYATORI_DOCKERD_DIR/env.sh"
+  "$ROOT/hack/images/build.sh"
+
+  step "the controller image (what make image does: hack/image.sh, no base image pulled)"
+  AYATORI_BUILD_DIR=$BUILD "$ROOT/hack/image.sh" build
+  docker image ls --format '  {{.Repository}}:{{.Tag}}  {{.Size}}' ayatori/controller
+
+  step "dist/install.yaml (what make install-manifests writes), applied by the administrator"
+  "$ROOT/hack/install-manifests.sh" "$DEMO/install.yaml"
+  kube apply --server-side -f "$DEMO/install.yaml" | sed 's/^/  /'
+  kube wait --for condition=established --timeout=60s -f "$ROOT/config/crd/" >/dev/null
+  kube apply -f "$ROOT/config/samples/dockerexecutionparameters.yaml" \
+    -f "$ROOT/config/samples/jobclass-docker.yaml" | sed 's/^/  /'
+  # No kubelet runs here, so no pod of the Deployment starts: the controller runs beside the
+  # cluster instead, with the Deployment's flags and its ServiceAccount's token (next step).
+  echo "  (the Deployment's pods cannot start here: this control plane has no node)"
+
+  step "the controller as ServiceAccount ayatori-system/ayatori-controller, serving the Job log API"
+  make_netns
+  local apiport=${TESTENV_API##*:}
+  RELAY_ARGS=("$NETNS_HOST_IP" "$apiport" 127.0.0.1 "$apiport")
+  start_relay relay-host
+  RELAY_ARGS=(127.0.0.1 "$apiport" "$NETNS_HOST_IP" "$apiport")
+  start_relay relay-netns ip netns exec "$NETNS"
+  # The Service of install.yaml selects the Deployment's pods; with none, its endpoint is the
+  # controller in the namespace (kube-apiserver refuses loopback endpoints).
+  kube apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Endpoints
+metadata: {name: ayatori-logs-api, namespace: ayatori-system}
+subsets: [{addresses: [{ip: $NETNS_INNER_IP}], ports: [{name: https, port: $LOGS_API_PORT}]}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: ayatori-logs-api-demo
+  namespace: ayatori-system
+  labels: {kubernetes.io/service-name: ayatori-logs-api}
+addressType: IPv4
+endpoints: [{addresses: ["$NETNS_INNER_IP"], conditions: {ready: true}}]
+ports: [{name: https, port: $LOGS_API_PORT, protocol: TCP}]
+EOF
+  controller_kubeconfig
+  LAUNCH=(ip netns exec "$NETNS")
+  KUBECONFIG=$DEMO/controller.kubeconfig start_controller --leader-elect=true \
+    --namespace=ayatori-system --leader-election-namespace=ayatori-system --workers=4 \
+    --logs-api-bind="$NETNS_INNER_IP:$LOGS_API_PORT" --docker-endpoint="$DOCKER_HOST"
+  kube wait --for=condition=Available --timeout=60s \
+    apiservice/v1alpha1.logs.execution.ayatori.ddupan.top >/dev/null
+  echo "APIService v1alpha1.logs.execution.ayatori.ddupan.top is Available"
+
+  step "an ordinary user (testenv-user) may run Jobs and read their logs in namespace team-a"
+  kube create namespace team-a --dry-run=client -o yaml | kube apply -f - >/dev/null
+  kube create role job-author -n team-a --verb=get,list,watch,create,delete,patch,update \
+    --resource=jobs.execution.ayatori.ddupan.top --dry-run=client -o yaml | kube apply -f - >/dev/null
+  kube create role event-reader -n team-a --verb=get,list,watch --resource=events \
+    --dry-run=client -o yaml | kube apply -f - >/dev/null
+  local role
+  for role in job-author event-reader; do
+    kube create rolebinding "$role" -n team-a --role="$role" --user=testenv-user \
+      --dry-run=client -o yaml | kube apply -f - >/dev/null
+  done
+  kube create rolebinding job-log-reader -n team-a --clusterrole=ayatori-job-log-reader \
+    --user=testenv-user --dry-run=client -o yaml | kube apply -f - >/dev/null
+  user_kubeconfig
+  echo "kubeconfig $DEMO/user.kubeconfig (certificate user testenv-user; no DOCKER_HOST)"
+  as_user "$KUBECTL" auth can-i --list -n team-a | grep -E '^Resources|ayatori' | sed 's/^/  /'
+
+  step "as that user: kubectl ayatori run --wait, logs, logs -f, get"
+  as_user "$KUBECTL" delete -n team-a ajob/hello ajob/counter --ignore-not-found --wait=true >/dev/null
+  (
+    unset DOCKER_HOST
+    export KUBECONFIG=$DEMO/user.kubeconfig
+    set -x
+    "$PLUGIN" run hello -n team-a --image ayatori.local/busybox:1 --wait -- echo hello from team-a
+    "$PLUGIN" logs hello -n team-a
+    "$PLUGIN" run counter -n team-a --image ayatori.local/busybox:1 --command -- \
+      /bin/sh -c 'for i in 1 2 3; do echo count $i; sleep 1; done'
+    "$PLUGIN" logs -f counter -n team-a
+    "$PLUGIN" get -n team-a
+  )
+
+  step "as that user: setting the confirm-backend-lost annotation is refused (admission policy)"
+  local out rc=0
+  out=$(as_user "$KUBECTL" annotate -n team-a ajob/hello --overwrite \
+    'execution.ayatori.ddupan.top/confirm-backend-lost=me: host gone' 2>&1) || rc=$?
+  echo "  $out"
+  [ "$rc" -ne 0 ] || die "the user was allowed to confirm a lost backend"
+  echo "  (members of the group ayatori:backend-lost-confirmers or holders of the ClusterRole"
+  echo "   ayatori-backend-lost-confirmer may: docs/operations.md, \"A Job is ResultUnknown\")"
+
+  if grep -q '"code":403' "$DEMO/controller.log"; then
+    grep '"code":403' "$DEMO/controller.log" | head -n 5 >&2
+    die "the controller was denied a request with its ServiceAccount's RBAC"
+  fi
+  {
+    cat "$DEMO/kube.env" "$AYATORI_DOCKERD_DIR/env.sh"
+    echo "export PATH=$(dirname "$PLUGIN"):\$PATH"
+  } >"$DEMO/env.sh"
+  echo
+  echo "demo-install is up after ${SECONDS}s. Try, as the Job author:"
+  echo "  source $DEMO/env.sh && KUBECONFIG=$DEMO/user.kubeconfig kubectl ayatori get -n team-a"
+}
+
+down_install() {
+  local name
+  for name in relay-host relay-netns; do
+    if [ -f "$DEMO/$name.pid" ]; then
+      kill -TERM -- "-$(cat "$DEMO/$name.pid")" 2>/dev/null || true
+    fi
+  done
+  if ip netns list | grep -qw "$NETNS"; then
+    ip netns delete "$NETNS"  # the veth pair goes with it
+    echo "network namespace $NETNS deleted"
+  fi
+}
+
 down() {
   if [ -f "$DEMO/controller.pid" ]; then
     p=$(cat "$DEMO/controller.pid")
@@ -462,6 +685,7 @@ down() {
     rm -f "$DEMO/controller.pid"
     echo "controller stopped"
   fi
+  [ "${1:-}" != install ] || down_install
   [ "${1:-}" != opensandbox ] || "$ROOT/hack/opensandbox/opensandbox.sh" down || true
   [ "${1:-}" = kubernetes ] || "$ROOT/hack/dockerd.sh" down || true
   if [ -f "$DEMO/own-cluster" ]; then
@@ -478,5 +702,7 @@ case ${1:-} in
   down-kubernetes) down kubernetes ;;
   up-opensandbox) up_opensandbox ;;
   down-opensandbox) down opensandbox ;;
-  *) echo "usage: demo.sh up|down|up-kubernetes|down-kubernetes|up-opensandbox|down-opensandbox" >&2; exit 2 ;;
+  up-install) up_install ;;
+  down-install) down install ;;
+  *) echo "usage: demo.sh up|down|up-kubernetes|down-kubernetes|up-opensandbox|down-opensandbox|up-install|down-install" >&2; exit 2 ;;
 esac

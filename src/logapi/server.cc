@@ -201,14 +201,19 @@ StatusOr<json> AdapterJobLogs::Parameters(const json& job, const AdapterDescript
   const json resolved = job.value("/status/resolvedJobClass"_json_pointer, json::object());
   const json ref = resolved.value("parametersRef", json());
   if (descriptor.parameters && ref.is_object()) {
-    auto current = client_.Get(adapters::ParametersResource(*descriptor.parameters), "",
-                               ref.value("name", std::string()));
+    // A list of the one name, not a GET: the controller's ClusterRole grants list and watch on
+    // the parameters kinds (its informers), not get (config/rbac/role.yaml). Every replica serves
+    // this API, and a standby one has no informers to read from.
+    ListOptions byName;
+    byName.fieldSelector = "metadata.name=" + ref.value("name", std::string());
+    auto current = client_.List(adapters::ParametersResource(*descriptor.parameters), "", byName);
+    if (!current.ok()) return current.status();
     // Only the object the Job was accepted with counts (JobReconciler::ParametersFor).
-    if (current.ok() && current->value("/metadata/uid"_json_pointer, std::string()) ==
-                            ref.value("uid", std::string())) {
-      parameters = adapters::WithSpecOverrides(descriptor, std::move(*current));
-    } else if (!current.ok() && current.status().code() != StatusCode::kNotFound) {
-      return current.status();
+    for (json& item : current->items) {
+      if (item.value("/metadata/uid"_json_pointer, std::string()) ==
+          ref.value("uid", std::string())) {
+        parameters = adapters::WithSpecOverrides(descriptor, std::move(item));
+      }
     }
   }
   const std::string snapshotName = resolved.value("backendSnapshot", std::string());

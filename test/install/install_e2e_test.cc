@@ -81,6 +81,18 @@ std::string Source(const std::string& path) {
   return RequiredEnv("AYATORI_SOURCE_DIR") + "/" + path;
 }
 
+// The port the controller serves the Job log API on (--logs-api-bind=127.0.0.1:0), from the
+// "serving the Job log API" line of its JSON log; "" before that line.
+std::string LogApiPort(const std::string& controllerLog) {
+  std::istringstream lines(controllerLog);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("serving the Job log API") == std::string::npos) continue;
+    json entry = json::parse(line, nullptr, false);
+    if (entry.is_object() && entry.contains("port")) return entry["port"].dump();
+  }
+  return "";
+}
+
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
@@ -450,6 +462,31 @@ class InstallTest : public ::testing::Test {
     for (const json& j : {ok, dockerCancel, kubeOk, kubeCancel}) ASSERT_TRUE(Create(j));
   }
 
+  // Asks the controller's Job log API for the output of `job` in `ns`, as kube-apiserver's
+  // front proxy does for an administrator, so that the controller reads what a log request needs
+  // with the ServiceAccount's RBAC: the Job, its parameters and backend snapshot, and for a
+  // Kubernetes Job its pod's log (pods/log). What it answers does not matter here (kwok's pods
+  // have no kubelet to read a log from); e2e_logs_api_test checks the answers. False when the
+  // controller has not said yet where it serves the API.
+  bool ReadLogsThroughTheLogApi(const std::string& ns, const std::string& job) {
+    const std::string port = LogApiPort(controller_.Log());
+    if (port.empty()) return false;
+    const std::string pki = TestenvVar("TESTENV_FRONT_PROXY_CA");
+    const std::string dir = pki.substr(0, pki.rfind('/'));
+    RunProcess({"curl", "-sSk", "--max-time", "20", "-o", "/dev/null", "--cert",
+                dir + "/front-proxy-client.crt", "--key", dir + "/front-proxy-client.key", "-H",
+                "X-Remote-User: testenv-admin", "-H", "X-Remote-Group: system:masters",
+                "https://127.0.0.1:" + port +
+                    "/apis/logs.execution.ayatori.ddupan.top/v1alpha1/namespaces/" + ns + "/jobs/" +
+                    job + "/log"});
+    return true;
+  }
+
+  static bool Started(const std::string& ns, const std::string& name) {
+    auto r = Kubectl({"get", kJobResource, name, "-n", ns, "-o", "jsonpath={.status.startTime}"});
+    return r.exitCode == 0 && !r.out.empty();
+  }
+
   // Cancels the scenario's running Jobs once they started; true once both were patched.
   static bool CancelStarted(const std::string& ns, std::set<std::string>* cancelled) {
     for (const char* name : {"docker-cancel", "kube-cancel"}) {
@@ -525,6 +562,8 @@ TEST_F(InstallTest, ServiceAccountRunsJobsOnBothBackendsWithoutADeniedRequest) {
   e2e::WaitForJob(
       ns, "kube-orphan", [](const json& j) { return j.contains("/status/startTime"_json_pointer); },
       90s, "kube-orphan started");
+  EXPECT_TRUE(ReadLogsThroughTheLogApi(ns, "kube-orphan"))  // pods/log
+      << "the controller does not say where it serves the log API";
   auto r = Kubectl({"delete", "jobs.batch", "-n", ns, "-l", orphanSelector, "--cascade=orphan",
                     "--wait=true", "--timeout=60s"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
@@ -646,8 +685,13 @@ TEST_F(InstallTest, RemovingAnyRuleGetsARequestDenied) {
     CreateScenario(ns);
     std::set<std::string> cancelled;
     std::vector<Request> denied;
+    bool logsRead = false;
     bool seen = Eventually(
         [&] {
+          // Its pod runs until CancelStarted cancels it: the log request reaches pods/log.
+          if (!logsRead && cancelled.count("kube-cancel") == 0 && Started(ns, "kube-cancel")) {
+            logsRead = ReadLogsThroughTheLogApi(ns, "kube-cancel");
+          }
           CancelStarted(ns, &cancelled);
           denied.clear();
           for (const auto& q : ServiceAccountRequests(offset)) {
