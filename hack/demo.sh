@@ -168,9 +168,12 @@ start_controller() {
   echo "controller pid $(cat "$pidfile"), log $DEMO/controller.log"
 }
 
-up() {
-  step "Debian packages (hack/install-deps.sh demo installs the missing ones)"
-  "$ROOT/hack/install-deps.sh" demo
+# prepare_binaries [demo]: the first four phases of up and up-install: the Debian packages
+# (only the demo's with "demo"), the control plane's api tier built with Go in the background
+# while the C++ of demo-binaries compiles, then the wait for the Go build.
+prepare_binaries() {
+  step "Debian packages (hack/install-deps.sh${1:+ $1} installs the missing ones)"
+  "$ROOT/hack/install-deps.sh" "$@"
 
   step "control-plane binaries etcd, kube-apiserver and kubectl (Go)"
   start_control_plane_build api
@@ -180,6 +183,10 @@ up() {
 
   step "waiting for the control-plane binaries"
   wait_control_plane_build
+}
+
+up() {
+  prepare_binaries demo
 
   step "Kubernetes control plane: starting etcd and kube-apiserver, waiting for /readyz"
   use_cluster
@@ -542,17 +549,7 @@ as_user() { KUBECONFIG=$DEMO/user.kubeconfig "$@"; }
 
 up_install() {
   TOTAL=11
-  step "Debian packages (hack/install-deps.sh installs the missing ones)"
-  "$ROOT/hack/install-deps.sh"
-
-  step "control-plane binaries etcd, kube-apiserver and kubectl (Go)"
-  start_control_plane_build api
-
-  step "building ayatori-controller and kubectl-ayatori (CMake target demo-binaries)"
-  build_binaries demo-binaries
-
-  step "waiting for the control-plane binaries"
-  wait_control_plane_build
+  prepare_binaries
 
   step "Kubernetes control plane (etcd, kube-apiserver with API aggregation) and dockerd"
   unset KUBECONFIG
