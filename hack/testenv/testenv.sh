@@ -184,8 +184,10 @@ EOF
 # whose service account does not exist (kube-controller-manager's serviceaccount-controller makes
 # each namespace's "default"). The api tier runs no controllers, so it keeps the plugin off.
 start_apiserver() {
-  local bin disabled=ServiceAccount,TaintNodesByCondition
+  local bin disabled=ServiceAccount,TaintNodesByCondition extra=()
   bin=$(bindir)
+  # TESTENV_APISERVER_FLAGS: more flags, space-separated (hack/bench-scale.sh stores JSON).
+  read -ra extra <<<"${TESTENV_APISERVER_FLAGS:-}"
   # shellcheck disable=SC1091
   source "$D/ports"
   [ "${TIER:-api}" = e2e ] && disabled=TaintNodesByCondition
@@ -206,7 +208,8 @@ start_apiserver() {
     --requestheader-allowed-names=front-proxy-client --requestheader-username-headers=X-Remote-User \
     --requestheader-group-headers=X-Remote-Group --requestheader-extra-headers-prefix=X-Remote-Extra- \
     --proxy-client-cert-file="$PKI/front-proxy-client.crt" \
-    --proxy-client-key-file="$PKI/front-proxy-client.key" --enable-aggregator-routing=true
+    --proxy-client-key-file="$PKI/front-proxy-client.key" --enable-aggregator-routing=true \
+    "${extra[@]}"
 }
 
 apiserver_ready() { curl -sf --cacert "$PKI/ca.crt" "https://127.0.0.1:$AP/readyz"; }
