@@ -21,6 +21,7 @@
 
 namespace ayatori::e2e::logs {
 
+using testing::CertificateFiles;
 using testing::ProcessResult;
 using testing::RunProcess;
 using testing::TestenvVar;
@@ -49,8 +50,6 @@ inline std::string Base64(const std::string& data) {
   ProcessResult r = RunProcess({"base64", "-w0"}, data);
   return r.out;
 }
-
-inline std::string Dirname(const std::string& path) { return path.substr(0, path.rfind('/')); }
 
 inline json Task(const std::string& script) {
   return {{"image", kBusybox}, {"command", json::array({"/bin/sh", "-c", script})}};
@@ -215,10 +214,9 @@ class LogsApiE2ETest : public ControllerTest {
         std::string(kServerName) + ":" + std::to_string(kPort) + ":" + netns_->innerAddress(),
         "-w",
         "\n%{http_code}"};
-    const std::string pki = Dirname(TestenvVar("TESTENV_FRONT_PROXY_CA"));
     if (cert == "front-proxy") {
-      argv.insert(argv.end(), {"--cert", pki + "/front-proxy-client.crt", "--key",
-                               pki + "/front-proxy-client.key"});
+      const CertificateFiles proxy = testing::FrontProxyClientCertificate();
+      argv.insert(argv.end(), {"--cert", proxy.cert, "--key", proxy.key});
     } else if (cert == "admin") {
       argv.insert(argv.end(),
                   {"--cert", TestenvVar("TESTENV_CERT"), "--key", TestenvVar("TESTENV_KEY")});

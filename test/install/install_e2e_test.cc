@@ -471,11 +471,10 @@ class InstallTest : public ::testing::Test {
   bool ReadLogsThroughTheLogApi(const std::string& ns, const std::string& job) {
     const std::string port = LogApiPort(controller_.Log());
     if (port.empty()) return false;
-    const std::string pki = TestenvVar("TESTENV_FRONT_PROXY_CA");
-    const std::string dir = pki.substr(0, pki.rfind('/'));
-    RunProcess({"curl", "-sSk", "--max-time", "20", "-o", "/dev/null", "--cert",
-                dir + "/front-proxy-client.crt", "--key", dir + "/front-proxy-client.key", "-H",
-                "X-Remote-User: testenv-admin", "-H", "X-Remote-Group: system:masters",
+    const testing::CertificateFiles proxy = testing::FrontProxyClientCertificate();
+    RunProcess({"curl", "-sSk", "--max-time", "20", "-o", "/dev/null", "--cert", proxy.cert,
+                "--key", proxy.key, "-H", "X-Remote-User: testenv-admin", "-H",
+                "X-Remote-Group: system:masters",
                 "https://127.0.0.1:" + port +
                     "/apis/logs.execution.ayatori.ddupan.top/v1alpha1/namespaces/" + ns + "/jobs/" +
                     job + "/log"});

@@ -54,6 +54,13 @@ std::string TestenvVar(const std::string& name) {
   return it->second;
 }
 
+CertificateFiles FrontProxyClientCertificate() {
+  const std::string ca = TestenvVar("TESTENV_FRONT_PROXY_CA");
+  if (ca.empty()) return {};
+  const std::string pki = ca.substr(0, ca.rfind('/'));
+  return {pki + "/front-proxy-client.crt", pki + "/front-proxy-client.key"};
+}
+
 std::string Kubectl() {
   std::string bin = TestenvVar("TESTENV_BIN");
   return bin.empty() ? "kubectl" : bin + "/kubectl";

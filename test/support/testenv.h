@@ -15,6 +15,13 @@ std::map<std::string, std::string> TestenvVars();
 // One variable of TestenvVars(), empty if absent (the failure is already recorded).
 std::string TestenvVar(const std::string& name);
 
+// The front proxy's client certificate and key (the identity kube-apiserver presents to an
+// aggregated API), in the PKI directory of TESTENV_FRONT_PROXY_CA; empty paths when it is absent.
+struct CertificateFiles {
+  std::string cert, key;
+};
+CertificateFiles FrontProxyClientCertificate();
+
 // Path of kubectl built with the control plane ($TESTENV_BIN/kubectl).
 std::string Kubectl();
 
