@@ -341,8 +341,7 @@ void EventRecorder::Write(const SeriesId& id, std::unique_ptr<EventContent> cont
     }
   } else {
     if (createdUnique != 0) {
-      ++stats_.created;
-      if (count > 1) ++stats_.seriesUpdates;
+      ++stats_.created;  // a create that carries a series (count > 1) is still one write
     } else {
       ++stats_.seriesUpdates;
     }

@@ -68,7 +68,7 @@ struct EventRecorderOptions {
 
 struct EventRecorderStats {
   uint64_t created = 0;        // Event objects created
-  uint64_t seriesUpdates = 0;  // series.count writes
+  uint64_t seriesUpdates = 0;  // series.count patches (created + seriesUpdates = API writes)
   uint64_t deduplicated = 0;   // Record() calls folded into an existing series
   uint64_t droppedRateLimited = 0;
   uint64_t droppedQueueFull = 0;
