@@ -111,7 +111,7 @@ tls_certs() {
 }
 
 up() {
-  local p i tls_args=()
+  local p i tls_args=() stale_shims=""
   preflight
   p=$(running_pid)
   if [ -n "$p" ] && ping; then
@@ -133,6 +133,8 @@ up() {
       tls_args=(--tlsverify --tlscacert="$D/pki/ca.pem" --tlscert="$D/pki/server.pem"
         --tlskey="$D/pki/server-key.pem" --host="tcp://127.0.0.1:$(cat "$D/tls-port")")
     fi
+    # Shims left by a dockerd that crashed: looked at again once the new one answers.
+    stale_shims=$(shim_pids)
     log "starting dockerd on unix://$SOCK (data root $DATA)"
     setsid nohup dockerd --config-file="$D/daemon.json" --host="unix://$SOCK" \
       --data-root="$DATA" --exec-root="$D/exec" --pidfile="$PIDFILE" \
@@ -155,6 +157,7 @@ up() {
       stop_pid "$p"
       exit 1
     fi
+    clear_interrupted_starts "$stale_shims"
   fi
   cat >"$D/env.sh" <<EOF
 export DOCKER_HOST=unix://$SOCK
@@ -220,6 +223,47 @@ kill_shims() {
     sleep 0.1
   done
   log "warning: containerd shims still alive: $(echo $(shim_pids))"
+}
+
+# After a crash, what an engine restart must clear (docs/operations.md, "StartNotConfirmed"): the
+# shim of a start that the crash interrupted stays, dockerd shows that container as never started
+# and every later start fails with "task <id>: already exists". SHIMS are the shims that were
+# alive before this dockerd started, so a start the new engine is making is never touched. A shim
+# whose container the engine shows as `created` and that has no child but runc's own init (the
+# task's process was never executed) is killed: the next start of that container then runs it. A
+# shim whose task process runs is left alone and named: the task ran, only a person may decide.
+clear_interrupted_starts() {
+  local s id status children comms i bundle
+  for s in $1; do
+    kill -0 "$s" 2>/dev/null || continue
+    id=$(tr '\0' '\n' <"/proc/$s/cmdline" 2>/dev/null | grep -A1 -x -- -id | tail -n 1) || true
+    [ -n "$id" ] || continue
+    status=$(DOCKER_HOST=unix://$SOCK docker inspect -f '{{.State.Status}}' "$id" 2>/dev/null || echo gone)
+    case $status in created | gone) ;; *) continue ;; esac
+    children=$(ps -o pid= --ppid "$s" 2>/dev/null | tr -s ' \n' ' ' || true)
+    comms=$(ps -o comm= --ppid "$s" 2>/dev/null | grep -v '^runc:' || true)
+    if [ -n "$comms" ]; then
+      log "warning: container ${id:0:12} ($status) has a task process the engine does not track" \
+        "(pids $children): left alone; see docs/operations.md \"StartNotConfirmed\""
+      continue
+    fi
+    log "clearing the interrupted start of container ${id:0:12} ($status): its task never ran"
+    # shellcheck disable=SC2086
+    [ -z "${children// /}" ] || kill -KILL $children 2>/dev/null || true
+    kill -KILL "$s" 2>/dev/null || true
+    # containerd removes the task's bundle when it sees the shim gone, but not always (when it
+    # had not loaded that task: the crash lost the container's record); a bundle left makes the
+    # next start fail with "file exists". Nothing uses it once its shim is dead.
+    bundle=$D/exec/containerd/daemon/io.containerd.runtime.v2.task/moby/$id
+    for i in $(seq 20); do
+      [ -d "$bundle" ] || break
+      sleep 0.1
+    done
+    if [ -d "$bundle" ]; then
+      unmount_below "$bundle"
+      rm -rf "$bundle"
+    fi
+  done
 }
 
 down() {

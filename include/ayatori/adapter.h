@@ -92,6 +92,11 @@ struct ExecutionKey {
   std::string name;
   std::vector<api::ExecutionReference> references;
   nlohmann::json parameters;
+  // The Job is in a ResultUnknown episode (Succeeded=Unknown/ResultUnknown): at the last look
+  // the controller could not confirm the task's state, so an end the backend reports now may
+  // have been recorded while nobody could confirm it; an adapter that knows how its backend
+  // marks a lost result (Docker: exit code 255) keeps such an end unknown.
+  bool resultUnknown = false;
 };
 
 // `parameters` (a parameters object as JSON, or {}) with spec.<key> = value for every pinned

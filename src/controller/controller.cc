@@ -446,7 +446,12 @@ Status JobController::Start(const std::stop_token& cancel) {
     Status s = adapter->Start([this](const std::string& ns, const std::string& job) {
       if (!crashed_.load()) queue_->Add(Key(ns, job));
     });
-    if (!s.ok()) {
+    // Unavailable: its caches are not synced yet, and it works meanwhile (reading from its
+    // backend until they are), so a warning; anything else is an error.
+    if (s.code() == StatusCode::kUnavailable) {
+      obs::Warn("adapter not fully started",
+                {{"adapter", adapter->Name()}, {"error", s.ToString()}});
+    } else if (!s.ok()) {
       obs::Error("adapter did not start", {{"adapter", adapter->Name()}, {"error", s.ToString()}});
     }
   }

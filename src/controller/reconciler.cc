@@ -421,6 +421,10 @@ ExecutionKey JobReconciler::BuildKey(const api::Job& job, nlohmann::json paramet
   key.name = job.metadata.name;
   if (job.status.execution) key.references = job.status.execution->references;
   key.parameters = std::move(parameters);
+  const api::Condition* succeeded =
+      api::FindCondition(job.status.conditions, api::kConditionSucceeded);
+  key.resultUnknown = succeeded != nullptr && succeeded->status == api::ConditionStatus::kUnknown &&
+                      succeeded->reason == statemachine::kReasonResultUnknown;
   return key;
 }
 

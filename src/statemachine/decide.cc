@@ -208,9 +208,19 @@ void Decider::MarkUnknown(const Observation& o, const std::string& fallbackMessa
   if (Terminal()) return;
   const Condition* s = Succeeded();
   unknown_ = true;
-  if (s != nullptr && s->reason == kReasonResultUnknown) return;  // keep the first message
-  // A new episode: a confirm-backend-lost annotation must name this number to end it.
-  ++st_.resultUnknownEpisode;
+  if (s != nullptr && s->reason == kReasonResultUnknown) {
+    // The same episode keeps its number and its first message (no write for new wording),
+    // except once: a backend that answers again with a cause of its own (e.g. Docker's
+    // ExitStatusLost) replaces "BackendUnreachable", which no longer holds.
+    const std::string unreachable = std::string(kReasonBackendUnreachable) + ": ";
+    if (!s->message.starts_with(unreachable) || o.reason.empty() ||
+        o.reason == kReasonBackendUnreachable) {
+      return;
+    }
+  } else {
+    // A new episode: a confirm-backend-lost annotation must name this number to end it.
+    ++st_.resultUnknownEpisode;
+  }
   // The cause's reason stays first (runbooks match on it); the episode to confirm goes last.
   std::string message = WithReason(o, fallbackMessage) + " (ResultUnknown episode " +
                         std::to_string(st_.resultUnknownEpisode) + ")";

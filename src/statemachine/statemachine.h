@@ -139,6 +139,8 @@ inline constexpr const char* kReasonPending = "Pending";                // Resol
 inline constexpr const char* kReasonScheduling = "Scheduling";          // Scheduling, Starting
 inline constexpr const char* kReasonRunning = "Running";                // Running
 inline constexpr const char* kReasonResultUnknown = "ResultUnknown";
+// The cause every adapter gives an Unknown observation when its backend does not answer.
+inline constexpr const char* kReasonBackendUnreachable = "BackendUnreachable";
 inline constexpr const char* kReasonCompleted = "Completed";
 inline constexpr const char* kReasonProcessFailed = "ProcessFailed";
 inline constexpr const char* kReasonDeadlineExceeded = "DeadlineExceeded";

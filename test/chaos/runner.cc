@@ -396,6 +396,7 @@ class Disruptor {
         dockerd ? Run("dockerd.sh", {"kill"}, dockerdEnv_)
                 : Run("testenv/testenv.sh", {"stop-apiserver", "--kill"}, testenvEnv_);
     const auto stopped = SteadyClock::now();
+    r.stoppedAt = std::chrono::system_clock::now();
     if (down.exitCode != 0) {
       r.error = "stopping it: " + down.out + down.err;
       return r;
@@ -405,8 +406,16 @@ class Disruptor {
                                     ? Run("dockerd.sh", {"up"}, dockerdEnv_)
                                     : Run("testenv/testenv.sh", {"start-apiserver"}, testenvEnv_);
     r.downtime = Since(stopped);
+    r.answeredAt = std::chrono::system_clock::now();
     r.ok = up.exitCode == 0;
     if (!r.ok) r.error = "starting it again: " + up.out + up.err;
+    std::istringstream lines(up.err);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("interrupted start") != std::string::npos ||
+          line.find("does not track") != std::string::npos) {
+        r.repairs.push_back(line);
+      }
+    }
     return r;
   }
 
@@ -1090,6 +1099,7 @@ void Round::CollectDockerFacts(std::vector<JobFacts>& facts, RoundLog& log) {
   }
   auto created = events_->Created();
   auto cancels = events_->CancelRequested();
+  const std::vector<RestartRecord> restarts = disruptor_->Records();
   for (size_t i = 0; i < facts.size(); ++i) {
     JobFacts& f = facts[i];
     if (plan_.jobs[i].backend != Backend::kDocker || f.uid.empty()) continue;
@@ -1118,6 +1128,15 @@ void Round::CollectDockerFacts(std::vector<JobFacts>& facts, RoundLog& log) {
           std::to_string(f.process.exitCode) + " at " + Str(now[0], "/State/FinishedAt") +
           (renamed == cancels.end() ? ", never renamed for a cancel"
                                     : ", renamed for the cancel at " + Format(renamed->second));
+      // Recorded by dockerd while it restored its containers after the restart (it answers
+      // /_ping before it has restored them all: a margin after that).
+      for (const RestartRecord& restart : restarts) {
+        if (restart.what == "dockerd" && f.process.exited && f.process.exitCode == 255 &&
+            finished && *finished >= restart.stoppedAt && *finished <= restart.answeredAt + 30s) {
+          f.process.exitStatusLost = true;
+          f.process.detail += "; recorded at the engine's restart: its exit status was lost";
+        }
+      }
     } else if (ids.empty()) {
       f.process.known = true;  // never created: never ran
     }

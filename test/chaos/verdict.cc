@@ -184,7 +184,9 @@ Verdict Judge(const Plan& plan, const std::vector<JobFacts>& facts, const RoundL
       violation(label + ": no longer in the API although nobody deleted it");
       continue;
     }
-    const std::string outcome = OutcomeOf(f.succeeded);
+    // The backend lost the exit status (ProcessRecord::exitStatusLost) and the Job says so.
+    const bool lostByBackend = f.process.exitStatusLost && f.succeeded == "Unknown/ResultUnknown";
+    const std::string outcome = lostByBackend ? "result-lost-by-backend" : OutcomeOf(f.succeeded);
     v.outcomes[outcome]++;
     const Truth truth = TruthOf(p, f.process);
     if (p.kind == Kind::kCancelRace) {
@@ -197,6 +199,17 @@ Verdict Judge(const Plan& plan, const std::vector<JobFacts>& facts, const RoundL
       }
     }
     const std::string reason = Split(f.succeeded).second;
+    if (f.process.exitStatusLost) {
+      // Its true result is unknown to everyone: the Job must say so, and claim no result.
+      ++v.exitStatusLost;
+      if (!lostByBackend) {
+        violation(label + ": the backend lost the task's exit status (" + f.process.detail +
+                  "), but the Job says " + (f.succeeded.empty() ? "nothing" : f.succeeded) +
+                  " exit code " + ExitText(f.exitCode) + " \"" + f.message +
+                  "\" instead of Unknown/ResultUnknown");
+      }
+      continue;
+    }
     if (!Finished(f.succeeded)) {
       violation(label + ": not finished at the end of the round: Succeeded " +
                 (f.succeeded.empty() ? "absent" : f.succeeded) +
@@ -291,12 +304,13 @@ std::string FormatReport(const Plan& plan, const std::vector<JobFacts>& facts, c
   for (const auto& r : log.restarts) {
     out << (&r == &log.restarts.front() ? ": " : ", ") << r.what << " at " << Seconds(r.at)
         << " down " << Seconds(r.downtime) << (r.ok ? "" : " FAILED: " + r.error);
+    for (const auto& repair : r.repairs) out << " (" << repair << ")";
   }
   out << "\n";
 
   out << "outcomes:";
   for (const char* o : {"succeeded", "failed-by-exit", "deadline", "cancelled", "deleted",
-                        "failed-by-outage", "unfinished", "other"}) {
+                        "failed-by-outage", "result-lost-by-backend", "unfinished", "other"}) {
     auto it = verdict.outcomes.find(o);
     out << " " << o << " " << (it == verdict.outcomes.end() ? 0 : it->second);
   }
@@ -314,8 +328,9 @@ std::string FormatReport(const Plan& plan, const std::vector<JobFacts>& facts, c
     separator = ", ";
   }
   out << "\n";
-  out << "ResultUnknown seen on " << verdict.sawResultUnknown << " Jobs; pod watch gaps "
-      << log.podWatchGaps << "; docker event stream reconnects " << log.dockerEventReconnects
+  out << "ResultUnknown seen on " << verdict.sawResultUnknown << " Jobs; exit status lost by "
+      << "the backend " << verdict.exitStatusLost << "; pod watch gaps " << log.podWatchGaps
+      << "; docker event stream reconnects " << log.dockerEventReconnects
       << "; batch Job creations refused as AlreadyExists " << log.batchCreateConflicts << "\n";
   out << "settled: " << (log.settled ? "yes" : "no") << "; cleanup: "
       << (log.cleanupStuck.empty() && log.cleanupLeftovers.empty()

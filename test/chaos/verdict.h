@@ -24,6 +24,10 @@ struct ProcessRecord {
   // seconds for pods): whether the process ended by itself cannot be told.
   bool stopRequestedBeforeEnd = false;
   std::string detail;  // what the record says, for messages (pod names, times)
+  // The backend itself lost the exit status: Docker recorded exit code 255 at its own restart
+  // (containerd's code for a task whose status it lost; docs/operations.md "dockerd was
+  // restarted"). Then nobody can know the true result, and the Job must not claim one.
+  bool exitStatusLost = false;
 };
 
 // What the round saw of one Job at its end (after the settle phase).
@@ -73,6 +77,12 @@ struct RestartRecord {
   std::chrono::milliseconds downtime{0};  // from the stop until the service answered again
   bool ok = false;
   std::string error;
+  // What the restart itself repaired or left, as its script said (hack/dockerd.sh: the starts
+  // that the crash interrupted, cleared as the runbook says).
+  std::vector<std::string> repairs;
+  // When it was stopped and answered again on the wall clock, to compare with the backend's own
+  // records.
+  std::chrono::system_clock::time_point stoppedAt{}, answeredAt{};
 };
 
 // What happened to the round itself, apart from the Jobs.
@@ -118,6 +128,7 @@ struct Verdict {
   // unfinished, other.
   std::map<std::string, int> outcomes;
   std::map<int, int> executionsPerUid;  // executions created -> Jobs (-1: unknown)
+  int exitStatusLost = 0;               // Jobs whose backend lost the exit status (ProcessRecord)
   // kCancelRace: exited 0 before the stop request, stopped, exited 0 while being stopped (either
   // result stands), no complete record.
   int raceWonByProcess = 0, raceWonByCancel = 0, raceTied = 0, raceUnverified = 0;

@@ -19,7 +19,7 @@ JobPlan Job(const std::string& name, Backend b, Kind k) {
 }
 
 ProcessRecord Exited(int code) {
-  return {true, true, code, false, "container exited " + std::to_string(code)};
+  return {true, true, code, false, "container exited " + std::to_string(code), false};
 }
 
 // A finished Job with one execution that the backend recorded ending with `processExit`.
@@ -72,7 +72,8 @@ struct Fixture {
     log.ns = "chaos-42-1";
     log.kills = {{7s, 1, 100, "leader"}};
     log.exits = {{7s, 1, 100, true, -1, 9}, {16s, 0, 101, false, 1, 0}};
-    log.restarts = {{"dockerd", 5s, 4s, true, ""}, {"kube-apiserver", 15s, 6s, true, ""}};
+    log.restarts = {{"dockerd", 5s, 4s, true, "", {}, {}, {}},
+                    {"kube-apiserver", 15s, 6s, true, "", {}, {}, {}}};
     log.settled = true;
   }
   Verdict Judge() const { return chaos::Judge(plan, facts, log); }
@@ -154,6 +155,47 @@ TEST(ChaosJudge, ACleanRoundHasNoViolationAndCountsEveryOutcome) {
   EXPECT_NE(report.find("exit code 1 x1"), std::string::npos) << report;
   EXPECT_NE(report.find("restarts: 2"), std::string::npos) << report;
   EXPECT_NE(report.find("verdict: PASS"), std::string::npos) << report;
+}
+
+// Docker recorded exit code 255 at its restart for a task that exits 3: nobody knows the result,
+// and the Job must say ResultUnknown, never a result.
+TEST(ChaosJudge, AnExitStatusTheBackendLostMustBeReportedUnknown) {
+  Fixture f;
+  ProcessRecord lost = Exited(255);
+  lost.exitStatusLost = true;
+  f.facts[1] = Finished("u2", "Unknown/ResultUnknown", std::nullopt, lost);
+  Verdict v = f.Judge();
+  EXPECT_TRUE(v.ok()) << All(v);
+  EXPECT_EQ(v.exitStatusLost, 1);
+  EXPECT_EQ(v.outcomes["result-lost-by-backend"], 1);
+  EXPECT_EQ(v.outcomes["failed-by-exit"], 0);
+  EXPECT_NE(FormatReport(f.plan, f.facts, f.log, v).find("result-lost-by-backend 1"),
+            std::string::npos);
+
+  // Claiming the 255 (or any result) is a violation.
+  f.facts[1] = Finished("u2", "False/ProcessFailed", 255, lost);
+  v = f.Judge();
+  EXPECT_EQ(Count(v, "the backend lost the task's exit status"), 1) << All(v);
+  EXPECT_EQ(v.violations.size(), 1u) << All(v);
+
+  // Without the mark, a 255 for a task that exits 3 is a violation as before.
+  f.facts[1] = Finished("u2", "False/ProcessFailed", 255, Exited(255));
+  v = f.Judge();
+  EXPECT_FALSE(v.ok());
+  EXPECT_EQ(Count(v, "the backend lost the task's exit status"), 0) << All(v);
+}
+
+TEST(ChaosJudge, TheReportNamesWhatARestartRepaired) {
+  Fixture f;
+  const std::string cleared =
+      "dockerd.sh: clearing the interrupted start of container 0123456789ab (created): its task "
+      "never ran";
+  f.log.restarts[0].repairs = {cleared};
+  Verdict v = f.Judge();
+  EXPECT_TRUE(v.violations.empty()) << All(v);
+  std::string report = FormatReport(f.plan, f.facts, f.log, v);
+  EXPECT_NE(report.find("dockerd at 5.0s down 4.0s (" + cleared + ")"), std::string::npos)
+      << report;
 }
 
 TEST(ChaosJudge, AWrongResultIsAViolationAndAnOutageReasonIsNamed) {

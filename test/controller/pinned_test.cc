@@ -42,6 +42,7 @@ class FakeEnginesAdapter final : public Adapter {
     std::string call;
     std::string endpoint;
     json parameters;
+    bool resultUnknown = false;  // Observe: the key's
   };
 
   // The id of an execution: the engine's socket name, never its endpoint (the Job's status must
@@ -72,6 +73,7 @@ class FakeEnginesAdapter final : public Adapter {
   }
   Observation Observe(const ExecutionKey& key) override {
     const std::string endpoint = Record("Observe", key.parameters);
+    calls_.back().resultUnknown = key.resultUnknown;
     if (unreachable_.contains(endpoint)) return Unreachable(endpoint);
     const Execution* e = Find(endpoint, key.uid);
     return e == nullptr ? Absent() : View(endpoint, key.uid, *e);
@@ -522,6 +524,29 @@ TEST_F(PinnedBackendTest, UnreachableRecordedEngineIsResultUnknownAndTheJobWaits
   EXPECT_EQ(engines_->ExecutionsOn(kEngineA), 1u);
   EXPECT_EQ(engines_->creations(), 1);
   EXPECT_EQ(engines_->EndpointsCalled(), std::set<std::string>{kEngineA});
+}
+
+// Adapters learn from the key whether the Job is in a ResultUnknown episode (the Docker adapter
+// keeps an exit code 255 found then unknown: WithLostExitStatus), and only while it lasts.
+TEST_F(PinnedBackendTest, ObserveSaysWhetherTheJobIsInAResultUnknownEpisode) {
+  std::string uid = CreateJob("job");
+  Reconcile("job");
+  ASSERT_EQ(Succeeded(Get("job")), "Unknown/Running");
+  Reconcile("job");
+  ASSERT_EQ(engines_->calls().back().call, "Observe");
+  EXPECT_FALSE(engines_->calls().back().resultUnknown);
+
+  engines_->SetUnreachable(kEngineA, true);
+  Reconcile("job");
+  api::Job job = Get("job");
+  ASSERT_EQ(Succeeded(job), "Unknown/ResultUnknown");
+
+  engines_->SetUnreachable(kEngineA, false);
+  engines_->Finish(kEngineA, uid, 3);
+  Reconcile("job");
+  ASSERT_EQ(engines_->calls().back().call, "Observe");
+  EXPECT_TRUE(engines_->calls().back().resultUnknown);
+  EXPECT_EQ(Succeeded(Get("job")), "False/ProcessFailed");
 }
 
 // A Job accepted before the record existed (no backendSnapshot) reads the parameters by name as

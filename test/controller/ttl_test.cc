@@ -124,14 +124,16 @@ TEST_F(Ttl, ControllerRestartsWhileWaiting) {
   ExpectDeletedAtTtl("restart", job, 3);
 }
 
-// The controller is down when the TTL expires: the next one deletes the Job at once.
+// The controller is down when the TTL expires: the next one deletes the Job at once. 3 s, not 1:
+// completionTime has whole seconds and may lie up to 1 s before the status write, and with 1 s
+// the Job was deleted 20 ms after it finished, before a poll could see it finished (CI, loaded).
 TEST_F(Ttl, ExpiresWhileControllerDown) {
-  api::Job job = Create("down", {{"ttlSecondsAfterFinished", 1},
+  api::Job job = Create("down", {{"ttlSecondsAfterFinished", 3},
                                  {"task", {{"env", Env({{"AYATORI_TEST_RUN_SECONDS", "0"}})}}}});
   ASSERT_TRUE(
       WaitFor("down", SucceededIs(ConditionStatus::kTrue, "Completed"), "Succeeded=True", &job));
   H().StopController();
-  const auto expiry = *job.status.completionTime + std::chrono::seconds(1);
+  const auto expiry = *job.status.completionTime + std::chrono::seconds(3);
   // Nobody deletes it while no controller runs, even past its TTL.
   EXPECT_TRUE(
       HoldsFor([&] { return H().GetJob(ns_, "down").ok(); },

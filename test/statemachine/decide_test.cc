@@ -332,6 +332,42 @@ TEST(Decide, EachResultUnknownEpisodeHasItsNumber) {
   EXPECT_EQ(p.status->resultUnknownEpisode, 2);
 }
 
+// Within an episode the message keeps its first cause, except that a backend answering again
+// with a cause of its own replaces "BackendUnreachable" (once: no write for new wording).
+TEST(Decide, ABackendAnsweringAgainReplacesBackendUnreachableInTheEpisode) {
+  api::Job j = Running(kNow - seconds(5));
+  Observation unreachable = Obs(ExecutionPhase::kUnknown);
+  unreachable.reason = kReasonBackendUnreachable;
+  unreachable.message = "docker engine unreachable: Couldn't connect to server";
+  Plan p = Decide(j, With(AdapterCall::kObserve, unreachable));
+  ASSERT_EQ(SucceededOf(*p.status), "Unknown/ResultUnknown");
+  EXPECT_EQ(api::FindCondition(p.status->conditions, api::kConditionSucceeded)->message,
+            "BackendUnreachable: docker engine unreachable: Couldn't connect to server "
+            "(ResultUnknown episode 1)");
+  j.status = *p.status;
+
+  Observation lost = Obs(ExecutionPhase::kUnknown);
+  lost.reason = "ExitStatusLost";
+  lost.message = "The engine reports the task ended with exit code 255";
+  p = Decide(j, With(AdapterCall::kObserve, lost));
+  ASSERT_TRUE(p.status);
+  EXPECT_EQ(SucceededOf(*p.status), "Unknown/ResultUnknown");
+  EXPECT_EQ(p.status->resultUnknownEpisode, 1);
+  EXPECT_EQ(api::FindCondition(p.status->conditions, api::kConditionSucceeded)->message,
+            "ExitStatusLost: The engine reports the task ended with exit code 255 (ResultUnknown "
+            "episode 1)");
+  EXPECT_TRUE(p.events.empty()) << "the same episode: no second ResultUnknown Event";
+  j.status = *p.status;
+
+  // From then on the message stays, whatever comes: unreachable again, or other words.
+  p = Decide(j, With(AdapterCall::kObserve, unreachable));
+  EXPECT_FALSE(p.status);
+  Observation other = Obs(ExecutionPhase::kUnknown);
+  other.reason = "UnexpectedBackendState";
+  p = Decide(j, With(AdapterCall::kObserve, other));
+  EXPECT_FALSE(p.status);
+}
+
 // A confirmation left on the Job after its episode ended (the execution was found again) must not
 // end the next, unrelated outage: it names the episode it confirmed.
 TEST(Decide, StaleConfirmationDoesNotEndALaterEpisode) {

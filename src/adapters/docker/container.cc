@@ -327,4 +327,22 @@ Observation ObservationFromInspect(const nlohmann::json& inspect) {
   return o;
 }
 
+Observation WithLostExitStatus(Observation o, bool resultUnknown) {
+  if (!resultUnknown || o.phase != ExecutionPhase::kFailed || o.reason != kReasonProcessFailed ||
+      o.exitCode != 255) {
+    return o;
+  }
+  Observation lost;
+  lost.phase = ExecutionPhase::kUnknown;
+  lost.reason = kReasonExitStatusLost;
+  lost.startedAt = o.startedAt;
+  lost.references = std::move(o.references);
+  lost.message =
+      "The engine reports the task ended with exit code 255" +
+      (o.finishedAt ? " at " + api::FormatTime(*o.finishedAt) : std::string()) +
+      " while its result was unknown; an engine that lost a task's exit status (its containerd "
+      "restarted) reports 255, so the task's true result is unknown";
+  return lost;
+}
+
 }  // namespace ayatori::adapters::docker

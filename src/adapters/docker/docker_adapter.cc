@@ -474,7 +474,7 @@ Observation DockerAdapter::Observe(const ExecutionKey& key) {
   auto found = FindContainer(*target->client, key.uid, key.references);
   if (!found.ok()) return Unreachable(found.status());
   if (!*found) return Absent();
-  return ObservationFromInspect(**found);
+  return WithLostExitStatus(ObservationFromInspect(**found), key.resultUnknown);
 }
 
 Observation DockerAdapter::Cancel(const ExecutionKey& key) {

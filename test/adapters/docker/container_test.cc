@@ -359,6 +359,51 @@ TEST(ObservationFromInspectTest, StartFailedInsideTheEngineIsUnknownNotFailed) {
   }
 }
 
+// What a real dockerd (20.10) showed for a task that runs `sleep 1.5; exit 3`, after dockerd was
+// SIGKILLed while it ran and started again 2 s later: the task ended while the engine (and the
+// containerd it had started) was down, containerd lost its exit status, and dockerd recorded 255
+// at its restart (FinishedAt: the restart, not the task's end).
+json LostExitStatusInspect() {
+  json inspect = Inspect("exited", 255);
+  inspect["State"] = json::parse(R"({"Status":"exited","Running":false,"Paused":false,
+      "Restarting":false,"OOMKilled":false,"Dead":false,"Pid":0,"ExitCode":255,"Error":"",
+      "StartedAt":"2026-12-02T11:06:15.184553444Z","FinishedAt":"2026-12-02T11:06:21.574464619Z"})");
+  return inspect;
+}
+
+TEST(WithLostExitStatusTest, ExitCode255FoundInAResultUnknownEpisodeIsUnknown) {
+  const Observation reported = ObservationFromInspect(LostExitStatusInspect());
+  ASSERT_EQ(reported.phase, ExecutionPhase::kFailed);
+
+  // The controller had found the engine gone (the Job is ResultUnknown); the engine, back, says
+  // 255: the exit status is lost.
+  Observation lost = WithLostExitStatus(reported, true);
+  EXPECT_EQ(lost.phase, ExecutionPhase::kUnknown);
+  EXPECT_EQ(lost.reason, kReasonExitStatusLost);
+  EXPECT_FALSE(lost.exitCode.has_value());
+  EXPECT_FALSE(lost.finishedAt.has_value());
+  EXPECT_EQ(lost.startedAt, reported.startedAt);
+  EXPECT_EQ(lost.references, reported.references);
+  EXPECT_NE(lost.message.find("exit code 255 at 2026-12-02T11:06:21Z"), std::string::npos)
+      << lost.message;
+
+  // Outside an episode 255 is the task's own exit code.
+  Observation own = WithLostExitStatus(reported, false);
+  EXPECT_EQ(own.phase, ExecutionPhase::kFailed);
+  EXPECT_EQ(own.reason, kReasonProcessFailed);
+  EXPECT_EQ(own.exitCode, 255);
+  // Other ends in an episode are what they say.
+  for (const json& inspect :
+       {Inspect("exited", 3), Inspect("exited", 0), Inspect("exited", 255, /*oom=*/true),
+        Inspect("running", 0), Inspect("exited", 255, false, "", "/ayatori-u1-cancelled")}) {
+    const Observation o = ObservationFromInspect(inspect);
+    const Observation after = WithLostExitStatus(o, true);
+    EXPECT_EQ(after.phase, o.phase) << inspect.dump();
+    EXPECT_EQ(after.reason, o.reason) << inspect.dump();
+    EXPECT_EQ(after.exitCode, o.exitCode) << inspect.dump();
+  }
+}
+
 TEST(ObservationFromInspectTest, MayStartOnlyWhatNeverStartedAndCanRun) {
   EXPECT_TRUE(MayStart(Inspect("created", 0)));
   EXPECT_FALSE(MayStart(Inspect("created", 127, false, "exec: \"/nope\": no such file")));
