@@ -12,9 +12,14 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
 #include "test/adapters/docker/e2e_support.h"
 #include "test/e2e/controller_e2e.h"
 #include "test/support/testenv.h"
+#include "test/support/wait.h"
 
 namespace ayatori::e2e {
 namespace {
@@ -67,6 +72,24 @@ json BlockingTask(int port, const std::string& then) {
 bool IsResultUnknown(const json& j) {
   return ConditionSummary(j, "Succeeded") == "Unknown/ResultUnknown" &&
          !j.contains("/status/completionTime"_json_pointer);
+}
+
+// The pid of the containerd shim that holds container `id`'s task (0 if none): a
+// containerd-shim-runc-v2 process whose arguments are "... -id <id> ...".
+int ShimPid(const std::string& id) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string pid = entry.path().filename();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream comm(entry.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name.rfind("containerd-shim", 0) != 0) continue;
+    std::ifstream cmdline(entry.path() / "cmdline");
+    std::string args((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+    if (args.find(std::string("-id") + '\0' + id + '\0') != std::string::npos)
+      return std::stoi(pid);
+  }
+  return 0;
 }
 
 TEST_F(DockerOutageE2ETest, EngineKilledMidRunIsResultUnknownThenTheTrueResults) {
@@ -125,6 +148,54 @@ TEST_F(DockerOutageE2ETest, EngineKilledMidRunIsResultUnknownThenTheTrueResults)
   auto endB = ParseTime(b.value("/status/completionTime"_json_pointer, ""));
   ASSERT_TRUE(startB && endB) << Describe(b);
   EXPECT_LE(*startB, *endB);
+}
+
+// The engine loses a task's exit status: dockerd's own containerd dies with it, and a task whose
+// shim is gone when they come back is recorded "exited 255" at the restart (a crash takes some
+// shims; here the test kills the task's shim during the outage, which makes it certain; see
+// docs/operations.md "dockerd was restarted"). The Job must stay ResultUnknown, saying
+// ExitStatusLost, and never claim the 255.
+TEST_F(DockerOutageE2ETest, AnExitStatusTheEngineLostLeavesTheJobResultUnknown) {
+  TcpListener listen;
+  std::string uid = CreateJob("status-lost", kClass, BlockingTask(listen.port(), "; exit 4"));
+  ASSERT_FALSE(uid.empty());
+  int conn = listen.Accept(60s);
+  ASSERT_GE(conn, 0) << "the Job never connected";
+  WaitForJob(
+      ns_, "status-lost",
+      [](const json& j) { return ConditionSummary(j, "Succeeded") == "Unknown/Running"; }, 60s,
+      "Running");
+  auto ids = ContainersOf(host_, uid);
+  ASSERT_EQ(ids.size(), 1u);
+  const int shim = ShimPid(ids[0]);
+  ASSERT_GT(shim, 0) << "no containerd shim holds container " << ids[0];
+
+  ASSERT_TRUE(RunHackScript("dockerd.sh", {"kill"}, env_));
+  WaitForJob(ns_, "status-lost", IsResultUnknown, 60s,
+             "Succeeded=Unknown/ResultUnknown without completionTime");
+  ASSERT_EQ(kill(shim, SIGKILL), 0);
+  ASSERT_TRUE(RunHackScript("dockerd.sh", {"up"}, env_));
+
+  // The engine now reports 255 for a task that exits 4 ...
+  std::optional<json> container;
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        container = InspectContainer(host_, ids[0]);
+        return container && container->value("/State/Status"_json_pointer, "") == "exited";
+      },
+      60s))
+      << "the container did not end after the restart";
+  ASSERT_EQ(container->value("/State/ExitCode"_json_pointer, -1), 255) << container->dump();
+  // ... and the Job says its result is unknown, with the cause, and holds no result.
+  auto lostSaid = [](const json& j) {
+    return IsResultUnknown(j) && j.dump().find("ExitStatusLost") != std::string::npos;
+  };
+  json lost = WaitForJob(ns_, "status-lost", lostSaid, 60s, "ResultUnknown saying ExitStatusLost");
+  EXPECT_FALSE(lost.contains("/status/result"_json_pointer)) << Describe(lost);
+  EXPECT_TRUE(testing::HoldsFor(
+      [&] { return lostSaid(Get(kJobResource, ns_, "status-lost").value_or(json())); }, 5s, 250ms))
+      << Describe(Get(kJobResource, ns_, "status-lost").value_or(json()));
+  close(conn);
 }
 
 }  // namespace
