@@ -560,8 +560,12 @@ void JobReconciler::WaitingMessageWritten(const std::string& uid) {
 }
 
 void JobReconciler::WroteOver(const api::Job& before, const api::Job& after) {
-  // A write that changed nothing keeps the resourceVersion: the cache showing it is current.
-  if (after.metadata.resourceVersion == before.metadata.resourceVersion) return;
+  // A write that changed nothing keeps the resourceVersion: the cache showing it is current. But
+  // the write that removes the last finalizer of a deleted Job also answers with the
+  // resourceVersion it had (the server deletes the object and returns its last stored state), and
+  // the cache keeps showing that version with the finalizer until the deletion's event arrives.
+  const bool deletedByWrite = after.metadata.deletionTimestamp && after.metadata.finalizers.empty();
+  if (after.metadata.resourceVersion == before.metadata.resourceVersion && !deletedByWrite) return;
   const auto now = clock_.SteadyNow();
   std::lock_guard lock(writesMu_);
   // Entries of Jobs that went away (the last write removed the finalizer) are dropped now and

@@ -92,6 +92,14 @@ class ControllerTest : public ::testing::Test {
   uint64_t ControllerWrites(const std::string& name) const {
     return H().controllerClient().Writes(controller::kJobs, ns_, name);
   }
+  // The controller's writes to the Job, one per line, for a failure message.
+  std::string ControllerWriteLog(const std::string& name) const {
+    std::string log;
+    for (const auto& write : H().controllerClient().WriteLog(controller::kJobs, ns_, name)) {
+      (log += "\n  ") += write;
+    }
+    return log;
+  }
 
   api::Job Get(const std::string& name) {
     auto job = H().GetJob(ns_, name);

@@ -177,10 +177,11 @@ TEST_F(ApiEconomy, WritesPerSuccessfulJob) {
     ASSERT_TRUE(WaitGone(name));
     const uint64_t writes = ControllerWrites(name);
     std::cout << "API writes for a successful Job running " << seconds
-              << " s (create to gone): " << writes << "\n";
+              << " s (create to gone): " << writes << ControllerWriteLog(name) << "\n";
     RecordProperty(std::string("api_writes_run_") + seconds + "s", static_cast<int>(writes));
-    EXPECT_LE(writes, 6u) << name;
-    EXPECT_GE(writes, 4u) << name << ": fewer writes than finalizer, status, delete, finalizer";
+    EXPECT_LE(writes, 6u) << name << ":" << ControllerWriteLog(name);
+    EXPECT_GE(writes, 4u) << name << ": fewer writes than finalizer, status, delete, finalizer:"
+                          << ControllerWriteLog(name);
     worst = std::max(worst, writes);
   }
   RecordProperty("api_writes_per_successful_job", static_cast<int>(worst));

@@ -5,7 +5,8 @@
 //
 // A write is any create, update (also of /status), patch or delete sent, whether the server
 // accepted it or not (a refused write still cost a request); reads and watches are forwarded
-// uncounted. Thread-safe: the controller's workers write concurrently.
+// uncounted; each write is logged with its verb and result. Thread-safe: the controller's workers
+// write concurrently.
 //
 //   WriteCountingKubeClient counting(restClient);
 //   JobController controller(counting, ...);
@@ -20,6 +21,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "ayatori/kube_client.h"
 
@@ -33,13 +35,21 @@ class WriteCountingKubeClient final : public KubeClient {
   uint64_t Writes(const ResourceRef& ref, std::string_view ns, std::string_view name) const {
     std::lock_guard lock(mu_);
     auto it = writes_.find(Key(ref, ns, name));
-    return it == writes_.end() ? 0 : it->second;
+    return it == writes_.end() ? 0 : it->second.size();
+  }
+  // What those writes were, in order, e.g. "PATCH merge /status: ok" or "DELETE: 409 ...": a test
+  // whose bound fails prints them, so the extra write is named.
+  std::vector<std::string> WriteLog(const ResourceRef& ref, std::string_view ns,
+                                    std::string_view name) const {
+    std::lock_guard lock(mu_);
+    auto it = writes_.find(Key(ref, ns, name));
+    return it == writes_.end() ? std::vector<std::string>{} : it->second;
   }
   // Writes sent for any object.
   uint64_t TotalWrites() const {
     std::lock_guard lock(mu_);
     uint64_t total = 0;
-    for (const auto& [key, n] : writes_) total += n;
+    for (const auto& [key, log] : writes_) total += log.size();
     return total;
   }
 
@@ -61,31 +71,35 @@ class WriteCountingKubeClient final : public KubeClient {
                                   const WriteOptions& options) override {
     auto r = inner_.Create(ref, ns, object, options);
     // generateName: the name is known only from the server's answer.
-    Count(ref, ns, r.ok() ? NameOf(*r) : NameOf(object));
+    Record(ref, ns, r.ok() ? NameOf(*r) : NameOf(object), "CREATE", r.status());
     return r;
   }
   StatusOr<nlohmann::json> Update(const ResourceRef& ref, std::string_view ns,
                                   const nlohmann::json& object,
                                   const WriteOptions& options) override {
-    Count(ref, ns, NameOf(object));
-    return inner_.Update(ref, ns, object, options);
+    auto r = inner_.Update(ref, ns, object, options);
+    Record(ref, ns, NameOf(object), "UPDATE", r.status());
+    return r;
   }
   StatusOr<nlohmann::json> UpdateStatus(const ResourceRef& ref, std::string_view ns,
                                         const nlohmann::json& object,
                                         const WriteOptions& options) override {
-    Count(ref, ns, NameOf(object));
-    return inner_.UpdateStatus(ref, ns, object, options);
+    auto r = inner_.UpdateStatus(ref, ns, object, options);
+    Record(ref, ns, NameOf(object), "UPDATE /status", r.status());
+    return r;
   }
   StatusOr<nlohmann::json> Patch(const ResourceRef& ref, std::string_view ns, std::string_view name,
                                  PatchType type, const nlohmann::json& patch,
                                  const PatchOptions& options) override {
-    Count(ref, ns, name);
-    return inner_.Patch(ref, ns, name, type, patch, options);
+    auto r = inner_.Patch(ref, ns, name, type, patch, options);
+    Record(ref, ns, name, PatchVerb(type, options.subresource), r.status());
+    return r;
   }
   Status Delete(const ResourceRef& ref, std::string_view ns, std::string_view name,
                 const DeleteOptions& options) override {
-    Count(ref, ns, name);
-    return inner_.Delete(ref, ns, name, options);
+    Status r = inner_.Delete(ref, ns, name, options);
+    Record(ref, ns, name, "DELETE", r);
+    return r;
   }
   Status Watch(const ResourceRef& ref, std::string_view ns, const WatchOptions& options,
                std::stop_token stop, const WatchHandler& handler) override {
@@ -106,14 +120,36 @@ class WriteCountingKubeClient final : public KubeClient {
     if (!object.is_object() || !object.contains(kName) || !object.at(kName).is_string()) return "";
     return object.at(kName).get<std::string>();
   }
-  void Count(const ResourceRef& ref, std::string_view ns, std::string_view name) {
+  static std::string PatchVerb(PatchType type, std::string_view subresource) {
+    std::string verb = "PATCH ";
+    switch (type) {
+      case PatchType::kMerge:
+        verb += "merge";
+        break;
+      case PatchType::kJson:
+        verb += "json";
+        break;
+      case PatchType::kStrategicMerge:
+        verb += "strategic";
+        break;
+      case PatchType::kApply:
+        verb += "apply";
+        break;
+    }
+    if (!subresource.empty()) (verb += " /") += subresource;
+    return verb;
+  }
+  void Record(const ResourceRef& ref, std::string_view ns, std::string_view name, std::string verb,
+              const Status& result) {
+    verb += ": ";
+    verb += result.ok() ? "ok" : result.ToString();
     std::lock_guard lock(mu_);
-    ++writes_[Key(ref, ns, name)];
+    writes_[Key(ref, ns, name)].push_back(std::move(verb));
   }
 
   KubeClient& inner_;
   mutable std::mutex mu_;
-  std::map<std::string, uint64_t> writes_;
+  std::map<std::string, std::vector<std::string>> writes_;
 };
 
 }  // namespace ayatori::testing

@@ -382,6 +382,9 @@ StatusOr<nlohmann::json> FakeKubeClient::WriteLocked(const ResourceRef& ref, std
   if (next["metadata"].contains("deletionTimestamp") && !HasFinalizers(next)) {
     objects_.erase(it);
     EmitLocked(ref, WatchEventType::kDeleted, next);
+    // Like kube-apiserver, the write that removed the last finalizer answers with the object as
+    // written but at the resourceVersion it had: the deletion's version is only in the event.
+    next["metadata"]["resourceVersion"] = haveRv;
     return next;
   }
   it->second.object = next;
