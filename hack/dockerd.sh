@@ -9,6 +9,8 @@
 #   dockerd.sh kill    SIGKILL it without any cleanup: simulates a crash (containers keep running
 #                      thanks to --live-restore and are found again by the next `up`)
 #   dockerd.sh env     print DIR/env.sh (export DOCKER_HOST=unix://DIR/docker.sock)
+#   dockerd.sh shim ID print the pid of the containerd shim of this DIR that holds container ID
+#                      (tests kill it to make the engine lose a task's exit status)
 #   dockerd.sh purge   down, then delete its data root (images included)
 #
 # AYATORI_DOCKERD_TLS=1 at `up` also serves the API on tcp://127.0.0.1:<free port> with mutual TLS
@@ -37,6 +39,9 @@ LOG=$D/dockerd.log
 STOP_SECONDS=${AYATORI_DOCKERD_STOP_SECONDS:-30}
 
 log() { printf 'dockerd.sh: %s\n' "$*" >&2; }
+# What a restart found and did about a crash's leftovers: one line each, under a fixed prefix that
+# the chaos runner (test/chaos/runner.cc) reports.
+repair() { log "repair: $*"; }
 
 ping() { curl -sf --max-time 2 --unix-socket "$SOCK" http://localhost/_ping >/dev/null 2>&1; }
 
@@ -207,6 +212,23 @@ shim_pids() {
   done
 }
 
+# The container id a shim (pid $1) holds: the value of its -id argument.
+shim_container_id() {
+  tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null | grep -A1 -x -- -id | tail -n 1 || true
+}
+
+shim_of() {
+  local s
+  for s in $(shim_pids); do
+    if [ "$(shim_container_id "$s")" = "$1" ]; then
+      echo "$s"
+      return 0
+    fi
+  done
+  log "no containerd shim of $D holds container $1"
+  return 1
+}
+
 # Kills the shims of this DIR and the container processes below them (their children: a shim is
 # the subreaper of its container), by pid.
 kill_shims() {
@@ -236,18 +258,18 @@ clear_interrupted_starts() {
   local s id status children comms i bundle
   for s in $1; do
     kill -0 "$s" 2>/dev/null || continue
-    id=$(tr '\0' '\n' <"/proc/$s/cmdline" 2>/dev/null | grep -A1 -x -- -id | tail -n 1) || true
+    id=$(shim_container_id "$s")
     [ -n "$id" ] || continue
     status=$(DOCKER_HOST=unix://$SOCK docker inspect -f '{{.State.Status}}' "$id" 2>/dev/null || echo gone)
     case $status in created | gone) ;; *) continue ;; esac
     children=$(ps -o pid= --ppid "$s" 2>/dev/null | tr -s ' \n' ' ' || true)
     comms=$(ps -o comm= --ppid "$s" 2>/dev/null | grep -v '^runc:' || true)
     if [ -n "$comms" ]; then
-      log "warning: container ${id:0:12} ($status) has a task process the engine does not track" \
+      repair "warning: container ${id:0:12} ($status) has a task process the engine does not track" \
         "(pids $children): left alone; see docs/operations.md \"StartNotConfirmed\""
       continue
     fi
-    log "clearing the interrupted start of container ${id:0:12} ($status): its task never ran"
+    repair "clearing the interrupted start of container ${id:0:12} ($status): its task never ran"
     # shellcheck disable=SC2086
     [ -z "${children// /}" ] || kill -KILL $children 2>/dev/null || true
     kill -KILL "$s" 2>/dev/null || true
@@ -310,6 +332,7 @@ case ${1:-} in
   down) down ;;
   kill) crash ;;
   env) cat "$D/env.sh" ;;
+  shim) shim_of "${2:?usage: dockerd.sh shim CONTAINER-ID}" ;;
   purge) down; rm -rf "$DATA" ;;
-  *) echo "usage: dockerd.sh up|down|kill|env|purge" >&2; exit 2 ;;
+  *) echo "usage: dockerd.sh up|down|kill|env|shim ID|purge" >&2; exit 2 ;;
 esac

@@ -52,6 +52,10 @@ struct Observation {
   std::string message;  // for humans; never carries Secret values or request bodies
   // The stable references to persist in status.execution (type/id only, no credentials).
   std::vector<api::ExecutionReference> references;
+  // kUnknown only: the execution has ended (nothing of it runs any more) but its result is not
+  // known, e.g. the engine lost its exit status. The Job stays ResultUnknown; one being deleted
+  // has the execution removed, as nothing is left to stop.
+  bool ended = false;
 };
 
 // A value that must never be logged or printed: Secret contents, registry passwords.
@@ -83,6 +87,9 @@ struct ExecutionRequest {
   std::vector<ResolvedEnvVar> resolvedEnv;
   // Contents of the Job's kubernetes.io/dockerconfigjson imagePullSecrets, in spec order.
   std::vector<SensitiveString> imagePullConfigs;
+  // As ExecutionKey::resultUnknown: an Ensure that finds the execution already there may find an
+  // end recorded while nobody could confirm it.
+  bool resultUnknown = false;
 };
 
 // Identifies an existing execution: the Job UID is the idempotency key; references are hints.
@@ -230,7 +237,8 @@ class Adapter {
   virtual Observation Observe(const ExecutionKey& key) = 0;
 
   // Requests that the execution stop; repeatable. Returns the observation after the request:
-  // kCancelled/kSucceeded/kFailed once the backend confirms it is stopped, kRunning while stopping.
+  // kCancelled/kSucceeded/kFailed once the backend confirms it is stopped, kRunning while stopping,
+  // kUnknown with `ended` when it had ended by itself but how is not known.
   virtual Observation Cancel(const ExecutionKey& key) = 0;
 
   // Removes backend resources of the execution; repeatable; OK when nothing is left.

@@ -370,6 +370,7 @@ StatusOr<ExecutionRequest> JobReconciler::BuildRequest(const api::Job& job,
   request.jobClass = *job.status.resolvedJobClass;
   request.parameters = std::move(parameters);
   if (job.status.effectiveResources) request.resources = *job.status.effectiveResources;
+  request.resultUnknown = statemachine::InResultUnknownEpisode(job.status);
   // Only an adapter that says it resolves references gets them unresolved.
   const AdapterDescriptor* descriptor = registry_.FindDescriptor(request.jobClass.controllerName);
   if (descriptor != nullptr && descriptor->resolvesEnvReferences) return request;
@@ -421,10 +422,7 @@ ExecutionKey JobReconciler::BuildKey(const api::Job& job, nlohmann::json paramet
   key.name = job.metadata.name;
   if (job.status.execution) key.references = job.status.execution->references;
   key.parameters = std::move(parameters);
-  const api::Condition* succeeded =
-      api::FindCondition(job.status.conditions, api::kConditionSucceeded);
-  key.resultUnknown = succeeded != nullptr && succeeded->status == api::ConditionStatus::kUnknown &&
-                      succeeded->reason == statemachine::kReasonResultUnknown;
+  key.resultUnknown = statemachine::InResultUnknownEpisode(job.status);
   return key;
 }
 

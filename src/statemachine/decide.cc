@@ -278,7 +278,9 @@ void Decider::ApplyResult(const CallResult& r) {
   const Observation& o = r.observation;
   if (o.phase == ExecutionPhase::kUnknown) {
     MarkUnknown(o, "The backend did not answer");
-    if (Deleting() && (r.call == AdapterCall::kCancel || r.call == AdapterCall::kDelete)) {
+    const bool endedUnknown = r.call == AdapterCall::kCancel && o.ended;  // removed next
+    if (Deleting() && !endedUnknown &&
+        (r.call == AdapterCall::kCancel || r.call == AdapterCall::kDelete)) {
       // Nothing in the status changes for a finished Job: this Event is what tells why the Job
       // does not go away (docs/operations.md, "A Job is stuck deleting").
       plan_.events.push_back(
@@ -474,6 +476,11 @@ AdapterCall Decider::NextCall() {
     }
     if (Terminal()) return after(AdapterCall::kDelete);
     if (r != nullptr && r->call == AdapterCall::kCancel) {
+      // It ended by itself and how is lost: nothing runs, so it is removed with the Job (whose
+      // result no one can read any more); the loss was reported while the Job existed.
+      if (r->observation.phase == ExecutionPhase::kUnknown && r->observation.ended) {
+        return after(AdapterCall::kDelete);
+      }
       plan_.backoff = true;  // still stopping, or unknown: keep asking
       return AdapterCall::kNone;
     }

@@ -41,6 +41,12 @@ bool IsTerminal(const api::JobStatus& status) {
   return c != nullptr && c->status != api::ConditionStatus::kUnknown;
 }
 
+bool InResultUnknownEpisode(const api::JobStatus& status) {
+  const api::Condition* c = api::FindCondition(status.conditions, api::kConditionSucceeded);
+  return c != nullptr && c->status == api::ConditionStatus::kUnknown &&
+         c->reason == kReasonResultUnknown;
+}
+
 State DeriveState(const api::Job& job) {
   const api::JobStatus& st = job.status;
   if (job.metadata.deletionTimestamp) return State::kDeleting;

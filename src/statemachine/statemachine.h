@@ -131,6 +131,11 @@ State DeriveState(const api::Job& job);
 // Succeeded=True or Succeeded=False.
 bool IsTerminal(const api::JobStatus& status);
 
+// Succeeded=Unknown/ResultUnknown: at its last look the controller could not confirm the task's
+// state. Unlike DeriveState's kResultUnknown it holds also while the Job is cancelled or deleted
+// during the episode (the condition stays until the backend answers).
+bool InResultUnknownEpisode(const api::JobStatus& status);
+
 // Reasons written by the state machine (Succeeded unless noted). Failure reasons reported by an
 // adapter (OOMKilled, ImagePullFailed, BackendRejected, ...) are passed through unchanged.
 inline constexpr const char* kReasonValid = "Valid";                    // Accepted=True

@@ -17,6 +17,8 @@
 #include <set>
 #include <sstream>
 #include <stop_token>
+#include <string>
+#include <string_view>
 #include <thread>
 
 #include "adapters/docker/container.h"
@@ -48,6 +50,11 @@ constexpr const char* kRoundLabel = "chaos.ayatori.ddupan.top/round";
 constexpr const char* kDockerClass = "chaos-docker";
 constexpr const char* kKubernetesClass = "chaos-kubernetes";
 constexpr const char* kLeaseNamespace = "ayatori-system";
+// dockerd answers /_ping before it has restored all its containers: an exit status it records
+// this long after it answered still belongs to the restart (its restore of a lost task).
+constexpr auto kEngineRestoreMargin = std::chrono::seconds(30);
+// hack/dockerd.sh's `repair` lines.
+constexpr std::string_view kRepairPrefix = "dockerd.sh: repair: ";
 // Leader election timing of the replicas: a killed leader is replaced within about 5 s.
 constexpr const char* kLeaseDuration = "4s";
 constexpr const char* kRenewDeadline = "3s";
@@ -411,10 +418,8 @@ class Disruptor {
     if (!r.ok) r.error = "starting it again: " + up.out + up.err;
     std::istringstream lines(up.err);
     for (std::string line; std::getline(lines, line);) {
-      if (line.find("interrupted start") != std::string::npos ||
-          line.find("does not track") != std::string::npos) {
-        r.repairs.push_back(line);
-      }
+      // hack/dockerd.sh `repair`: one line per leftover of the crash it found.
+      if (line.starts_with(kRepairPrefix)) r.repairs.push_back(line.substr(kRepairPrefix.size()));
     }
     return r;
   }
@@ -1128,11 +1133,10 @@ void Round::CollectDockerFacts(std::vector<JobFacts>& facts, RoundLog& log) {
           std::to_string(f.process.exitCode) + " at " + Str(now[0], "/State/FinishedAt") +
           (renamed == cancels.end() ? ", never renamed for a cancel"
                                     : ", renamed for the cancel at " + Format(renamed->second));
-      // Recorded by dockerd while it restored its containers after the restart (it answers
-      // /_ping before it has restored them all: a margin after that).
       for (const RestartRecord& restart : restarts) {
         if (restart.what == "dockerd" && f.process.exited && f.process.exitCode == 255 &&
-            finished && *finished >= restart.stoppedAt && *finished <= restart.answeredAt + 30s) {
+            finished && *finished >= restart.stoppedAt &&
+            *finished <= restart.answeredAt + kEngineRestoreMargin) {
           f.process.exitStatusLost = true;
           f.process.detail += "; recorded at the engine's restart: its exit status was lost";
         }

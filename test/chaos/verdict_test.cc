@@ -188,7 +188,7 @@ TEST(ChaosJudge, AnExitStatusTheBackendLostMustBeReportedUnknown) {
 TEST(ChaosJudge, TheReportNamesWhatARestartRepaired) {
   Fixture f;
   const std::string cleared =
-      "dockerd.sh: clearing the interrupted start of container 0123456789ab (created): its task "
+      "clearing the interrupted start of container 0123456789ab (created): its task "
       "never ran";
   f.log.restarts[0].repairs = {cleared};
   Verdict v = f.Judge();

@@ -42,7 +42,7 @@ class FakeEnginesAdapter final : public Adapter {
     std::string call;
     std::string endpoint;
     json parameters;
-    bool resultUnknown = false;  // Observe: the key's
+    bool resultUnknown = false;  // Ensure: the request's; Observe, Cancel: the key's
   };
 
   // The id of an execution: the engine's socket name, never its endpoint (the Job's status must
@@ -62,6 +62,7 @@ class FakeEnginesAdapter final : public Adapter {
 
   Observation Ensure(const ExecutionRequest& request) override {
     const std::string endpoint = Record("Ensure", request.parameters);
+    calls_.back().resultUnknown = request.resultUnknown;
     if (unreachable_.contains(endpoint)) return Unreachable(endpoint);
     auto& engine = engines_[endpoint];
     auto it = engine.find(request.job.metadata.uid);
@@ -80,6 +81,7 @@ class FakeEnginesAdapter final : public Adapter {
   }
   Observation Cancel(const ExecutionKey& key) override {
     const std::string endpoint = Record("Cancel", key.parameters);
+    calls_.back().resultUnknown = key.resultUnknown;
     if (unreachable_.contains(endpoint)) return Unreachable(endpoint);
     Execution* e = Find(endpoint, key.uid);
     if (e == nullptr) return Absent();
@@ -527,7 +529,7 @@ TEST_F(PinnedBackendTest, UnreachableRecordedEngineIsResultUnknownAndTheJobWaits
 }
 
 // Adapters learn from the key whether the Job is in a ResultUnknown episode (the Docker adapter
-// keeps an exit code 255 found then unknown: WithLostExitStatus), and only while it lasts.
+// keeps an exit code 255 found then unknown: ObservationFromInspect), and only while it lasts.
 TEST_F(PinnedBackendTest, ObserveSaysWhetherTheJobIsInAResultUnknownEpisode) {
   std::string uid = CreateJob("job");
   Reconcile("job");
@@ -547,6 +549,38 @@ TEST_F(PinnedBackendTest, ObserveSaysWhetherTheJobIsInAResultUnknownEpisode) {
   ASSERT_EQ(engines_->calls().back().call, "Observe");
   EXPECT_TRUE(engines_->calls().back().resultUnknown);
   EXPECT_EQ(Succeeded(Get("job")), "False/ProcessFailed");
+}
+
+// Every call that may look at an existing execution learns of the episode: a Cancel during it
+// (the Docker adapter must not report a lost exit status as a cancel's result) and an Ensure
+// (which adopts an execution already there).
+TEST_F(PinnedBackendTest, CancelAndEnsureSayWhetherTheJobIsInAResultUnknownEpisode) {
+  CreateJob("cancelled");
+  Reconcile("cancelled");
+  ASSERT_EQ(engines_->calls().back().call, "Ensure");
+  EXPECT_FALSE(engines_->calls().back().resultUnknown);
+  engines_->SetUnreachable(kEngineA, true);
+  Reconcile("cancelled");
+  ASSERT_EQ(Succeeded(Get("cancelled")), "Unknown/ResultUnknown");
+  ASSERT_TRUE(client_
+                  .Patch(kJobs, kNs, "cancelled", PatchType::kMerge,
+                         {{"spec", {{"desiredState", "Cancelled"}}}}, {})
+                  .ok());
+  engines_->SetUnreachable(kEngineA, false);
+  Reconcile("cancelled");
+  ASSERT_EQ(engines_->calls().back().call, "Cancel");
+  EXPECT_TRUE(engines_->calls().back().resultUnknown);
+  EXPECT_EQ(Succeeded(Get("cancelled")), "False/Cancelled");
+
+  // An episode before the execution's reference was recorded: the next Ensure is in it.
+  CreateJob("unconfirmed");
+  engines_->SetUnreachable(kEngineA, true);
+  Reconcile("unconfirmed");
+  ASSERT_EQ(Succeeded(Get("unconfirmed")), "Unknown/ResultUnknown");
+  engines_->SetUnreachable(kEngineA, false);
+  Reconcile("unconfirmed");
+  ASSERT_EQ(engines_->calls().back().call, "Ensure");
+  EXPECT_TRUE(engines_->calls().back().resultUnknown);
 }
 
 // A Job accepted before the record existed (no backendSnapshot) reads the parameters by name as

@@ -12,9 +12,7 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
-#include <iterator>
+#include <charconv>
 
 #include "test/adapters/docker/e2e_support.h"
 #include "test/e2e/controller_e2e.h"
@@ -74,22 +72,13 @@ bool IsResultUnknown(const json& j) {
          !j.contains("/status/completionTime"_json_pointer);
 }
 
-// The pid of the containerd shim that holds container `id`'s task (0 if none): a
-// containerd-shim-runc-v2 process whose arguments are "... -id <id> ...".
-int ShimPid(const std::string& id) {
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string pid = entry.path().filename();
-    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream comm(entry.path() / "comm");
-    std::string name;
-    std::getline(comm, name);
-    if (name.rfind("containerd-shim", 0) != 0) continue;
-    std::ifstream cmdline(entry.path() / "cmdline");
-    std::string args((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
-    if (args.find(std::string("-id") + '\0' + id + '\0') != std::string::npos)
-      return std::stoi(pid);
-  }
-  return 0;
+// The pid of the containerd shim that holds container `id`'s task (0 if none; the test fails).
+int ShimPid(const std::vector<std::string>& env, const std::string& id) {
+  std::string out;
+  if (!RunHackScript("dockerd.sh", {"shim", id}, env, &out)) return 0;
+  int pid = 0;
+  std::from_chars(out.data(), out.data() + out.size(), pid);
+  return pid;
 }
 
 TEST_F(DockerOutageE2ETest, EngineKilledMidRunIsResultUnknownThenTheTrueResults) {
@@ -167,7 +156,7 @@ TEST_F(DockerOutageE2ETest, AnExitStatusTheEngineLostLeavesTheJobResultUnknown) 
       "Running");
   auto ids = ContainersOf(host_, uid);
   ASSERT_EQ(ids.size(), 1u);
-  const int shim = ShimPid(ids[0]);
+  const int shim = ShimPid(env_, ids[0]);
   ASSERT_GT(shim, 0) << "no containerd shim holds container " << ids[0];
 
   ASSERT_TRUE(RunHackScript("dockerd.sh", {"kill"}, env_));
@@ -195,6 +184,17 @@ TEST_F(DockerOutageE2ETest, AnExitStatusTheEngineLostLeavesTheJobResultUnknown) 
   EXPECT_TRUE(testing::HoldsFor(
       [&] { return lostSaid(Get(kJobResource, ns_, "status-lost").value_or(json())); }, 5s, 250ms))
       << Describe(Get(kJobResource, ns_, "status-lost").value_or(json()));
+
+  // A cancel now stops nothing (the task has ended) and must not turn the lost status into a
+  // result: the container keeps its name (no cancel mark) and the Job stays ResultUnknown.
+  PatchJob("status-lost", {{"spec", {{"desiredState", "Cancelled"}}}});
+  EXPECT_TRUE(testing::HoldsFor(
+      [&] { return lostSaid(Get(kJobResource, ns_, "status-lost").value_or(json())); }, 5s, 250ms))
+      << "a cancel reported a result the engine lost: "
+      << Describe(Get(kJobResource, ns_, "status-lost").value_or(json()));
+  container = InspectContainer(host_, ids[0]);
+  ASSERT_TRUE(container.has_value());
+  EXPECT_EQ(container->value("/Name"_json_pointer, ""), "/ayatori-" + uid) << container->dump();
   close(conn);
 }
 

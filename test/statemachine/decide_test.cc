@@ -724,6 +724,47 @@ TEST(Decide, EnsureWaitingWithoutReferencesWaitsInsteadOfUnknown) {
                                        "SecretNotFound: " + o.message}));
 }
 
+// The Docker engine lost the task's exit status (ExitStatusLost): the execution has ended, how is
+// unknown. A user's cancel keeps the Job ResultUnknown (cancelling it would claim a result); a
+// deletion removes the execution (nothing runs) and then the Job, with no CleanupBlocked Event.
+TEST(Decide, AnExecutionThatEndedWithItsResultUnknownIsRemovedWhenTheJobIsDeleted) {
+  api::Job j = Settled(Starting());
+  Observation running = Obs(ExecutionPhase::kRunning);
+  running.references = {{"Container", "abc"}};
+  Plan started = Decide(j, With(AdapterCall::kObserve, running));
+  ASSERT_TRUE(started.status);
+  j.status = *started.status;
+  Observation lost = Obs(ExecutionPhase::kUnknown);
+  lost.ended = true;
+  lost.reason = "ExitStatusLost";
+  lost.message = "the engine reports exit code 255";
+  lost.references = running.references;
+
+  api::Job cancelled = j;
+  cancelled.spec.desiredState = api::DesiredState::kCancelled;
+  ASSERT_EQ(Decide(cancelled, Facts{kNow, {}, {}, std::nullopt, std::nullopt}).call,
+            AdapterCall::kCancel);
+  Plan kept = Decide(cancelled, With(AdapterCall::kCancel, lost));
+  ASSERT_TRUE(kept.status);
+  EXPECT_EQ(SucceededOf(*kept.status), "Unknown/ResultUnknown");
+  EXPECT_EQ(kept.call, AdapterCall::kNone);
+  EXPECT_TRUE(kept.backoff);
+
+  api::Job deleted = j;
+  deleted.metadata.deletionTimestamp = kNow;
+  ASSERT_EQ(Decide(deleted, Facts{kNow, {}, {}, std::nullopt, std::nullopt}).call,
+            AdapterCall::kCancel);
+  Plan removed = Decide(deleted, With(AdapterCall::kCancel, lost));
+  EXPECT_EQ(removed.call, AdapterCall::kDelete);
+  EXPECT_TRUE(std::none_of(removed.events.begin(), removed.events.end(),
+                           [](const Event& e) { return e.reason == kEventCleanupBlocked; }));
+  // Without `ended` the backend could not tell whether it still runs: the deletion waits.
+  lost.ended = false;
+  Plan waits = Decide(deleted, With(AdapterCall::kCancel, lost));
+  EXPECT_EQ(waits.call, AdapterCall::kNone);
+  EXPECT_TRUE(waits.backoff);
+}
+
 TEST(Decide, BlockedCleanupOfAFinishedJobTellsWhy) {
   api::Job j = Settled(Starting());
   Plan done = Decide(j, With(AdapterCall::kObserve, [] {

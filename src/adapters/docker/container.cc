@@ -244,7 +244,10 @@ bool MayStart(const nlohmann::json& inspect) {
          (!EngineRefusedCommand(GetInt(*state, "ExitCode")) && !StartFailedForMemory(error));
 }
 
-Observation ObservationFromInspect(const nlohmann::json& inspect) {
+namespace {
+
+// The container's engine state, as the engine reports it.
+Observation EngineObservation(const nlohmann::json& inspect) {
   Observation o;
   const std::string id = GetString(inspect, "Id");
   if (!id.empty()) o.references.push_back({kContainerReferenceType, id});
@@ -334,6 +337,7 @@ Observation WithLostExitStatus(Observation o, bool resultUnknown) {
   }
   Observation lost;
   lost.phase = ExecutionPhase::kUnknown;
+  lost.ended = true;
   lost.reason = kReasonExitStatusLost;
   lost.startedAt = o.startedAt;
   lost.references = std::move(o.references);
@@ -343,6 +347,12 @@ Observation WithLostExitStatus(Observation o, bool resultUnknown) {
       " while its result was unknown; an engine that lost a task's exit status (its containerd "
       "restarted) reports 255, so the task's true result is unknown";
   return lost;
+}
+
+}  // namespace
+
+Observation ObservationFromInspect(const nlohmann::json& inspect, bool resultUnknown) {
+  return WithLostExitStatus(EngineObservation(inspect), resultUnknown);
 }
 
 }  // namespace ayatori::adapters::docker

@@ -27,7 +27,7 @@ inline constexpr const char* kReasonBackendRejected = "BackendRejected";
 inline constexpr const char* kReasonStartFailed = "StartFailed";  // the entrypoint could not run
 // Unknown: the engine shows a never-started container whose start failed inside the engine.
 inline constexpr const char* kReasonStartNotConfirmed = "StartNotConfirmed";
-// The engine reports an end whose exit status it lost (WithLostExitStatus).
+// The engine reports an end whose exit status it lost (ObservationFromInspect).
 inline constexpr const char* kReasonExitStatusLost = "ExitStatusLost";
 inline constexpr const char* kReasonBackendUnreachable = "BackendUnreachable";
 // Acceptance refused: the engine would be spoken to in plain HTTP without `insecure: true`.
@@ -106,19 +106,19 @@ bool MayStart(const nlohmann::json& inspect);
 //   running, paused, restarting -> Running (startedAt)
 //   exited, dead -> exit 0: Succeeded (success wins over a concurrent cancel or a child OOM);
 //                   stopped by our Cancel: Cancelled; OOMKilled: Failed/OOMKilled;
+//                   exit 255 while `resultUnknown`: Unknown/ExitStatusLost (below);
 //                   else Failed/ProcessFailed; with exitCode, startedAt, finishedAt
-Observation ObservationFromInspect(const nlohmann::json& inspect);
-
+//
+// `resultUnknown`: the Job is in a ResultUnknown episode (ExecutionKey::resultUnknown): at its
+// last look the controller could not confirm the task's state, e.g. the engine was down.
 // containerd gives a task whose exit status it lost exit code 255: when the engine crashed and
 // its containerd with it, a task that ended meanwhile may have lost its shim, and the engine then
 // records "exited 255" at its restart (seen on dockerd 20.10 with a task that exits 3;
-// docs/operations.md "dockerd was restarted"). So an end with exit code 255 that the controller
-// finds while the Job is in a ResultUnknown episode (`resultUnknown`: at its last look it could
-// not confirm the task's state, e.g. the engine was down) becomes Unknown/ExitStatusLost, never
-// a result: the true exit code is not known. A task that really exits 255 unseen in such an
-// episode is reported the same way (an operator confirms the loss); outside one, 255 is the
-// task's own exit code.
-Observation WithLostExitStatus(Observation o, bool resultUnknown);
+// docs/operations.md "dockerd was restarted"). Such an end is not a result: the true exit code
+// is not known. A task that really exits 255 unseen in such an episode is reported the same way
+// (an operator confirms the loss); outside one, 255 is the task's own exit code. Every look at
+// the container (Ensure finding it, Observe, Cancel) maps it here, so all report the same.
+Observation ObservationFromInspect(const nlohmann::json& inspect, bool resultUnknown);
 
 // Docker's RFC 3339 timestamps with nanoseconds; nullopt for the zero time "0001-01-01T00:00:00Z"
 // or anything unparsable.

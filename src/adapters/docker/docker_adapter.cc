@@ -376,7 +376,7 @@ std::optional<Observation> DockerAdapter::EnsureImage(
 }
 
 Observation DockerAdapter::StartAndObserve(EngineClient& client, const std::string& uid,
-                                           const std::string& id) {
+                                           const std::string& id, bool resultUnknown) {
   auto r = client.Call("POST", "/containers/" + EngineClient::Escape(id) + "/start");
   if (!r.ok()) return Unreachable(r.status());
   // 204 started, 304 already started; otherwise the engine records why in State.Error and
@@ -385,7 +385,7 @@ Observation DockerAdapter::StartAndObserve(EngineClient& client, const std::stri
   auto found = FindContainer(client, uid, {{kContainerReferenceType, id}});
   if (!found.ok()) return Unreachable(found.status());
   if (!*found) return Absent();
-  return ObservationFromInspect(**found);
+  return ObservationFromInspect(**found, resultUnknown);
 }
 
 Observation DockerAdapter::Ensure(const ExecutionRequest& request) {
@@ -418,8 +418,10 @@ Observation DockerAdapter::EnsureExecution(const ExecutionRequest& request) {
     // engine could not finish, e.g. because it was killed during it): start it now. Starting is
     // idempotent (304 when it runs already); if the engine keeps refusing, the answer stays
     // Unknown/StartNotConfirmed and the next Ensure tries again.
-    if (MayStart(inspect)) return StartAndObserve(client, uid, GetString(inspect, "Id"));
-    return ObservationFromInspect(inspect);
+    if (MayStart(inspect)) {
+      return StartAndObserve(client, uid, GetString(inspect, "Id"), request.resultUnknown);
+    }
+    return ObservationFromInspect(inspect, request.resultUnknown);
   };
 
   auto found = FindContainer(client, uid, refs);
@@ -439,7 +441,7 @@ Observation DockerAdapter::EnsureExecution(const ExecutionRequest& request) {
       auto created = json::parse(r->body, nullptr, false);
       std::string id = GetString(created, "Id");
       if (id.empty()) return Unknown("docker engine: create answer has no container Id");
-      return StartAndObserve(client, uid, id);
+      return StartAndObserve(client, uid, id, request.resultUnknown);
     }
     case 409: {
       // Created by an earlier Ensure whose answer was lost, or by a concurrent one: adopt it. The
@@ -474,7 +476,7 @@ Observation DockerAdapter::Observe(const ExecutionKey& key) {
   auto found = FindContainer(*target->client, key.uid, key.references);
   if (!found.ok()) return Unreachable(found.status());
   if (!*found) return Absent();
-  return WithLostExitStatus(ObservationFromInspect(**found), key.resultUnknown);
+  return ObservationFromInspect(**found, key.resultUnknown);
 }
 
 Observation DockerAdapter::Cancel(const ExecutionKey& key) {
@@ -484,8 +486,10 @@ Observation DockerAdapter::Cancel(const ExecutionKey& key) {
   auto found = FindContainer(client, key.uid, key.references);
   if (!found.ok()) return Unreachable(found.status());
   if (!*found) return Absent();
-  Observation before = ObservationFromInspect(**found);
-  if (IsStopped(before.phase)) return before;  // it ended by itself first: its true result
+  Observation before = ObservationFromInspect(**found, key.resultUnknown);
+  // It ended by itself first: its true result, or that the engine lost it (nothing to stop, and
+  // marking it cancelled now would report a cancel that stopped nothing).
+  if (IsStopped(before.phase) || before.reason == kReasonExitStatusLost) return before;
   const std::string id = GetString(**found, "Id");
   const std::string path = "/containers/" + EngineClient::Escape(id);
 
@@ -509,7 +513,7 @@ Observation DockerAdapter::Cancel(const ExecutionKey& key) {
   auto after = Inspect(client, id);
   if (!after.ok()) return Unreachable(after.status());
   if (!*after) return Absent();
-  return ObservationFromInspect(**after);
+  return ObservationFromInspect(**after, key.resultUnknown);
 }
 
 Status DockerAdapter::Delete(const ExecutionKey& key) {

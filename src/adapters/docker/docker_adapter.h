@@ -104,7 +104,8 @@ class DockerAdapter final : public Adapter, public LogSource {
                                               const std::string& key, const std::string& path,
                                               std::vector<std::string> headers);
   // Starts a created container and reports what it then is.
-  Observation StartAndObserve(EngineClient& client, const std::string& uid, const std::string& id);
+  Observation StartAndObserve(EngineClient& client, const std::string& uid, const std::string& id,
+                              bool resultUnknown);
 
   DockerAdapterOptions options_;
   std::mutex mu_;

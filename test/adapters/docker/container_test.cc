@@ -305,29 +305,32 @@ TEST(ObservationFromInspectTest, MapsEngineStates) {
        kReasonUnexpectedState, std::nullopt},
   };
   for (const auto& c : cases) {
-    Observation o = ObservationFromInspect(c.inspect);
+    Observation o = ObservationFromInspect(c.inspect, /*resultUnknown=*/false);
     EXPECT_EQ(o.phase, c.phase) << c.what << ": " << ExecutionPhaseName(o.phase);
     EXPECT_EQ(o.reason, c.reason) << c.what;
     EXPECT_EQ(o.exitCode, c.exitCode) << c.what;
   }
-  Observation running = ObservationFromInspect(Inspect("running", 0));
+  Observation running = ObservationFromInspect(Inspect("running", 0), /*resultUnknown=*/false);
   EXPECT_EQ(running.startedAt, started);
   EXPECT_FALSE(running.finishedAt.has_value());
   ASSERT_EQ(running.references.size(), 1u);
   EXPECT_EQ(running.references[0].type, "Container");
   EXPECT_EQ(running.references[0].id, "c0ffee");
-  Observation done = ObservationFromInspect(Inspect("exited", 3));
+  Observation done = ObservationFromInspect(Inspect("exited", 3), /*resultUnknown=*/false);
   EXPECT_EQ(done.startedAt, started);
   EXPECT_EQ(done.finishedAt, finished);
   // The same words on every adapter (src/adapters/task_messages.h).
   EXPECT_EQ(done.message, "The task exited with code 3");
-  EXPECT_EQ(ObservationFromInspect(Inspect("exited", 0)).message, "The task exited with code 0");
-  EXPECT_EQ(ObservationFromInspect(Inspect("exited", 137, true)).message,
+  EXPECT_EQ(ObservationFromInspect(Inspect("exited", 0), /*resultUnknown=*/false).message,
+            "The task exited with code 0");
+  EXPECT_EQ(ObservationFromInspect(Inspect("exited", 137, true), /*resultUnknown=*/false).message,
             "The task exceeded its memory limit and was killed (exit code 137)");
-  EXPECT_EQ(ObservationFromInspect(Inspect("created", 127, false, "exec: \"/nope\": no such file"))
+  EXPECT_EQ(ObservationFromInspect(Inspect("created", 127, false, "exec: \"/nope\": no such file"),
+                                   /*resultUnknown=*/false)
                 .message,
             "The task could not start: exec: \"/nope\": no such file");
-  EXPECT_FALSE(ObservationFromInspect(Inspect("created", 0)).startedAt.has_value());
+  EXPECT_FALSE(
+      ObservationFromInspect(Inspect("created", 0), /*resultUnknown=*/false).startedAt.has_value());
 }
 
 // The State a real dockerd (20.10) shows after it was killed (SIGKILL) during
@@ -349,7 +352,7 @@ TEST(ObservationFromInspectTest, StartFailedInsideTheEngineIsUnknownNotFailed) {
        {"task 28170099ac7441ccafd0b13d36d6d68b45eb5f8348699f374e05e5e4e75b7009: already exists",
         "id already in use"}) {
     const json inspect = InterruptedStartInspect(error);
-    Observation o = ObservationFromInspect(inspect);
+    Observation o = ObservationFromInspect(inspect, /*resultUnknown=*/false);
     EXPECT_EQ(o.phase, ExecutionPhase::kUnknown) << error << ": " << ExecutionPhaseName(o.phase);
     EXPECT_EQ(o.reason, kReasonStartNotConfirmed) << error;
     EXPECT_NE(o.message.find(error), std::string::npos) << o.message;
@@ -371,15 +374,17 @@ json LostExitStatusInspect() {
   return inspect;
 }
 
-TEST(WithLostExitStatusTest, ExitCode255FoundInAResultUnknownEpisodeIsUnknown) {
-  const Observation reported = ObservationFromInspect(LostExitStatusInspect());
+TEST(ObservationFromInspectTest, ExitCode255FoundInAResultUnknownEpisodeIsUnknown) {
+  const Observation reported =
+      ObservationFromInspect(LostExitStatusInspect(), /*resultUnknown=*/false);
   ASSERT_EQ(reported.phase, ExecutionPhase::kFailed);
 
   // The controller had found the engine gone (the Job is ResultUnknown); the engine, back, says
   // 255: the exit status is lost.
-  Observation lost = WithLostExitStatus(reported, true);
+  Observation lost = ObservationFromInspect(LostExitStatusInspect(), /*resultUnknown=*/true);
   EXPECT_EQ(lost.phase, ExecutionPhase::kUnknown);
   EXPECT_EQ(lost.reason, kReasonExitStatusLost);
+  EXPECT_TRUE(lost.ended);
   EXPECT_FALSE(lost.exitCode.has_value());
   EXPECT_FALSE(lost.finishedAt.has_value());
   EXPECT_EQ(lost.startedAt, reported.startedAt);
@@ -388,16 +393,14 @@ TEST(WithLostExitStatusTest, ExitCode255FoundInAResultUnknownEpisodeIsUnknown) {
       << lost.message;
 
   // Outside an episode 255 is the task's own exit code.
-  Observation own = WithLostExitStatus(reported, false);
-  EXPECT_EQ(own.phase, ExecutionPhase::kFailed);
-  EXPECT_EQ(own.reason, kReasonProcessFailed);
-  EXPECT_EQ(own.exitCode, 255);
+  EXPECT_EQ(reported.reason, kReasonProcessFailed);
+  EXPECT_EQ(reported.exitCode, 255);
   // Other ends in an episode are what they say.
   for (const json& inspect :
        {Inspect("exited", 3), Inspect("exited", 0), Inspect("exited", 255, /*oom=*/true),
         Inspect("running", 0), Inspect("exited", 255, false, "", "/ayatori-u1-cancelled")}) {
-    const Observation o = ObservationFromInspect(inspect);
-    const Observation after = WithLostExitStatus(o, true);
+    const Observation o = ObservationFromInspect(inspect, /*resultUnknown=*/false);
+    const Observation after = ObservationFromInspect(inspect, /*resultUnknown=*/true);
     EXPECT_EQ(after.phase, o.phase) << inspect.dump();
     EXPECT_EQ(after.reason, o.reason) << inspect.dump();
     EXPECT_EQ(after.exitCode, o.exitCode) << inspect.dump();

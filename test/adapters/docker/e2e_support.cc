@@ -213,7 +213,7 @@ bool WaitForPeerClose(int fd, std::chrono::milliseconds deadline) {
 }
 
 bool RunHackScript(const std::string& script, const std::vector<std::string>& args,
-                   const std::vector<std::string>& extraEnv) {
+                   const std::vector<std::string>& extraEnv, std::string* out) {
   std::string source = testing::RequiredEnv("AYATORI_SOURCE_DIR");
   std::vector<std::string> argv = {source + "/hack/" + script};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -222,6 +222,7 @@ bool RunHackScript(const std::string& script, const std::vector<std::string>& ar
     ADD_FAILURE() << "hack/" << script << " failed (" << r.exitCode << "):\n" << r.out << r.err;
     return false;
   }
+  if (out != nullptr) *out = r.out;
   return true;
 }
 

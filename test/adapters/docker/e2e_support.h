@@ -94,9 +94,10 @@ class PongServer {
 // Reads from `fd` until the peer closes it or the deadline passes; true on EOF.
 bool WaitForPeerClose(int fd, std::chrono::milliseconds deadline);
 
-// Runs hack/<script> with extra environment; fails the test with its output on error.
+// Runs hack/<script> with extra environment; fails the test with its output on error. `out`, if
+// given, receives what it printed on stdout.
 bool RunHackScript(const std::string& script, const std::vector<std::string>& args,
-                   const std::vector<std::string>& extraEnv);
+                   const std::vector<std::string>& extraEnv, std::string* out = nullptr);
 
 std::string PhaseName(const Observation& o);
 
