@@ -17,6 +17,9 @@
 #   opensandbox.sh start    start the stopped server again on the same port and config (sandboxes
 #                           live on: the server re-arms their timers from their labels)
 #   opensandbox.sh restart  stop, then start
+#   opensandbox.sh reserve-port
+#                           take execd's port out of the kernel's ephemeral range (below; `up`
+#                           does it too, and testenv.sh up does it before its connections open)
 #
 # The virtualenv lives outside the repository, keyed by the lock file and the Python version:
 # ${XDG_CACHE_HOME:-~/.cache}/ayatori/opensandbox/<key>/venv (built in place: venvs do not move;
@@ -40,6 +43,13 @@ STANDIN=${AYATORI_EXECD_STANDIN:-$H/../../build/test/opensandbox/execd_standin}
 EXECD_IMAGE=
 WORKLOAD_IMAGE=ayatori-test/workload:1
 STOP_SECONDS=${AYATORI_OPENSANDBOX_STOP_SECONDS:-20}
+# execd's port. In host network mode every sandbox's execd listens on 127.0.0.1:$EXECD_PORT of
+# this machine, so no other socket may hold it: a client connection to which the kernel gave it as
+# its ephemeral port (44772 lies in the usual 32768-60999) makes every execd's bind fail for as
+# long as the connection lives, and each sandbox then runs without an execd (the control plane's
+# long-lived connections did that to a whole CI run).
+EXECD_PORT=44772
+RESERVED_PORTS=/proc/sys/net/ipv4/ip_local_reserved_ports
 
 log() { printf 'opensandbox.sh: %s\n' "$*" >&2; }
 
@@ -112,6 +122,38 @@ build() {
   fi
 }
 
+# Is $EXECD_PORT in the kernel's list $1 ("a,b-c,...")?
+port_in_list() {
+  local r
+  for r in ${1//,/ }; do
+    if [ "$EXECD_PORT" -ge "${r%-*}" ] && [ "$EXECD_PORT" -le "${r#*-}" ]; then return 0; fi
+  done
+  return 1
+}
+
+# Takes execd's port out of the ephemeral range (per network namespace, until reboot), so that no
+# connection or bind to port 0 made from now on is given it. Needs root; without it, a warning.
+reserve_port() {
+  local cur
+  cur=$(cat "$RESERVED_PORTS" 2>/dev/null) || { log "warning: cannot read $RESERVED_PORTS"; return 0; }
+  port_in_list "$cur" && return 0
+  echo "${cur:+$cur,}$EXECD_PORT" >"$RESERVED_PORTS" 2>/dev/null ||
+    log "warning: cannot add $EXECD_PORT to $RESERVED_PORTS (root only): a connection may take execd's port"
+}
+
+# Fails, naming them, when sockets already hold execd's port (TIME_WAIT ones do not count: execd
+# binds with SO_REUSEADDR).
+check_port_free() {
+  local holders
+  holders=$(ss -Htanp exclude time-wait "( sport = :$EXECD_PORT )" 2>/dev/null || true)
+  [ -z "$holders" ] && return 0
+  log "port $EXECD_PORT, where every sandbox's execd must listen (host network mode), is held:"
+  printf '%s\n' "$holders" >&2
+  log "no sandbox could be reached; stop what holds it (a connection that took the port before it"
+  log "was reserved keeps it until it closes: restart that process, e.g. testenv.sh down; up)"
+  return 1
+}
+
 port() { "$PY" -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 
 write_config() {
@@ -173,6 +215,8 @@ up() {
   local p k
   docker_host
   down
+  reserve_port
+  check_port_free
   build_venv
   build_images
   mkdir -p "$D/home"
@@ -249,5 +293,6 @@ case ${1:-} in
   restart) stop_server; start_again ;;
   env) cat "$D/env.sh" ;;
   venv) venv_dir ;;
-  *) echo "usage: opensandbox.sh build|up|down|stop|start|restart|env|venv" >&2; exit 2 ;;
+  reserve-port) reserve_port ;;
+  *) echo "usage: opensandbox.sh build|up|down|stop|start|restart|env|venv|reserve-port" >&2; exit 2 ;;
 esac

@@ -261,6 +261,9 @@ up() {
   build "$tier"
   bin=$(bindir)
   mkdir -p "$D"/{logs,pids}
+  # Before any of this tier's connections opens: the OpenSandbox tests need execd's port free
+  # (hack/opensandbox/opensandbox.sh, "EXECD_PORT").
+  "$T/../opensandbox/opensandbox.sh" reserve-port
   certs
   EP=$(port); PP=$(port); AP=$(port)
   log "starting etcd on 127.0.0.1:$EP"
