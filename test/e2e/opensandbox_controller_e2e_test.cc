@@ -46,6 +46,15 @@ class OpenSandboxControllerE2ETest : public ControllerTest {
     ASSERT_TRUE(ApplyClass(kClassDenied, "Denied"));
   }
   void TearDown() override {
+    // Before the Jobs' deletion removes them: a sandbox's own output (its bootstrap and execd's
+    // start, nothing of the task's) says why execd could not be reached, e.g. that it could not
+    // listen (docs/opensandbox.md "Host network mode").
+    if (HasFailure()) {
+      for (const auto& id : Sandboxes()) {
+        auto r = Docker(host_, {"logs", "--tail", "20", id});
+        std::cerr << "sandbox container " << id << " output (last 20 lines):\n" << r.out << r.err;
+      }
+    }
     ControllerTest::TearDown();
     EXPECT_TRUE(testing::Eventually([&] { return Sandboxes().empty(); }, 60s, 200ms))
         << "sandboxes are left after the test";

@@ -11,6 +11,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <iostream>
 #include <thread>
 
 namespace execd_standin {
@@ -230,6 +231,8 @@ bool Serve(const std::string& host, int port, const Handler& handler, std::strin
     close(fd);
     return false;
   }
+  // Only now: a sandbox's output then says whether execd got its port (docs/opensandbox.md).
+  std::cerr << "execd-standin: listening on " << host << ":" << port << "\n";
   while (true) {
     int c = accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
     if (c < 0) {

@@ -496,7 +496,6 @@ int Main(int argc, char** argv) {
     }
     return Reply{Response{404, {}, "404 page not found"}, nullptr};
   };
-  std::cerr << "execd-standin: listening on " << host << ":" << port << "\n";
   std::string error;
   if (!Serve(host, port, handler, error)) {
     std::cerr << "execd-standin: " << error << "\n";
