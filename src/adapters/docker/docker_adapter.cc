@@ -487,9 +487,9 @@ Observation DockerAdapter::Cancel(const ExecutionKey& key) {
   if (!found.ok()) return Unreachable(found.status());
   if (!*found) return Absent();
   Observation before = ObservationFromInspect(**found, key.resultUnknown);
-  // It ended by itself first: its true result, or that the engine lost it (nothing to stop, and
-  // marking it cancelled now would report a cancel that stopped nothing).
-  if (IsStopped(before.phase) || before.reason == kReasonExitStatusLost) return before;
+  // It ended by itself first: its true result, or an end whose result the engine lost (nothing
+  // to stop, and marking it cancelled now would report a cancel that stopped nothing).
+  if (IsStopped(before.phase) || before.ended) return before;
   const std::string id = GetString(**found, "Id");
   const std::string path = "/containers/" + EngineClient::Escape(id);
 
