@@ -51,8 +51,7 @@ class OpenSandboxControllerE2ETest : public ControllerTest {
     // listen (docs/opensandbox.md "Host network mode").
     if (HasFailure()) {
       for (const auto& id : Sandboxes()) {
-        auto r = Docker(host_, {"logs", "--tail", "20", id});
-        std::cerr << "sandbox container " << id << " output (last 20 lines):\n" << r.out << r.err;
+        std::cerr << "sandbox container " << id << " output:\n" << ContainerLogs(host_, id);
       }
     }
     ControllerTest::TearDown();
