@@ -280,7 +280,7 @@ JobController::JobController(KubeClient& client, adapters::AdapterRegistry& regi
       cache_(std::make_unique<InformerClusterCache>(client, registry,
                                                     options_.reconciler.controllerNamespace)),
       reconciler_(std::make_unique<JobReconciler>(client, *cache_, registry, clock, metrics, events,
-                                                  options_.reconciler)),
+                                                  WithBacklog(options_.reconciler))),
       queue_(std::make_unique<kube::Workqueue>(clock, WithPriority(options_.queue))) {
   using JobPtr = kube::Informer<CachedJob>::Ptr;
   cache_->jobs.AddHandlers({
@@ -361,11 +361,25 @@ JobController::JobController(KubeClient& client, adapters::AdapterRegistry& regi
 
 JobController::~JobController() { Stop(); }
 
+ReconcilerOptions JobController::WithBacklog(ReconcilerOptions options) const {
+  // Keys ready in the queue are other Jobs' rounds waiting for a worker.
+  if (!options.backlog) options.backlog = [this] { return queue_->Len() > 0; };
+  return options;
+}
+
 kube::WorkqueueOptions JobController::WithPriority(kube::WorkqueueOptions options) const {
   options.priorityLevels = kWorkPriorityLevels;
-  options.priority = [cache = cache_.get()](const std::string& key) {
+  options.priority = [cache = cache_.get(),
+                      reconciler = reconciler_.get()](const std::string& key) {
     auto job = cache->jobs.Get(key);
-    return job ? WorkPriority(job->state()) : kWorkPriorityLevels - 1;
+    if (!job) return kWorkPriorityLevels - 1;
+    // An execution left unreported (a busy round deferred the report): the next round reports
+    // its start, like a Starting Job's.
+    if (job->state() == statemachine::State::kScheduling &&
+        reconciler->HasUnreportedExecution(key)) {
+      return WorkPriority(statemachine::State::kStarting);
+    }
+    return WorkPriority(job->state());
   };
   return options;
 }

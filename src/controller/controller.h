@@ -155,6 +155,8 @@ class JobController {
   // A parameters object changed: wakes the Jobs of every class that refers to it.
   void WakeJobsOfParameters(const std::string& kind, const std::string& name);
   void RegisterMetrics();
+  // `options` with backlog() = "keys are ready in the queue", unless the caller set one.
+  ReconcilerOptions WithBacklog(ReconcilerOptions options) const;
   // `options` ordered by what each Job's next round does (WorkPriority).
   kube::WorkqueueOptions WithPriority(kube::WorkqueueOptions options) const;
 

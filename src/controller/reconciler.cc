@@ -7,6 +7,7 @@
 #include "controller/resolver.h"
 #include "kube/config.h"
 #include "kube/events.h"
+#include "kube/resource.h"
 #include "obs/log.h"
 
 namespace ayatori::controller {
@@ -85,8 +86,12 @@ JobReconciler::JobReconciler(KubeClient& client, const ClusterCache& cache,
       references_(client) {}
 
 ReconcileResult JobReconciler::Reconcile(const std::string& ns, const std::string& name) {
+  const std::string key = kube::ObjectKey(ns, name);
   auto cached = cache_.GetJob(ns, name);
-  if (!cached) return {};
+  if (!cached) {
+    UnreportedExecutionOf(key, nullptr);
+    return {};
+  }
   auto started = clock_.SteadyNow();
   RoundState round;
   round.job = *cached;
@@ -110,7 +115,10 @@ ReconcileResult JobReconciler::Reconcile(const std::string& ns, const std::strin
     }
   }
   round.facts.holdWaitingMessage = WaitingMessageHold(round.job.metadata.uid);
+  round.facts.unreportedExecution = UnreportedExecutionOf(key, &round.job);
+  round.facts.deferExecutionReport = options_.backlog && options_.backlog();
   if (result.error.ok()) result = Step(round);
+  if (round.facts.unreportedExecution) UnreportedExecutionOf(key, &round.job);
   if (statemachine::DeriveState(round.job) != statemachine::State::kStarting &&
       statemachine::DeriveState(round.job) != statemachine::State::kScheduling) {
     ForgetWaitingMessage(round.job.metadata.uid);
@@ -133,6 +141,10 @@ ReconcileResult JobReconciler::Step(RoundState& round) {
     }
     statemachine::Plan plan = statemachine::Decide(job, round.facts);
     round.facts.result.reset();
+    if (plan.unreportedExecution) {
+      KeepUnreportedExecution(job, *plan.unreportedExecution);
+      round.facts.unreportedExecution = std::move(plan.unreportedExecution);
+    }
     if (!plan.invariantViolations.empty()) {
       std::string all;
       for (const auto& v : plan.invariantViolations) all += (all.empty() ? "" : "; ") + v;
@@ -204,7 +216,16 @@ ReconcileResult JobReconciler::Step(RoundState& round) {
         continue;
       }
     }
-    auto observation = CallAdapter(plan.call, job);
+    // An execution left unreported is called by the references its Ensure returned.
+    api::Job withReferences;
+    const bool unreported = round.facts.unreportedExecution &&
+                            (!job.status.execution || job.status.execution->references.empty());
+    if (unreported) {
+      withReferences = job;
+      if (!withReferences.status.execution) withReferences.status.execution.emplace();
+      withReferences.status.execution->references = round.facts.unreportedExecution->references;
+    }
+    auto observation = CallAdapter(plan.call, unreported ? withReferences : job);
     if (!observation.ok()) return Failed(observation.status());
     const char* point = plan.call == AdapterCall::kEnsure   ? kCrashAfterEnsure
                         : plan.call == AdapterCall::kCancel ? kCrashAfterCancel
@@ -592,6 +613,32 @@ bool JobReconciler::CacheBehindOwnWrite(const api::Job& cached) {
   }
   superseded_.erase(it);  // the cache has caught up (or the entry is too old to trust)
   return false;
+}
+
+bool JobReconciler::HasUnreportedExecution(const std::string& key) const {
+  std::lock_guard lock(unreportedMu_);
+  return unreported_.contains(key);
+}
+
+std::optional<statemachine::UnreportedExecution> JobReconciler::UnreportedExecutionOf(
+    const std::string& key, const api::Job* job) {
+  std::lock_guard lock(unreportedMu_);
+  auto it = unreported_.find(key);
+  if (it == unreported_.end()) return std::nullopt;
+  const bool reported =
+      job != nullptr && job->status.execution && !job->status.execution->references.empty();
+  if (job == nullptr || reported || it->second.uid != job->metadata.uid) {
+    unreported_.erase(it);
+    return std::nullopt;
+  }
+  return it->second.execution;
+}
+
+void JobReconciler::KeepUnreportedExecution(const api::Job& job,
+                                            statemachine::UnreportedExecution execution) {
+  std::lock_guard lock(unreportedMu_);
+  unreported_[kube::ObjectKey(job.metadata.namespace_, job.metadata.name)] =
+      UnreportedEntry{job.metadata.uid, std::move(execution)};
 }
 
 void JobReconciler::ForgetWaitingMessage(const std::string& uid) {

@@ -54,6 +54,10 @@ struct ReconcilerOptions {
   // The controller's namespace: the backend snapshots are stored and read there
   // (backend_snapshot.h). It must exist; the controller never creates namespaces.
   std::string controllerNamespace = kDefaultControllerNamespace;
+  // True while the controller has a backlog (other Jobs wait in its queue): rounds may then
+  // leave an execution's existence unreported until the Job's next write
+  // (statemachine::Facts::deferExecutionReport). Unset: never.
+  std::function<bool()> backlog;
 };
 
 class JobReconciler {
@@ -63,6 +67,10 @@ class JobReconciler {
                 obs::Registry& metrics, kube::EventRecorder* events, ReconcilerOptions options);
 
   ReconcileResult Reconcile(const std::string& ns, const std::string& name);
+
+  // The Job of this key has an execution that a round left unreported
+  // (statemachine::UnreportedExecution): its next round reports the start or the existence.
+  bool HasUnreportedExecution(const std::string& key) const;
 
  private:
   struct RoundState;
@@ -107,6 +115,11 @@ class JobReconciler {
   // starts from one of them reads the Job from the API server instead.
   void WroteOver(const api::Job& before, const api::Job& after);
   bool CacheBehindOwnWrite(const api::Job& cached);
+  // The execution a round of this process left unreported for the Job of `key`, if it is the
+  // same UID and its status still has no references; forgets any other entry of the key.
+  std::optional<statemachine::UnreportedExecution> UnreportedExecutionOf(const std::string& key,
+                                                                         const api::Job* job);
+  void KeepUnreportedExecution(const api::Job& job, statemachine::UnreportedExecution execution);
 
   KubeClient& client_;
   const ClusterCache& cache_;
@@ -128,6 +141,15 @@ class JobReconciler {
   // By Job UID: the resourceVersions this controller's recent writes replaced. Entries go when a
   // round sees the cache past them, or after kOwnWriteMemory (a deleted Job's last writes).
   std::unordered_map<std::string, SupersededVersions> superseded_;
+  mutable std::mutex unreportedMu_;
+  struct UnreportedEntry {
+    std::string uid;
+    statemachine::UnreportedExecution execution;
+  };
+  // By Job key (namespace/name). An entry goes when a round sees the references in the status,
+  // the Job gone or replaced by a new UID; each lives at most kMaxExecutionReportDelay plus a
+  // round, since the round that decided it asks to come back by then.
+  std::unordered_map<std::string, UnreportedEntry> unreported_;
   ReferenceReader references_;  // GETs of referenced Secrets/ConfigMaps, forwarding adapters only
 };
 

@@ -140,20 +140,22 @@ class Decider {
   // observedGeneration is kept here and set for all conditions at once in Normalize(), so that
   // a generation bump alone is not mistaken for a change of the condition.
   void SetCondition(const char* type, ConditionStatus status, std::string reason,
-                    std::string message) {
+                    std::string message, std::optional<api::Time> transitionAt = std::nullopt) {
     const Condition* existing = api::FindCondition(st_.conditions, type);
     const int64_t generation =
         existing != nullptr ? existing->observedGeneration : job_.metadata.generation;
     api::SetCondition(st_.conditions,
                       Condition{type, status, std::move(reason), Truncate(std::move(message)),
                                 generation, api::Time{}},
-                      now_);
+                      transitionAt.value_or(now_));
   }
 
   void ApplyResult(const CallResult& r);
   void ApplyStopped(const Observation& o);
   bool LearnReferences(const Observation& o);
-  void MarkScheduled();
+  void MarkScheduled(std::optional<api::Time> at = std::nullopt);
+  void TakeUnreportedExecution();
+  void DeferExecutionReport();
   void SetStart(std::optional<api::Time> startedAt);
   void MarkUnknown(const Observation& o, const std::string& fallbackMessage);
   void Terminate(ConditionStatus status, const std::string& reason, std::string message,
@@ -182,10 +184,45 @@ class Decider {
   std::optional<Observation> waiting_;
 };
 
-void Decider::MarkScheduled() {
+void Decider::MarkScheduled(std::optional<api::Time> at) {
   if (ConditionTrue(api::kConditionScheduled)) return;
   SetCondition(api::kConditionScheduled, ConditionStatus::kTrue, kReasonBackendCreated,
-               "The backend execution exists");
+               "The backend execution exists", at);
+}
+
+// An execution an earlier round left unreported counts as reported from the start of this
+// round: calls use its references, and any status write carries them.
+void Decider::TakeUnreportedExecution() {
+  if (!facts_.unreportedExecution || facts_.unreportedExecution->references.empty()) return;
+  if (st_.execution && !st_.execution->references.empty()) return;
+  if (!st_.execution) st_.execution.emplace();
+  st_.execution->references = facts_.unreportedExecution->references;
+  MarkScheduled(std::min(facts_.unreportedExecution->createdAt, now_));
+}
+
+// Facts::deferExecutionReport: leave out a write whose only news is the execution's existence.
+// Never with a call to make (references are durable before any later call), for a Job being
+// deleted, or past kMaxExecutionReportDelay.
+void Decider::DeferExecutionReport() {
+  if (!facts_.deferExecutionReport || plan_.call != AdapterCall::kNone || plan_.backoff ||
+      Deleting() || Terminal()) {
+    return;
+  }
+  const bool persisted = job_.status.execution && !job_.status.execution->references.empty();
+  if (persisted || !st_.execution || st_.execution->references.empty()) return;
+  api::JobStatus without = st_;
+  without.execution->references.clear();
+  std::erase_if(without.conditions,
+                [](const Condition& c) { return c.type == api::kConditionScheduled; });
+  if (!(without == job_.status)) return;  // something else is written: the references go along
+  const Condition* scheduled = api::FindCondition(st_.conditions, api::kConditionScheduled);
+  const api::Time createdAt = scheduled != nullptr ? scheduled->lastTransitionTime : now_;
+  const api::Time reportBy = createdAt + kMaxExecutionReportDelay;
+  if (reportBy <= now_) return;
+  plan_.unreportedExecution = UnreportedExecution{st_.execution->references, createdAt};
+  st_ = job_.status;
+  const seconds left = std::max(seconds(1), reportBy - now_);
+  plan_.requeueAfter = plan_.requeueAfter ? std::min(*plan_.requeueAfter, left) : left;
 }
 
 bool Decider::LearnReferences(const Observation& o) {
@@ -616,6 +653,7 @@ Plan Decider::Run() {
     unknown_ =
         s != nullptr && s->status == ConditionStatus::kUnknown && s->reason == kReasonResultUnknown;
   }
+  TakeUnreportedExecution();
   if (facts_.result) {
     ApplyResult(*facts_.result);
     if (definiteResult_) unknown_ = false;  // found again: back to Scheduling/Running/terminal
@@ -627,6 +665,7 @@ Plan Decider::Run() {
   SetTimers();
   Normalize();
   HoldWaitingMessage();
+  DeferExecutionReport();
   if (!(st_ == job_.status)) {
     AddEvents();
     // Invariants: only violations this status introduces count (a status damaged by someone

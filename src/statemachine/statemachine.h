@@ -168,6 +168,10 @@ inline constexpr const char* kWaitingReasonImagePulling = "ImagePulling";
 // the time of the last write and passes Facts::holdWaitingMessage).
 inline constexpr std::chrono::seconds kWaitingMessageInterval{30};
 
+// The longest a busy controller may leave an existing execution unreported
+// (Facts::deferExecutionReport): counted from the Ensure that created or adopted it.
+inline constexpr std::chrono::seconds kMaxExecutionReportDelay{15};
+
 // ---------------------------------------------------------------------------------------------
 // Time-derived facts, usable by the controller (e.g. for printing or metrics).
 
@@ -249,6 +253,16 @@ struct CallResult {
 // nothing is left (kAbsent), anything else means the backend could not confirm (kUnknown).
 Observation DeleteObservation(const Status& status);
 
+// An execution this controller process created or adopted (Ensure answered with its
+// references) and has not reported yet: the status has neither its references nor
+// Scheduled=True. Kept in memory only (Facts::deferExecutionReport); lost with the process,
+// after which the Job is Ensured again and the adapter adopts it by UID.
+struct UnreportedExecution {
+  std::vector<api::ExecutionReference> references;
+  api::Time createdAt{};  // the round of the Ensure: Scheduled's lastTransitionTime
+  bool operator==(const UnreportedExecution&) const = default;
+};
+
 struct Facts {
   api::Time now{};                       // wall clock, read once per round by the controller
   std::optional<Resolution> resolution;  // only while NeedsResolution(job)
@@ -261,6 +275,16 @@ struct Facts {
   // from the Accepted=True transition; the Job fails with StartTimeout when its task has not
   // started by then.
   std::optional<std::chrono::seconds> startTimeout;
+  // The execution an earlier round of this process left unreported (Plan::unreportedExecution),
+  // if the status still has no references: Decide proceeds as if they were persisted (it
+  // Observes, and its next status write carries them with Scheduled=True).
+  std::optional<UnreportedExecution> unreportedExecution;
+  // The controller has a backlog (other Jobs wait in its queue): a status write whose only news
+  // is that the execution exists (references, Scheduled=True) may be left out, to go with the
+  // Job's next write (its start, its result, a waiting reason), at most
+  // kMaxExecutionReportDelay after the Ensure and never before another adapter call. Under a
+  // burst it saves one request per Job before the Jobs behind it get their executions.
+  bool deferExecutionReport = false;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -295,6 +319,9 @@ struct Plan {
   // The status carries a new waiting message (why the backend has not started the task yet).
   // Once it is written the reconciler holds further changes for kWaitingMessageInterval.
   bool waitingMessageChanged = false;
+  // Set when the status write reporting the execution was left out (Facts::deferExecutionReport):
+  // the controller keeps this and passes it back as Facts::unreportedExecution.
+  std::optional<UnreportedExecution> unreportedExecution;
   // Non-empty only on a bug: the status Decide computed broke an invariant (CheckInvariants).
   // The status and the call are then dropped; log these and do nothing else.
   std::vector<std::string> invariantViolations;

@@ -59,12 +59,18 @@ api::Job Running(Time started) {
   return j;
 }
 
+// A round that has learned nothing yet.
+Facts NowOnly(Time now = kNow) {
+  Facts f;
+  f.now = now;
+  return f;
+}
+
 // The fixture as Decide itself would have written it (messages, order, generations).
 api::Job Settled(api::Job j) {
-  Plan p = Decide(j, Facts{kNow, std::nullopt, std::nullopt, std::nullopt, std::nullopt});
+  Plan p = Decide(j, NowOnly());
   if (p.status) j.status = *p.status;
-  EXPECT_FALSE(
-      Decide(j, Facts{kNow, std::nullopt, std::nullopt, std::nullopt, std::nullopt}).status);
+  EXPECT_FALSE(Decide(j, NowOnly()).status);
   return j;
 }
 
@@ -114,7 +120,7 @@ TEST(DeriveState, DeadlineStoppingStaysRunning) {
   EXPECT_EQ(DeriveState(j), State::kRunning);
   EXPECT_TRUE(DeadlineExpired(j, kNow));
   EXPECT_EQ(DeadlineAt(j), kNow - seconds(90));
-  EXPECT_EQ(Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt}).call, AdapterCall::kCancel);
+  EXPECT_EQ(Decide(j, NowOnly()).call, AdapterCall::kCancel);
 }
 
 TEST(Decide, HeaderExampleSequence) {
@@ -153,7 +159,7 @@ TEST(Decide, HeaderExampleSequence) {
   EXPECT_EQ(p.status->execution->references, running.references);
   j.status = *p.status;
 
-  p = Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt});
+  p = Decide(j, NowOnly());
   EXPECT_EQ(p.call, AdapterCall::kObserve);
   Observation done = Obs(ExecutionPhase::kSucceeded);
   done.exitCode = 0;
@@ -166,7 +172,7 @@ TEST(Decide, HeaderExampleSequence) {
   j.status = *p.status;
 
   j.metadata.deletionTimestamp = kNow;
-  p = Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt});
+  p = Decide(j, NowOnly());
   EXPECT_EQ(p.call, AdapterCall::kDelete);
   p = Decide(j, With(AdapterCall::kDelete, DeleteObservation(Status::Ok())));
   EXPECT_EQ(p.finalizer, FinalizerChange::kRemove);
@@ -295,7 +301,7 @@ TEST(Decide, ExternalStopIsAFailureNotACancellation) {
 TEST(Decide, ConfirmationOnlyCountsForPersistedResultUnknown) {
   api::Job j = Running(kNow - seconds(5));
   j.metadata.annotations[api::kConfirmBackendLostAnnotation] = "1:bob";
-  EXPECT_EQ(Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt}).call, AdapterCall::kObserve);
+  EXPECT_EQ(Decide(j, NowOnly()).call, AdapterCall::kObserve);
   // An unknown observation this round is not enough: it must have been persisted first.
   Plan p = Decide(j, With(AdapterCall::kObserve, Obs(ExecutionPhase::kUnknown)));
   EXPECT_EQ(SucceededOf(*p.status), "Unknown/ResultUnknown");
@@ -305,7 +311,7 @@ TEST(Decide, ConfirmationOnlyCountsForPersistedResultUnknown) {
   p = Decide(j, With(AdapterCall::kObserve, running));
   EXPECT_EQ(SucceededOf(*p.status), "Unknown/Running");
   // Otherwise: BackendLost without asking the backend again.
-  p = Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt});
+  p = Decide(j, NowOnly());
   EXPECT_EQ(p.call, AdapterCall::kNone);
   EXPECT_EQ(SucceededOf(*p.status), "False/BackendLost");
   EXPECT_EQ(p.status->completionTime, kNow);
@@ -387,16 +393,16 @@ TEST(Decide, StaleConfirmationDoesNotEndALaterEpisode) {
   for (const auto& e : p.events) warned |= e.reason == "StaleBackendLostConfirmation";
   EXPECT_TRUE(warned);
   j.status = *p.status;
-  p = Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt});
+  p = Decide(j, NowOnly());
   EXPECT_EQ(p.call, AdapterCall::kObserve) << "the stale confirmation ended episode 2";
   EXPECT_FALSE(p.status);
   // Confirming episode 2 ends it.
   j.metadata.annotations[api::kConfirmBackendLostAnnotation] = "2:alice: host gone again";
-  p = Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt});
+  p = Decide(j, NowOnly());
   EXPECT_EQ(SucceededOf(*p.status), "False/BackendLost");
   // A value without an episode confirms nothing.
   j.metadata.annotations[api::kConfirmBackendLostAnnotation] = "alice: host gone";
-  EXPECT_EQ(Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt}).call, AdapterCall::kObserve);
+  EXPECT_EQ(Decide(j, NowOnly()).call, AdapterCall::kObserve);
 }
 
 TEST(ConfirmedEpisode, ParsesTheLeadingNumber) {
@@ -414,12 +420,12 @@ TEST(Decide, DeletionDoesNotWriteForTheGenerationBumpAlone) {
   api::Job j = Settled(Running(kNow - seconds(5)));
   j.metadata.deletionTimestamp = kNow;
   j.metadata.generation = 2;
-  Plan p = Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt});
+  Plan p = Decide(j, NowOnly());
   EXPECT_EQ(p.call, AdapterCall::kCancel);
   EXPECT_FALSE(p.status);
   // Without our finalizer a deleting Job is none of our business.
   j.metadata.finalizers.clear();
-  p = Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt});
+  p = Decide(j, NowOnly());
   EXPECT_EQ(p.call, AdapterCall::kNone);
   EXPECT_EQ(p.finalizer, FinalizerChange::kNone);
   EXPECT_FALSE(p.status);
@@ -427,8 +433,8 @@ TEST(Decide, DeletionDoesNotWriteForTheGenerationBumpAlone) {
 
 TEST(Decide, ResolutionIsIgnoredOnceAccepted) {
   api::Job j = Settled(Starting());
-  Facts f{kNow, Resolution::Pending("JobClassNotFound", "gone"), std::nullopt, std::nullopt,
-          std::nullopt};
+  Facts f = NowOnly();
+  f.resolution = Resolution::Pending("JobClassNotFound", "gone");
   EXPECT_FALSE(NeedsResolution(j));
   Plan p = Decide(j, f);
   EXPECT_FALSE(p.status);
@@ -455,7 +461,7 @@ TEST(Ttl, OnlyTerminalJobsWithCompletionTime) {
   j.status.completionTime = kNow;
   EXPECT_EQ(TtlDeadline(j), kNow);
   EXPECT_TRUE(TtlExpired(j, kNow));
-  EXPECT_TRUE(Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt}).deleteJob);
+  EXPECT_TRUE(Decide(j, NowOnly()).deleteJob);
   j.spec.ttlSecondsAfterFinished = std::nullopt;  // no TTL: kept forever
   EXPECT_FALSE(TtlExpired(j, kNow + seconds(1'000'000)));
   j.spec.ttlSecondsAfterFinished = 10;
@@ -497,7 +503,7 @@ TEST(Ttl, ClassPolicyAppliedAtAcceptanceAndShownInStatus) {
   EXPECT_EQ(TtlDeadline(done), kNow + seconds(600));
   EXPECT_FALSE(TtlExpired(done, kNow + seconds(599)));
   EXPECT_TRUE(TtlExpired(done, kNow + seconds(600)));
-  Plan p = Decide(done, Facts{kNow, {}, {}, std::nullopt, std::nullopt});
+  Plan p = Decide(done, NowOnly());
   ASSERT_TRUE(p.status);  // the status now shows the TTL in force
   EXPECT_EQ(p.status->ttlSecondsAfterFinished, 600);
   EXPECT_EQ(p.requeueAfter, seconds(600));
@@ -505,12 +511,12 @@ TEST(Ttl, ClassPolicyAppliedAtAcceptanceAndShownInStatus) {
   done.status = *p.status;
   done.spec.ttlSecondsAfterFinished = 100000;
   EXPECT_EQ(TtlDeadline(done), kNow + seconds(3600));
-  p = Decide(done, Facts{kNow, {}, {}, std::nullopt, std::nullopt});
+  p = Decide(done, NowOnly());
   ASSERT_TRUE(p.status);
   EXPECT_EQ(p.status->ttlSecondsAfterFinished, 3600);
   // Nothing changed: no status write.
   done.status = *p.status;
-  EXPECT_FALSE(Decide(done, Facts{kNow, {}, {}, std::nullopt, std::nullopt}).status);
+  EXPECT_FALSE(Decide(done, NowOnly()).status);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -620,7 +626,7 @@ TEST(Decide, WaitingReasonGoesToTheMessageAndAWarningEvent) {
 
   // The next round decides without an answer first: the message stands (no write before the call).
   j.status = *p.status;
-  Plan first = Decide(j, Facts{kNow, std::nullopt, std::nullopt, std::nullopt, std::nullopt});
+  Plan first = Decide(j, NowOnly());
   EXPECT_FALSE(first.status);
   EXPECT_EQ(first.call, AdapterCall::kObserve);
   // The same answer again: no write, no Event.
@@ -710,7 +716,7 @@ TEST(Decide, EnsureWaitingWithoutReferencesWaitsInsteadOfUnknown) {
   }
   api::RemoveCondition(j.status.conditions, api::kConditionScheduled);
   j = Settled(j);
-  ASSERT_EQ(Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt}).call, AdapterCall::kEnsure);
+  ASSERT_EQ(Decide(j, NowOnly()).call, AdapterCall::kEnsure);
   Observation o = Obs(ExecutionPhase::kPending);
   o.reason = "SecretNotFound";
   o.message = "Secret default/creds (env TOKEN) was not found";
@@ -742,8 +748,7 @@ TEST(Decide, AnExecutionThatEndedWithItsResultUnknownIsRemovedWhenTheJobIsDelete
 
   api::Job cancelled = j;
   cancelled.spec.desiredState = api::DesiredState::kCancelled;
-  ASSERT_EQ(Decide(cancelled, Facts{kNow, {}, {}, std::nullopt, std::nullopt}).call,
-            AdapterCall::kCancel);
+  ASSERT_EQ(Decide(cancelled, NowOnly()).call, AdapterCall::kCancel);
   Plan kept = Decide(cancelled, With(AdapterCall::kCancel, lost));
   ASSERT_TRUE(kept.status);
   EXPECT_EQ(SucceededOf(*kept.status), "Unknown/ResultUnknown");
@@ -752,8 +757,7 @@ TEST(Decide, AnExecutionThatEndedWithItsResultUnknownIsRemovedWhenTheJobIsDelete
 
   api::Job deleted = j;
   deleted.metadata.deletionTimestamp = kNow;
-  ASSERT_EQ(Decide(deleted, Facts{kNow, {}, {}, std::nullopt, std::nullopt}).call,
-            AdapterCall::kCancel);
+  ASSERT_EQ(Decide(deleted, NowOnly()).call, AdapterCall::kCancel);
   Plan removed = Decide(deleted, With(AdapterCall::kCancel, lost));
   EXPECT_EQ(removed.call, AdapterCall::kDelete);
   EXPECT_TRUE(std::none_of(removed.events.begin(), removed.events.end(),
@@ -776,7 +780,7 @@ TEST(Decide, BlockedCleanupOfAFinishedJobTellsWhy) {
   ASSERT_TRUE(done.status);
   j.status = *done.status;
   j.metadata.deletionTimestamp = kNow;
-  ASSERT_EQ(Decide(j, Facts{kNow, {}, {}, std::nullopt, std::nullopt}).call, AdapterCall::kDelete);
+  ASSERT_EQ(Decide(j, NowOnly()).call, AdapterCall::kDelete);
   Observation unreachable = Obs(ExecutionPhase::kUnknown);
   unreachable.reason = "BackendUnreachable";
   unreachable.message = "the Docker engine did not answer";
@@ -789,6 +793,138 @@ TEST(Decide, BlockedCleanupOfAFinishedJobTellsWhy) {
   EXPECT_EQ(p.events[0].reason, kEventCleanupBlocked);
   EXPECT_THAT(p.events[0].message,
               HasSubstr("BackendUnreachable: the Docker engine did not answer"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Facts::deferExecutionReport: a busy controller folds the report that the execution exists into
+// the Job's next write.
+
+// Accepted, with the finalizer, no execution yet.
+api::Job Accepted() {
+  api::Job j = Starting();
+  j.status.execution->references.clear();
+  api::RemoveCondition(j.status.conditions, api::kConditionScheduled);
+  return Settled(j);
+}
+
+Observation PendingWithReferences() {
+  Observation o = Obs(ExecutionPhase::kPending);
+  o.references = {{"BatchJob", "ns/ayj-uid-1"}};
+  return o;
+}
+
+Facts Busy(Facts f) {
+  f.deferExecutionReport = true;
+  return f;
+}
+
+const api::Condition* ScheduledOf(const api::JobStatus& s) {
+  return api::FindCondition(s.conditions, api::kConditionScheduled);
+}
+
+TEST(DecideExecutionReport, AnIdleControllerReportsTheExecutionAtOnce) {
+  Plan p = Decide(Accepted(), With(AdapterCall::kEnsure, PendingWithReferences()));
+  ASSERT_TRUE(p.status);
+  EXPECT_EQ(p.status->execution->references, PendingWithReferences().references);
+  EXPECT_FALSE(p.unreportedExecution);
+}
+
+TEST(DecideExecutionReport, ABusyControllerLeavesAPendingExecutionUnreported) {
+  api::Job j = Accepted();
+  Plan p = Decide(j, Busy(With(AdapterCall::kEnsure, PendingWithReferences())));
+  EXPECT_FALSE(p.status);
+  EXPECT_THAT(p.events, IsEmpty());
+  EXPECT_EQ(p.call, AdapterCall::kNone);
+  ASSERT_TRUE(p.unreportedExecution);
+  EXPECT_EQ(p.unreportedExecution->references, PendingWithReferences().references);
+  EXPECT_EQ(p.unreportedExecution->createdAt, kNow);
+  EXPECT_EQ(p.requeueAfter, kMaxExecutionReportDelay);  // reported by then at the latest
+
+  // The next round Observes it by the remembered references and still has nothing to say.
+  Facts next = Busy(NowOnly(kNow + seconds(4)));
+  next.unreportedExecution = p.unreportedExecution;
+  EXPECT_EQ(Decide(j, next).call, AdapterCall::kObserve);
+  Facts observed = Busy(With(AdapterCall::kObserve, Obs(ExecutionPhase::kPending), next.now));
+  observed.unreportedExecution = p.unreportedExecution;
+  Plan again = Decide(j, observed);
+  EXPECT_FALSE(again.status);
+  EXPECT_EQ(again.unreportedExecution, p.unreportedExecution);
+  EXPECT_EQ(again.requeueAfter, kMaxExecutionReportDelay - seconds(4));
+}
+
+TEST(DecideExecutionReport, TheStartCarriesTheUnreportedExecution) {
+  api::Job j = Accepted();
+  Facts f = Busy(With(AdapterCall::kObserve, Obs(ExecutionPhase::kRunning), kNow + seconds(6)));
+  f.unreportedExecution = UnreportedExecution{PendingWithReferences().references, kNow};
+  Plan p = Decide(j, f);
+  ASSERT_TRUE(p.status);
+  EXPECT_FALSE(p.unreportedExecution);
+  EXPECT_EQ(p.status->execution->references, PendingWithReferences().references);
+  const api::Condition* scheduled = ScheduledOf(*p.status);
+  ASSERT_NE(scheduled, nullptr);
+  EXPECT_EQ(scheduled->status, ConditionStatus::kTrue);
+  EXPECT_EQ(scheduled->lastTransitionTime, kNow);  // when it was created, not when reported
+  EXPECT_EQ(p.status->startTime, kNow + seconds(6));
+  EXPECT_EQ(SucceededOf(*p.status), "Unknown/Running");
+  EXPECT_THAT(p.events, Contains(Event{Event::Type::kNormal, "Started", "The task started"}));
+}
+
+TEST(DecideExecutionReport, AnExecutionThatStartedAtOnceIsReportedWithItsStart) {
+  Observation running = PendingWithReferences();
+  running.phase = ExecutionPhase::kRunning;
+  Plan p = Decide(Accepted(), Busy(With(AdapterCall::kEnsure, running)));
+  ASSERT_TRUE(p.status);
+  EXPECT_TRUE(p.status->startTime);
+  EXPECT_FALSE(p.unreportedExecution);
+}
+
+TEST(DecideExecutionReport, NoLongerThanTheLimit) {
+  Facts f = Busy(
+      With(AdapterCall::kObserve, Obs(ExecutionPhase::kPending), kNow + kMaxExecutionReportDelay));
+  f.unreportedExecution = UnreportedExecution{PendingWithReferences().references, kNow};
+  Plan p = Decide(Accepted(), f);
+  ASSERT_TRUE(p.status);
+  EXPECT_EQ(p.status->execution->references, PendingWithReferences().references);
+  EXPECT_EQ(ScheduledOf(*p.status)->lastTransitionTime, kNow);
+  EXPECT_FALSE(p.unreportedExecution);
+}
+
+TEST(DecideExecutionReport, AWaitingReasonIsWrittenWithTheReferences) {
+  Observation pulling = PendingWithReferences();
+  pulling.reason = std::string(kWaitingReasonImagePulling);
+  pulling.message = "pulling image busybox";
+  Plan p = Decide(Accepted(), Busy(With(AdapterCall::kEnsure, pulling)));
+  ASSERT_TRUE(p.status);
+  EXPECT_EQ(p.status->execution->references, PendingWithReferences().references);
+  EXPECT_THAT(SucceededMessage(*p.status), HasSubstr("ImagePulling"));
+}
+
+// References are durable before any further call: a cancel or a deletion writes them first.
+TEST(DecideExecutionReport, ACallIsNeverMadeWithTheExecutionUnreported) {
+  api::Job cancelled = Accepted();
+  cancelled.spec.desiredState = api::DesiredState::kCancelled;
+  api::Job deleted = Accepted();
+  deleted.metadata.deletionTimestamp = kNow;
+  for (const api::Job& j : {cancelled, deleted}) {
+    Facts f = Busy(NowOnly(kNow + seconds(2)));
+    f.unreportedExecution = UnreportedExecution{PendingWithReferences().references, kNow};
+    Plan p = Decide(j, f);
+    EXPECT_EQ(p.call, AdapterCall::kCancel);
+    ASSERT_TRUE(p.status);
+    EXPECT_EQ(p.status->execution->references, PendingWithReferences().references);
+    EXPECT_FALSE(p.unreportedExecution);
+  }
+}
+
+// A lost execution is as lost as one whose references were persisted: never Ensured again.
+TEST(DecideExecutionReport, AnUnreportedExecutionFoundAbsentIsResultUnknown) {
+  Facts f = Busy(With(AdapterCall::kObserve, Obs(ExecutionPhase::kAbsent), kNow + seconds(3)));
+  f.unreportedExecution = UnreportedExecution{PendingWithReferences().references, kNow};
+  Plan p = Decide(Accepted(), f);
+  ASSERT_TRUE(p.status);
+  EXPECT_EQ(SucceededOf(*p.status), "Unknown/ResultUnknown");
+  EXPECT_EQ(p.status->execution->references, PendingWithReferences().references);
+  EXPECT_EQ(p.call, AdapterCall::kNone);
 }
 
 }  // namespace

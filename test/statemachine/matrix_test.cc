@@ -908,8 +908,9 @@ void Isolation_SameNameNewUid() {
   };
   const int freshCalls = callsFor(fresh);
   const int oldCalls = callsFor(old);
-  Plan stale =
-      Decide(staleOld, Facts{h.Now(), std::nullopt, std::nullopt, std::nullopt, std::nullopt});
+  Facts staleFacts;
+  staleFacts.now = h.Now();
+  Plan stale = Decide(staleOld, staleFacts);
   EXPECT_EQ(stale.call, AdapterCall::kCancel);  // by the OLD uid
   h.SetCached(staleOld);
   RoundReport r = h.Reconcile("same");

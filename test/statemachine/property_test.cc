@@ -92,6 +92,7 @@ class World {
         break;
       case 10:
         if (Chance(0.3)) h_.backend.unreachable = !h_.backend.unreachable;
+        if (Chance(0.3)) h_.backlog = !h_.backlog;
         if (Chance(0.2)) h_.backend.loseNextEnsureResponse = true;
         if (Chance(0.2)) h_.backend.slowStop = !h_.backend.slowStop;
         h_.backend.failOnCreate = Chance(0.05) ? "ImagePullFailed" : "";
@@ -298,20 +299,22 @@ TEST(StateMachineProperty, RandomHistoriesKeepEveryInvariant) {
     total.injectedFailures += c.injectedFailures;
     total.finalizerRemovals += c.finalizerRemovals;
     total.ttlDeletions += c.ttlDeletions;
+    total.unreportedExecutions += c.unreportedExecutions;
   }
   RecordProperty("jobs", jobs);
   RecordProperty("rounds", total.rounds);
   std::printf(
       "%d jobs, %d rounds, %d crashes, %d conflicts, %d stale reads, %d injected API failures, "
-      "%d finalizer removals, %d TTL deletions\n",
+      "%d finalizer removals, %d TTL deletions, %d rounds leaving an execution unreported\n",
       jobs, total.rounds, total.crashes, total.conflicts, total.staleReads, total.injectedFailures,
-      total.finalizerRemovals, total.ttlDeletions);
+      total.finalizerRemovals, total.ttlDeletions, total.unreportedExecutions);
   EXPECT_GT(total.crashes, 100);
   EXPECT_GT(total.conflicts, 100);
   EXPECT_GT(total.staleReads, 50);
   EXPECT_GT(total.injectedFailures, 100);
   EXPECT_GT(total.finalizerRemovals, 100);
   EXPECT_GT(total.ttlDeletions, 50);
+  EXPECT_GT(total.unreportedExecutions, 50);
   // The histories must actually exercise the interesting paths, or the test proves little.
   EXPECT_GT(jobs, kSeeds * 10);
   for (const char* reason : {"Completed", "ProcessFailed", "OOMKilled", "ImagePullFailed",

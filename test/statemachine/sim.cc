@@ -11,6 +11,7 @@
 #include "controller/kinds.h"
 #include "kube/config.h"
 #include "kube/object_metadata.h"
+#include "kube/resource.h"
 #include "obs/log.h"
 #include "statemachine/invariants.h"
 
@@ -715,7 +716,12 @@ Harness::Harness() : clock(At(1'700'000'000)), api(server) {
   }
   cache_ = std::make_unique<SimCache>(*this);
   client_ = std::make_unique<CheckingKubeClient>(*this);
+  StartReconciler();
+}
+
+void Harness::StartReconciler() {
   controller::ReconcilerOptions options;
+  options.backlog = [this] { return backlog; };
   // statemachine.h § Termination: a round needs at most five Decide calls; a round that needs
   // more fails (kInternal) and the Harness reports it.
   options.maxSteps = 5;
@@ -780,7 +786,10 @@ void Harness::SyncCache(const std::string& name) {
   }
 }
 
-void Harness::DropCache() { cached_.clear(); }
+void Harness::DropCache() {
+  cached_.clear();
+  StartReconciler();
+}
 
 void Harness::SetCached(const api::Job& job) { cached_[job.metadata.name] = job; }
 
@@ -949,8 +958,12 @@ RoundReport Harness::Reconcile(const std::string& name, RoundOptions options) {
   rep.requeueAfter = result.requeueAfter;
   rep.backoff = result.backoff;
   rep.error = result.error;
+  if (reconciler_->HasUnreportedExecution(kube::ObjectKey(kNamespace, name))) {
+    ++counters_.unreportedExecutions;
+  }
   if (rep.crashed) {
     ++counters_.crashes;
+    StartReconciler();
   } else if (!result.error.ok()) {
     rep.aborted = true;
     switch (result.error.code()) {

@@ -253,6 +253,9 @@ class Harness {
   bool useCache = false;
   // The next write the reconciler sends is applied, but its answer is lost (a timeout).
   bool loseNextWriteResponse = false;
+  // The reconciler's backlog (ReconcilerOptions::backlog): rounds may leave an execution
+  // unreported. A crash restarts the reconciler, so what it kept in memory is gone.
+  bool backlog = false;
 
   std::string Create(const std::string& name, api::JobSpec spec);
   // One round of the shipped reconciler for kNamespace/name.
@@ -276,6 +279,7 @@ class Harness {
   struct Counters {
     int rounds = 0, crashes = 0, conflicts = 0, staleReads = 0, injectedFailures = 0,
         finalizerRemovals = 0, ttlDeletions = 0;
+    int unreportedExecutions = 0;  // rounds that ended with the execution left unreported
   };
   const Counters& counters() const { return counters_; }
   const std::vector<std::string>& failures() const { return failures_; }
@@ -287,6 +291,8 @@ class Harness {
   friend struct LogTap;
 
   void PublishCluster();
+  // A new reconciler: a controller process that remembers nothing.
+  void StartReconciler();
   bool GateCall(AdapterCall call, const std::string& uid, const ExecutionRequest* request);
   void CheckEnsure(const ExecutionRequest& request);
   bool Dead() const { return dead_; }
