@@ -201,11 +201,11 @@ void Decider::TakeUnreportedExecution() {
 }
 
 // Facts::deferExecutionReport: leave out a write whose only news is the execution's existence.
-// Never with a call to make (references are durable before any later call), for a Job being
-// deleted, or past kMaxExecutionReportDelay.
+// Never before a call that acts on the execution (Cancel, Delete: references are durable before
+// them; an Observe only reads), for a Job being deleted, or past kMaxExecutionReportDelay.
 void Decider::DeferExecutionReport() {
-  if (!facts_.deferExecutionReport || plan_.call != AdapterCall::kNone || plan_.backoff ||
-      Deleting() || Terminal()) {
+  const bool readOnly = plan_.call == AdapterCall::kNone || plan_.call == AdapterCall::kObserve;
+  if (!facts_.deferExecutionReport || !readOnly || plan_.backoff || Deleting() || Terminal()) {
     return;
   }
   const bool persisted = job_.status.execution && !job_.status.execution->references.empty();

@@ -65,6 +65,15 @@
 // Decide asks for Ensure again and the adapter adopts what it finds. Once references are persisted
 // Decide only Observes: an execution the backend loses then ends in ResultUnknown, never rerun.
 //
+// A busy controller (Facts::deferExecutionReport: other Jobs wait in its queue) may leave out a
+// status write whose only news is that the execution exists (references, Scheduled=True): the
+// plan hands them back (Plan::unreportedExecution), the reconciler keeps them in memory and
+// passes them to the Job's later rounds (Facts::unreportedExecution), which Observe by them and
+// write them with the next change (the start, a waiting reason, a result) or after
+// kMaxExecutionReportDelay. Never in a plan that Cancels or Deletes, so references are durable
+// before any call that acts on the execution. After a restart the memory is gone and the Job is Ensured again, which
+// adopts the execution by UID: the same recovery as a crash between Ensure and the status write.
+//
 // Termination: a plan decided with a CallResult never names a call of the same or an earlier rank
 // (Ensure = Observe < Cancel < Delete); kAdd happens at most once, and it or the GET before
 // Ensure (never both: kAdd makes the Job fresh) adds one Decide, so a round makes at most three
@@ -282,7 +291,7 @@ struct Facts {
   // The controller has a backlog (other Jobs wait in its queue): a status write whose only news
   // is that the execution exists (references, Scheduled=True) may be left out, to go with the
   // Job's next write (its start, its result, a waiting reason), at most
-  // kMaxExecutionReportDelay after the Ensure and never before another adapter call. Under a
+  // kMaxExecutionReportDelay after the Ensure and never before a Cancel or Delete. Under a
   // burst it saves one request per Job before the Jobs behind it get their executions.
   bool deferExecutionReport = false;
 };

@@ -843,7 +843,10 @@ TEST(DecideExecutionReport, ABusyControllerLeavesAPendingExecutionUnreported) {
   // The next round Observes it by the remembered references and still has nothing to say.
   Facts next = Busy(NowOnly(kNow + seconds(4)));
   next.unreportedExecution = p.unreportedExecution;
-  EXPECT_EQ(Decide(j, next).call, AdapterCall::kObserve);
+  Plan observe = Decide(j, next);
+  EXPECT_EQ(observe.call, AdapterCall::kObserve);
+  EXPECT_FALSE(observe.status);  // an Observe only reads: nothing to make durable before it
+  EXPECT_EQ(observe.unreportedExecution, p.unreportedExecution);
   Facts observed = Busy(With(AdapterCall::kObserve, Obs(ExecutionPhase::kPending), next.now));
   observed.unreportedExecution = p.unreportedExecution;
   Plan again = Decide(j, observed);
