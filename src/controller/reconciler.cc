@@ -142,6 +142,13 @@ ReconcileResult JobReconciler::Step(RoundState& round) {
     statemachine::Plan plan = statemachine::Decide(job, round.facts);
     round.facts.result.reset();
     if (plan.unreportedExecution) {
+      if (!round.facts.unreportedExecution) {
+        metrics_
+            .GetCounter("ayatori_execution_reports_deferred_total",
+                        "Executions whose report (references, Scheduled=True) a busy round left "
+                        "to the Job's next write.")
+            .Inc();
+      }
       KeepUnreportedExecution(job, *plan.unreportedExecution);
       round.facts.unreportedExecution = std::move(plan.unreportedExecution);
     }
