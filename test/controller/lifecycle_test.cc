@@ -4,6 +4,7 @@
 // docs/design.md).
 #include <iostream>
 
+#include "statemachine/statemachine.h"
 #include "test/controller/controller_fixture.h"
 #include "test/support/process.h"
 #include "test/support/testenv.h"
@@ -185,6 +186,70 @@ TEST_F(ApiEconomy, WritesPerSuccessfulJob) {
     worst = std::max(worst, writes);
   }
   RecordProperty("api_writes_per_successful_job", static_cast<int>(worst));
+}
+
+// A controller with a backlog (docs/operations.md § Start latency under a burst; here the backlog
+// is forced) does not spend a status write on "the execution exists": its next write carries it.
+class UnderABacklog : public ControllerTest {
+ protected:
+  bool StartControllerInSetUp() const override { return false; }
+  void SetUp() override {
+    ControllerTest::SetUp();
+    ControllerSettings settings;
+    settings.backlog = [] { return true; };
+    Status s = H().StartController(settings);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  static bool Unreported(const api::Job& j) {
+    return !IsScheduled(j) && (!j.status.execution || j.status.execution->references.empty());
+  }
+};
+
+TEST_F(UnderABacklog, TheExecutionIsReportedWithItsStart) {
+  api::Job job = Create("busy-start");
+  const std::string uid = job.metadata.uid;
+  ASSERT_TRUE(Eventually([&] { return Backend().Exists(uid); }, 20s));
+  // Unreported for now (an idle controller writes Scheduled=True within milliseconds).
+  EXPECT_TRUE(HoldsFor([&] { return Unreported(Get("busy-start")); }, 2s))
+      << Describe(Get("busy-start"));
+  Backend().StartExecution(uid);
+  ASSERT_TRUE(WaitFor("busy-start", IsRunning, "Running", &job));
+  ASSERT_TRUE(IsScheduled(job)) << Describe(job);
+  ASSERT_TRUE(job.status.execution.has_value());
+  EXPECT_FALSE(job.status.execution->references.empty()) << Describe(job);
+  const api::Condition* scheduled =
+      api::FindCondition(job.status.conditions, api::kConditionScheduled);
+  ASSERT_NE(scheduled, nullptr);
+  ASSERT_TRUE(job.status.startTime);
+  EXPECT_LE(scheduled->lastTransitionTime, *job.status.startTime);  // when it was created
+  Backend().FinishExecution(uid, 0);
+  ASSERT_TRUE(WaitFor("busy-start", SucceededIs(ConditionStatus::kTrue, "Completed"),
+                      "Succeeded=True", &job));
+  EXPECT_EQ(Backend().Creations(uid), 1);
+  // Status writes: accepted, started (with the references), the result; nothing for "scheduled"
+  // alone. (The finalizer patch comes on top: this API server has no finalizer policy.)
+  int statusWrites = 0;
+  for (const auto& write : H().controllerClient().WriteLog(controller::kJobs, ns_, "busy-start")) {
+    if (write.starts_with("UPDATE /status")) ++statusWrites;
+  }
+  EXPECT_EQ(statusWrites, 3) << ControllerWriteLog("busy-start");
+}
+
+TEST_F(UnderABacklog, AnExecutionThatDoesNotStartIsReportedWithinTheLimit) {
+  api::Job job = Create("busy-waiting");
+  const std::string uid = job.metadata.uid;
+  ASSERT_TRUE(Eventually([&] { return Backend().Exists(uid); }, 20s));
+  const auto created = std::chrono::steady_clock::now();
+  ASSERT_TRUE(WaitFor("busy-waiting", IsScheduled, "Scheduled", &job,
+                      statemachine::kMaxExecutionReportDelay + 10s));
+  // Not before the limit, give or take the second the times are rounded to.
+  EXPECT_GE(std::chrono::steady_clock::now() - created,
+            statemachine::kMaxExecutionReportDelay - 2s);
+  ASSERT_TRUE(job.status.execution.has_value());
+  EXPECT_FALSE(job.status.execution->references.empty()) << Describe(job);
+  EXPECT_FALSE(job.status.startTime.has_value());
+  EXPECT_EQ(Backend().Creations(uid), 1);
+  EXPECT_EQ(Backend().EnsureCalls(uid), 1);  // Observed by the remembered references since
 }
 
 }  // namespace

@@ -335,6 +335,7 @@ Status ControllerHarness::StartController(ControllerSettings settings) {
   controller::ControllerOptions options;
   options.workers = settings.workers;
   options.queue.maxDelay = settings.maxBackoff;
+  options.reconciler.backlog = settings.backlog;
   options.syncTimeout = 30s;
   options.reconciler.crashHook = [this](std::string_view point, const api::Job& job) {
     return ShouldCrash(point, job);

@@ -126,6 +126,8 @@ struct ControllerSettings {
   // Cap of the workqueue's per-Job exponential backoff (production: 1000 s). Backoff retries
   // are what notice a backend that became reachable without telling anyone, so keep it short.
   std::chrono::milliseconds maxBackoff = 1000ms;
+  // ReconcilerOptions::backlog; unset: the controller's own (keys ready in its queue).
+  std::function<bool()> backlog;
 };
 
 class ControllerHarness {
