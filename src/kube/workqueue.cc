@@ -58,13 +58,12 @@ void Workqueue::Add(const std::string& key) {
 }
 
 void Workqueue::AddAfter(const std::string& key, std::chrono::nanoseconds delay) {
-  const int level = LevelOf(key);
-  std::lock_guard lock(mu_);
-  if (shuttingDown_) return;
   if (delay <= std::chrono::nanoseconds(0)) {
-    AddLocked(key, level);
+    Add(key);
     return;
   }
+  std::lock_guard lock(mu_);
+  if (shuttingDown_) return;
   auto due =
       clock_.SteadyNow() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(delay);
   auto it = waitingDue_.find(key);
@@ -81,7 +80,6 @@ void Workqueue::AddAfter(const std::string& key, std::chrono::nanoseconds delay)
   } else {
     waitingDue_.emplace(key, due);
   }
-  waitingLevel_[key] = level;
   waiting_.emplace(due, key);
   // Blocked Get() calls must re-compute how long to sleep.
   cv_.notify_all();
@@ -122,22 +120,33 @@ std::chrono::nanoseconds Workqueue::NextBackoff(const std::string& key) const {
   return BackoffFor(it == failures_.end() ? 0 : it->second);
 }
 
-size_t Workqueue::PromoteDueLocked(std::chrono::steady_clock::time_point now) {
-  size_t n = 0;
+size_t Workqueue::PromoteDueLocked(std::unique_lock<std::mutex>& lock) {
+  std::vector<std::string> due;
+  const auto now = clock_.SteadyNow();
   while (!waiting_.empty() && waiting_.begin()->first <= now) {
-    std::string key = std::move(waiting_.begin()->second);
+    due.push_back(std::move(waiting_.begin()->second));
     waiting_.erase(waiting_.begin());
-    waitingDue_.erase(key);
-    auto level = waitingLevel_.extract(key);
-    AddLocked(key, level.empty() ? 0 : level.mapped());
-    ++n;
+    waitingDue_.erase(due.back());
   }
-  return n;
+  if (due.empty()) return 0;
+  // The level is asked now, not at AddAfter: what the key's next round does may have changed
+  // while it waited. Asked outside the lock, like Add's.
+  std::vector<int> levels;
+  levels.reserve(due.size());
+  if (options_.priority) {
+    lock.unlock();
+    for (const std::string& key : due) levels.push_back(LevelOf(key));
+    lock.lock();
+  } else {
+    levels.assign(due.size(), 0);
+  }
+  for (size_t i = 0; i < due.size(); ++i) AddLocked(due[i], levels[i]);
+  return due.size();
 }
 
 size_t Workqueue::PromoteDue() {
-  std::lock_guard lock(mu_);
-  size_t n = PromoteDueLocked(clock_.SteadyNow());
+  std::unique_lock lock(mu_);
+  size_t n = PromoteDueLocked(lock);
   if (n > 0) cv_.notify_all();
   return n;
 }
@@ -152,7 +161,7 @@ std::optional<Workqueue::Item> Workqueue::GetFor(std::chrono::nanoseconds timeou
                       std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout);
   std::unique_lock lock(mu_);
   for (;;) {
-    PromoteDueLocked(clock_.SteadyNow());
+    PromoteDueLocked(lock);
     if (auto key = PopLocked()) {
       processing_.insert(*key);
       return Item{std::move(*key), false};
@@ -191,7 +200,6 @@ void Workqueue::ShutDown() {
   shuttingDown_ = true;
   waiting_.clear();
   waitingDue_.clear();
-  waitingLevel_.clear();
   cv_.notify_all();
 }
 

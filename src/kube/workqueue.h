@@ -10,8 +10,8 @@
 //  - With WorkqueueOptions::priority, ready keys are handed out by level (0 first), FIFO within a
 //    level. A key's level is asked when it is added (outside the queue's lock, so the function
 //    may read caches whose handlers add keys); adding a queued key again at a lower level moves it
-//    up. A delayed key keeps the level it was asked at AddAfter; a key re-queued by Done() the
-//    lowest level of the adds made while it was processed.
+//    up. A delayed key's level is asked when it is due (its next round may do something else
+//    by then); a key re-queued by Done() the lowest level of the adds made while it was processed.
 // Delays are measured with the Clock's steady time. Blocked Get() calls sleep until the earliest
 // delayed key is due; with a fake clock, call PromoteDue() after advancing it.
 #pragma once
@@ -84,7 +84,9 @@ class Workqueue {
   void AddLocked(const std::string& key, int level);
   // The front key of the lowest non-empty level, skipping entries left behind by a move up.
   std::optional<std::string> PopLocked();
-  size_t PromoteDueLocked(std::chrono::steady_clock::time_point now);
+  // Moves the due keys into the ready queues at the level priority() gives them now (the lock
+  // is released while it is asked); returns how many.
+  size_t PromoteDueLocked(std::unique_lock<std::mutex>& lock);
   std::optional<std::chrono::steady_clock::time_point> NextDueLocked() const;
   std::chrono::nanoseconds BackoffFor(int failures) const;
 
@@ -103,7 +105,6 @@ class Workqueue {
   // Delayed keys: by due time, and each key's current due time (earliest wins).
   std::multimap<std::chrono::steady_clock::time_point, std::string> waiting_;
   std::unordered_map<std::string, std::chrono::steady_clock::time_point> waitingDue_;
-  std::unordered_map<std::string, int> waitingLevel_;
   std::unordered_map<std::string, int> failures_;
   bool shuttingDown_ = false;
 };

@@ -281,16 +281,22 @@ TEST(WorkqueueTest, AKeyAddedWhileProcessingIsQueuedAtTheLowestLevelAskedAfterDo
   EXPECT_FALSE(q.GetFor(20ms).has_value());
 }
 
-TEST(WorkqueueTest, ADelayedKeyKeepsTheLevelItWasAddedAt) {
+// A delayed key is queued at the level its round has when it is due (the controller: a Job that
+// waited to report its execution may have reported it and finished meanwhile).
+TEST(WorkqueueTest, ADelayedKeyTakesTheLevelItHasWhenDue) {
   FakeClock clock;
-  std::map<std::string, int> levels = {{"late", 0}, {"now", 1}};
+  std::map<std::string, int> levels = {{"late", 0}, {"now", 1}, {"later", 2}};
   Workqueue q(clock, Levels(&levels));
   q.AddAfter("late", 1s);
+  q.AddAfter("later", 1s);
   q.Add("now");
+  levels["late"] = 2;   // nothing urgent left
+  levels["later"] = 0;  // now urgent
   clock.Advance(2s);
-  EXPECT_EQ(q.PromoteDue(), 1u);
-  EXPECT_EQ(q.Get().key, "late");
+  EXPECT_EQ(q.PromoteDue(), 2u);
+  EXPECT_EQ(q.Get().key, "later");
   EXPECT_EQ(q.Get().key, "now");
+  EXPECT_EQ(q.Get().key, "late");
 }
 
 TEST(WorkqueueTest, LevelsOutOfRangeAreClamped) {
