@@ -179,7 +179,7 @@ inline constexpr std::chrono::seconds kWaitingMessageInterval{30};
 
 // The longest a busy controller may leave an existing execution unreported
 // (Facts::deferExecutionReport): counted from the Ensure that created or adopted it.
-inline constexpr std::chrono::seconds kMaxExecutionReportDelay{15};
+inline constexpr std::chrono::seconds kMaxExecutionReportDelay{30};
 
 // ---------------------------------------------------------------------------------------------
 // Time-derived facts, usable by the controller (e.g. for printing or metrics).
