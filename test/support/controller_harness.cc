@@ -320,7 +320,7 @@ void ControllerHarness::ResetBackend() {
   DisarmCrash();
 }
 
-Status ControllerHarness::StartController(ControllerSettings settings) {
+Status ControllerHarness::StartController(const ControllerSettings& settings) {
   StopController();
   settings_ = settings;
   auto inst = std::make_unique<Running>();

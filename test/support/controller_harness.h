@@ -155,7 +155,7 @@ class ControllerHarness {
   // --- the controller -----------------------------------------------------------------------
   // Starts a new JobController instance (stopping any current one first) and waits until its
   // informers synced.
-  Status StartController(ControllerSettings settings = {});
+  Status StartController(const ControllerSettings& settings = {});
   // Stops the current instance (after its workers' current rounds) and destroys it.
   void StopController();
   // StopController + StartController with the same settings: a restart of the process.
