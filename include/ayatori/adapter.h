@@ -90,6 +90,12 @@ struct ExecutionRequest {
   // As ExecutionKey::resultUnknown: an Ensure that finds the execution already there may find an
   // end recorded while nobody could confirm it.
   bool resultUnknown = false;
+  // Set only for an adapter whose descriptor says recordsAcceptance, when the controller has not
+  // written the Job's acceptance yet (a busy controller folds it into the Job's next write): the
+  // accepted status as JSON. Ensure stores it with the execution it creates, in the same
+  // request, so that after a restart RecordedAcceptance finds which class and backend the
+  // execution was created for. Never holds a Secret value (a status never does).
+  std::string acceptance;
 };
 
 // Identifies an existing execution: the Job UID is the idempotency key; references are hints.
@@ -171,6 +177,12 @@ struct AdapterDescriptor {
   // plain-HTTP engine endpoint). nullopt, or a null function: nothing to refuse here. Part of
   // the one acceptance check, adapters::RefusedAtAcceptance (src/adapters/registry.h).
   std::function<std::optional<Refusal>(const nlohmann::json& parameters)> refuseParameters;
+  // True: Ensure stores ExecutionRequest::acceptance with the execution it creates and
+  // Adapter::RecordedAcceptance finds it again by the Job's UID without a backend request unless
+  // there is one (Kubernetes: an annotation of the batch Job, found in the adapter's watch
+  // cache). Only then may a busy controller create the execution before it writes Accepted=True
+  // (docs/design.md § At most one execution per Job).
+  bool recordsAcceptance = false;
   // Values laid over spec.<field> of every parameters object of the kind as it is read, e.g.
   // the Docker endpoint of --docker-endpoint. Set by whoever registers the adapter.
   std::map<std::string, std::string> specOverrides;
@@ -235,6 +247,18 @@ class Adapter {
 
   // Reads the execution's current state.
   virtual Observation Observe(const ExecutionKey& key) = 0;
+
+  // For adapters that record the acceptance (AdapterDescriptor::recordsAcceptance): the
+  // ExecutionRequest::acceptance stored with the execution of the Job `uid` in namespace `ns`,
+  // or nullopt when the adapter holds no execution of that UID (or none created with one).
+  // Asked for every round of a Job whose acceptance is not written, so it must answer from a
+  // cache and go to the backend only when an execution is there; an error when it cannot tell.
+  virtual StatusOr<std::optional<std::string>> RecordedAcceptance(const std::string& ns,
+                                                                  const std::string& uid) {
+    (void)ns;
+    (void)uid;
+    return std::optional<std::string>();
+  }
 
   // Requests that the execution stop; repeatable. Returns the observation after the request:
   // kCancelled/kSucceeded/kFailed once the backend confirms it is stopped, kRunning while stopping,

@@ -373,13 +373,14 @@ kube::WorkqueueOptions JobController::WithPriority(kube::WorkqueueOptions option
                       reconciler = reconciler_.get()](const std::string& key) {
     auto job = cache->jobs.Get(key);
     if (!job) return kWorkPriorityLevels - 1;
-    // An execution left unreported (a busy round deferred the report): the next round reports
-    // its start, like a Starting Job's.
-    if (job->state() == statemachine::State::kScheduling &&
+    // An execution left unreported (a busy round deferred the report, and maybe the acceptance):
+    // the next round reports its start, like a Starting Job's.
+    const statemachine::State state = job->state();
+    if ((state == statemachine::State::kScheduling || state == statemachine::State::kResolving) &&
         reconciler->HasUnreportedExecution(key)) {
       return WorkPriority(statemachine::State::kStarting);
     }
-    return WorkPriority(job->state());
+    return WorkPriority(state);
   };
   return options;
 }

@@ -70,6 +70,9 @@ struct JobReconciler::RoundState {
   api::Job job;
   statemachine::Facts facts;
   bool fresh = false;  // job was returned by a write or a GET in this round
+  // The acceptance this controller decided but has not written (Plan::unwrittenAcceptance):
+  // job.status holds it, so the round decides as if it were written; its next write carries it.
+  std::optional<api::JobStatus> unwrittenAcceptance;
 };
 
 JobReconciler::JobReconciler(KubeClient& client, const ClusterCache& cache,
@@ -89,7 +92,8 @@ ReconcileResult JobReconciler::Reconcile(const std::string& ns, const std::strin
   const std::string key = kube::ObjectKey(ns, name);
   auto cached = cache_.GetJob(ns, name);
   if (!cached) {
-    UnreportedExecutionOf(key, nullptr);
+    UnreportedExecutionOf(key, nullptr, nullptr);
+    ForgetAcceptanceSent(key);
     return {};
   }
   auto started = clock_.SteadyNow();
@@ -97,7 +101,11 @@ ReconcileResult JobReconciler::Reconcile(const std::string& ns, const std::strin
   round.job = *cached;
   round.facts.now = NowSeconds(clock_);
   ReconcileResult result;
-  if (CacheBehindOwnWrite(*cached)) {
+  // An acceptance this process sent that the copy does not show (the cache lags, or the answer
+  // was lost after it landed): the copy must not decide the Job's acceptance again. Asked
+  // until the cache shows it, however long that takes (CacheBehindOwnWrite forgets after 30 s).
+  const bool acceptanceSent = AcceptanceSent(key, cached.get());
+  if (CacheBehindOwnWrite(*cached) || acceptanceSent) {
     // The copy predates this controller's own write: read the Job instead (a read, where
     // deciding on the copy would send a write bound to fail with 409 Conflict).
     auto current = ReadCurrentJob(ns, name, cached->metadata.uid);
@@ -106,7 +114,23 @@ ReconcileResult JobReconciler::Reconcile(const std::string& ns, const std::strin
     round.job = std::move(**current);
     round.fresh = true;
   }
-  if (statemachine::NeedsResolution(round.job)) {
+  std::optional<api::JobStatus> acceptance;
+  round.facts.unreportedExecution = UnreportedExecutionOf(key, &round.job, &acceptance);
+  if (!api::IsConditionTrue(round.job.status.conditions, api::kConditionAccepted)) {
+    if (!acceptance) {
+      auto recorded = RecordedAcceptance(round.job);
+      if (recorded.ok()) {
+        acceptance = std::move(*recorded);
+      } else {
+        result = Failed(recorded.status());
+      }
+    }
+    if (acceptance) {
+      round.job.status = *acceptance;
+      round.unwrittenAcceptance = std::move(acceptance);
+    }
+  }
+  if (result.error.ok() && statemachine::NeedsResolution(round.job)) {
     auto resolution = Resolve(round.job);
     if (resolution.ok()) {
       round.facts.resolution = std::move(*resolution);
@@ -115,10 +139,9 @@ ReconcileResult JobReconciler::Reconcile(const std::string& ns, const std::strin
     }
   }
   round.facts.holdWaitingMessage = WaitingMessageHold(round.job.metadata.uid);
-  round.facts.unreportedExecution = UnreportedExecutionOf(key, &round.job);
   round.facts.deferExecutionReport = options_.backlog && options_.backlog();
   if (result.error.ok()) result = Step(round);
-  if (round.facts.unreportedExecution) UnreportedExecutionOf(key, &round.job);
+  if (round.facts.unreportedExecution) UnreportedExecutionOf(key, &round.job, nullptr);
   if (statemachine::DeriveState(round.job) != statemachine::State::kStarting &&
       statemachine::DeriveState(round.job) != statemachine::State::kScheduling) {
     ForgetWaitingMessage(round.job.metadata.uid);
@@ -149,8 +172,17 @@ ReconcileResult JobReconciler::Step(RoundState& round) {
                         "to the Job's next write.")
             .Inc();
       }
-      KeepUnreportedExecution(job, *plan.unreportedExecution);
+      KeepUnreportedExecution(job, *plan.unreportedExecution, round.unwrittenAcceptance);
       round.facts.unreportedExecution = std::move(plan.unreportedExecution);
+    }
+    if (plan.unwrittenAcceptance) {
+      metrics_
+          .GetCounter("ayatori_acceptances_deferred_total",
+                      "Jobs whose acceptance a busy round left to the Job's next write, the "
+                      "execution's create carrying it.")
+          .Inc();
+      job.status = std::move(*plan.unwrittenAcceptance);
+      round.unwrittenAcceptance = job.status;
     }
     if (!plan.invariantViolations.empty()) {
       std::string all;
@@ -170,6 +202,11 @@ ReconcileResult JobReconciler::Step(RoundState& round) {
     }
     if (plan.status) {
       if (Crash(kCrashBeforeStatusWrite, job)) return Crashed();
+      if (round.unwrittenAcceptance ||
+          (!api::IsConditionTrue(job.status.conditions, api::kConditionAccepted) &&
+           api::IsConditionTrue(plan.status->conditions, api::kConditionAccepted))) {
+        KeepAcceptanceSent(job);  // before the request: its answer may be lost after it landed
+      }
       auto updated = WriteStatus(job, *plan.status);
       if (!updated.ok()) {
         if (updated.status().code() == StatusCode::kNotFound) return {};
@@ -177,6 +214,7 @@ ReconcileResult JobReconciler::Step(RoundState& round) {
       }
       job = std::move(*updated);
       round.fresh = true;
+      round.unwrittenAcceptance.reset();  // the write carried it: the plan was decided on it
       if (plan.waitingMessageChanged) {
         WaitingMessageWritten(job.metadata.uid);
         round.facts.holdWaitingMessage = WaitingMessageHold(job.metadata.uid);
@@ -203,9 +241,13 @@ ReconcileResult JobReconciler::Step(RoundState& round) {
       if (plan.finalizer == FinalizerChange::kAdd) continue;
       return Requeue(plan.requeueAfter, plan.backoff);
     }
-    if (plan.call == AdapterCall::kEnsure && !round.fresh) {
+    if (plan.call == AdapterCall::kEnsure && !round.fresh && !round.unwrittenAcceptance) {
       // A new execution is about to be created: act on the current Job, not on a cache copy
-      // that may lag behind (a cancel, a deletion, a new UID under the same name).
+      // that may lag behind (a cancel, a deletion, a new UID under the same name). Not for an
+      // unwritten acceptance (only under a backlog, for an adapter that records it): that create
+      // is the round's only request; a cancel or deletion the copy missed comes with the next
+      // round, which finds the execution by the references kept in memory, and the batch Job
+      // is owned by the Job's UID (docs/design.md § At most one execution per Job).
       auto current = ReadCurrentJob(job.metadata.namespace_, job.metadata.name, job.metadata.uid);
       if (!current.ok()) return Failed(current.status());
       if (!current->has_value()) return {};
@@ -232,8 +274,16 @@ ReconcileResult JobReconciler::Step(RoundState& round) {
       if (!withReferences.status.execution) withReferences.status.execution.emplace();
       withReferences.status.execution->references = round.facts.unreportedExecution->references;
     }
-    auto observation = CallAdapter(plan.call, unreported ? withReferences : job);
+    auto observation = CallAdapter(plan.call, unreported ? withReferences : job,
+                                   round.unwrittenAcceptance.has_value());
     if (!observation.ok()) return Failed(observation.status());
+    if (plan.call == AdapterCall::kEnsure && round.unwrittenAcceptance) {
+      // Kept at once: should this round's write fail, the next round still knows the class
+      // and the execution (the Decide below keeps them again if it defers the report).
+      KeepUnreportedExecution(
+          job, statemachine::UnreportedExecution{observation->references, round.facts.now},
+          round.unwrittenAcceptance);
+    }
     const char* point = plan.call == AdapterCall::kEnsure   ? kCrashAfterEnsure
                         : plan.call == AdapterCall::kCancel ? kCrashAfterCancel
                         : plan.call == AdapterCall::kDelete ? kCrashAfterDelete
@@ -308,7 +358,8 @@ Status JobReconciler::DeleteExpiredJob(const api::Job& job, api::Time now) {
   return s;
 }
 
-StatusOr<Observation> JobReconciler::CallAdapter(AdapterCall call, const api::Job& job) {
+StatusOr<Observation> JobReconciler::CallAdapter(AdapterCall call, const api::Job& job,
+                                                 bool acceptanceUnwritten) {
   Observation unknown;
   unknown.phase = ExecutionPhase::kUnknown;
   if (!job.status.resolvedJobClass) {
@@ -337,7 +388,7 @@ StatusOr<Observation> JobReconciler::CallAdapter(AdapterCall call, const api::Jo
   Observation result;
   switch (call) {
     case AdapterCall::kEnsure: {
-      auto request = BuildRequest(job, std::move(*parameters));
+      auto request = BuildRequest(job, std::move(*parameters), acceptanceUnwritten);
       if (!request.ok()) {
         if (request.status().code() != StatusCode::kNotFound) return request.status();
         // A Secret, ConfigMap or key the Job was accepted with is gone: nothing is created and
@@ -392,7 +443,8 @@ StatusOr<Observation> JobReconciler::CallAdapter(AdapterCall call, const api::Jo
 }
 
 StatusOr<ExecutionRequest> JobReconciler::BuildRequest(const api::Job& job,
-                                                       nlohmann::json parameters) {
+                                                       nlohmann::json parameters,
+                                                       bool acceptanceUnwritten) {
   ExecutionRequest request;
   request.job = job;
   request.jobClass = *job.status.resolvedJobClass;
@@ -401,6 +453,9 @@ StatusOr<ExecutionRequest> JobReconciler::BuildRequest(const api::Job& job,
   request.resultUnknown = statemachine::InResultUnknownEpisode(job.status);
   // Only an adapter that says it resolves references gets them unresolved.
   const AdapterDescriptor* descriptor = registry_.FindDescriptor(request.jobClass.controllerName);
+  if (acceptanceUnwritten && descriptor != nullptr && descriptor->recordsAcceptance) {
+    request.acceptance = api::StatusToJson(job.status).dump();
+  }
   if (descriptor != nullptr && descriptor->resolvesEnvReferences) return request;
   const std::string& ns = job.metadata.namespace_;
   // One GET per referenced object, however many of its keys the Job names.
@@ -458,6 +513,10 @@ StatusOr<statemachine::Resolution> JobReconciler::Resolve(const api::Job& job) {
   auto resolved = ResolveJob(job, cache_, registry_, references_);
   if (!resolved.ok()) return resolved.status();
   statemachine::Resolution resolution = std::move(*resolved);
+  if (resolution.outcome == statemachine::Resolution::Outcome::kResolved) {
+    const AdapterDescriptor* d = registry_.FindDescriptor(resolution.jobClass.controllerName);
+    resolution.adapterRecordsAcceptance = d != nullptr && d->recordsAcceptance;
+  }
   if (resolution.outcome != statemachine::Resolution::Outcome::kResolved ||
       !resolution.jobClass.backendSnapshot) {
     return resolution;
@@ -628,7 +687,7 @@ bool JobReconciler::HasUnreportedExecution(const std::string& key) const {
 }
 
 std::optional<statemachine::UnreportedExecution> JobReconciler::UnreportedExecutionOf(
-    const std::string& key, const api::Job* job) {
+    const std::string& key, const api::Job* job, std::optional<api::JobStatus>* acceptance) {
   std::lock_guard lock(unreportedMu_);
   auto it = unreported_.find(key);
   if (it == unreported_.end()) return std::nullopt;
@@ -638,14 +697,68 @@ std::optional<statemachine::UnreportedExecution> JobReconciler::UnreportedExecut
     unreported_.erase(it);
     return std::nullopt;
   }
+  if (acceptance != nullptr) *acceptance = it->second.acceptance;
   return it->second.execution;
 }
 
 void JobReconciler::KeepUnreportedExecution(const api::Job& job,
-                                            statemachine::UnreportedExecution execution) {
+                                            statemachine::UnreportedExecution execution,
+                                            std::optional<api::JobStatus> acceptance) {
   std::lock_guard lock(unreportedMu_);
   unreported_[kube::ObjectKey(job.metadata.namespace_, job.metadata.name)] =
-      UnreportedEntry{job.metadata.uid, std::move(execution)};
+      UnreportedEntry{job.metadata.uid, std::move(execution), std::move(acceptance)};
+}
+
+void JobReconciler::KeepAcceptanceSent(const api::Job& job) {
+  std::lock_guard lock(unreportedMu_);
+  acceptanceSent_[kube::ObjectKey(job.metadata.namespace_, job.metadata.name)] = job.metadata.uid;
+}
+
+bool JobReconciler::AcceptanceSent(const std::string& key, const api::Job* job) {
+  std::lock_guard lock(unreportedMu_);
+  auto it = acceptanceSent_.find(key);
+  if (it == acceptanceSent_.end()) return false;
+  if (it->second != job->metadata.uid ||
+      api::IsConditionTrue(job->status.conditions, api::kConditionAccepted)) {
+    acceptanceSent_.erase(it);
+    return false;
+  }
+  return true;
+}
+
+void JobReconciler::ForgetAcceptanceSent(const std::string& key) {
+  std::lock_guard lock(unreportedMu_);
+  acceptanceSent_.erase(key);
+}
+
+StatusOr<std::optional<api::JobStatus>> JobReconciler::RecordedAcceptance(const api::Job& job) {
+  // Only a Job that may have an execution: it carries the finalizer (added before any Ensure)
+  // and has not ended.
+  if (!statemachine::HasFinalizer(job) || statemachine::IsTerminal(job.status)) {
+    return std::optional<api::JobStatus>();
+  }
+  for (const auto& registered : registry_.All()) {
+    if (!registered.descriptor.recordsAcceptance) continue;
+    auto recorded =
+        registered.adapter->RecordedAcceptance(job.metadata.namespace_, job.metadata.uid);
+    if (!recorded.ok()) return recorded.status();
+    if (!recorded->has_value()) continue;
+    auto parsed = nlohmann::json::parse(**recorded, nullptr, false);
+    auto status = parsed.is_discarded()
+                      ? StatusOr<api::JobStatus>(Status(StatusCode::kInvalidArgument, "not JSON"))
+                      : api::JobStatusFromJson(parsed);
+    if (!status.ok() || !api::IsConditionTrue(status->conditions, api::kConditionAccepted)) {
+      // Never resolve such a Job anew: its execution exists, for a class no one can name now.
+      return Status(StatusCode::kInternal,
+                    "the " + registered.adapter->Name() +
+                        " execution of this Job holds an unreadable acceptance record" +
+                        (status.ok() ? std::string() : ": " + status.status().message()));
+    }
+    obs::Info("acceptance read back from the execution (not written before a restart)",
+              With(JobFields(job), "adapter", registered.adapter->Name()));
+    return std::optional<api::JobStatus>(std::move(*status));
+  }
+  return std::optional<api::JobStatus>();
 }
 
 void JobReconciler::ForgetWaitingMessage(const std::string& uid) {

@@ -83,13 +83,17 @@ class JobReconciler {
   // gone or a new Job took its name (that one has its own events and rounds).
   StatusOr<std::optional<api::Job>> ReadCurrentJob(const std::string& ns, const std::string& name,
                                                    const std::string& uid);
-  StatusOr<Observation> CallAdapter(statemachine::AdapterCall call, const api::Job& job);
+  // acceptanceUnwritten: job.status holds an acceptance not written yet (RoundState); an Ensure
+  // of an adapter that records acceptances then stores it with the execution.
+  StatusOr<Observation> CallAdapter(statemachine::AdapterCall call, const api::Job& job,
+                                    bool acceptanceUnwritten = false);
   // ResolveJob, then for a resolved Job stores its backend snapshot, so that the status write
   // recording acceptance never names a snapshot that does not exist. A missing namespace or a
   // conflicting object keeps the Job pending (Accepted=False) with a reason; other API errors end
   // the round (retried with backoff).
   StatusOr<statemachine::Resolution> Resolve(const api::Job& job);
-  StatusOr<ExecutionRequest> BuildRequest(const api::Job& job, nlohmann::json parameters);
+  StatusOr<ExecutionRequest> BuildRequest(const api::Job& job, nlohmann::json parameters,
+                                          bool acceptanceUnwritten);
   static ExecutionKey BuildKey(const api::Job& job, nlohmann::json parameters);
   // The parameters an adapter call of `job` gets: the parameters object it was accepted with
   // (same uid) as the cache has it now, else {}, overlaid with the fields of its backend
@@ -116,10 +120,25 @@ class JobReconciler {
   void WroteOver(const api::Job& before, const api::Job& after);
   bool CacheBehindOwnWrite(const api::Job& cached);
   // The execution a round of this process left unreported for the Job of `key`, if it is the
-  // same UID and its status still has no references; forgets any other entry of the key.
-  std::optional<statemachine::UnreportedExecution> UnreportedExecutionOf(const std::string& key,
-                                                                         const api::Job* job);
-  void KeepUnreportedExecution(const api::Job& job, statemachine::UnreportedExecution execution);
+  // same UID and its status still has no references (and, into `acceptance` if given, the
+  // acceptance not written with it); forgets any other entry of the key.
+  std::optional<statemachine::UnreportedExecution> UnreportedExecutionOf(
+      const std::string& key, const api::Job* job, std::optional<api::JobStatus>* acceptance);
+  void KeepUnreportedExecution(const api::Job& job, statemachine::UnreportedExecution execution,
+                               std::optional<api::JobStatus> acceptance);
+  // For a Job whose acceptance is not written and that this process does not remember: the
+  // acceptance an adapter recorded with its execution (AdapterDescriptor::recordsAcceptance),
+  // written there by a process that stopped before it wrote the status. Asked of every adapter
+  // that records acceptances, since the Job's class may name another backend by now.
+  StatusOr<std::optional<api::JobStatus>> RecordedAcceptance(const api::Job& job);
+  // Status writes that accept a Job, sent by this process (landed or not: an answer may be
+  // lost), until a round's copy shows the acceptance. A round whose copy does not reads the Job
+  // first: deciding the acceptance again on a copy that may predate the first could create an
+  // execution carrying an acceptance for another class. AcceptanceSent forgets the key's entry
+  // when the cache's copy shows it or is another UID; ForgetAcceptanceSent when the Job is gone.
+  void KeepAcceptanceSent(const api::Job& job);
+  bool AcceptanceSent(const std::string& key, const api::Job* job);
+  void ForgetAcceptanceSent(const std::string& key);
 
   KubeClient& client_;
   const ClusterCache& cache_;
@@ -145,11 +164,13 @@ class JobReconciler {
   struct UnreportedEntry {
     std::string uid;
     statemachine::UnreportedExecution execution;
+    std::optional<api::JobStatus> acceptance;  // not written yet (Plan::unwrittenAcceptance)
   };
   // By Job key (namespace/name). An entry goes when a round sees the references in the status,
   // the Job gone or replaced by a new UID; each lives at most kMaxExecutionReportDelay plus a
   // round, since the round that decided it asks to come back by then.
   std::unordered_map<std::string, UnreportedEntry> unreported_;
+  std::unordered_map<std::string, std::string> acceptanceSent_;  // Job key -> UID
   ReferenceReader references_;  // GETs of referenced Secrets/ConfigMaps, forwarding adapters only
 };
 

@@ -156,6 +156,7 @@ class Decider {
   void MarkScheduled(std::optional<api::Time> at = std::nullopt);
   void TakeUnreportedExecution();
   void DeferExecutionReport();
+  void DeferAcceptance();
   void SetStart(std::optional<api::Time> startedAt);
   void MarkUnknown(const Observation& o, const std::string& fallbackMessage);
   void Terminate(ConditionStatus status, const std::string& reason, std::string message,
@@ -223,6 +224,26 @@ void Decider::DeferExecutionReport() {
   st_ = job_.status;
   const seconds left = std::max(seconds(1), reportBy - now_);
   plan_.requeueAfter = plan_.requeueAfter ? std::min(*plan_.requeueAfter, left) : left;
+}
+
+// A busy round that accepts the Job for an adapter that records the acceptance with the
+// execution goes on to Ensure without writing it: the Ensure carries it (Plan::unwrittenAcceptance).
+// Only a plain acceptance: not with a finalizer change, a deletion, a result or any other news.
+void Decider::DeferAcceptance() {
+  if (!facts_.deferExecutionReport || plan_.call != AdapterCall::kEnsure || facts_.result ||
+      plan_.finalizer != FinalizerChange::kNone || plan_.backoff || Deleting() || Terminal()) {
+    return;
+  }
+  if (!facts_.resolution || facts_.resolution->outcome != Resolution::Outcome::kResolved ||
+      !facts_.resolution->adapterRecordsAcceptance) {
+    return;
+  }
+  if (api::IsConditionTrue(job_.status.conditions, api::kConditionAccepted) ||
+      !ConditionTrue(api::kConditionAccepted)) {
+    return;
+  }
+  plan_.unwrittenAcceptance = std::move(st_);
+  st_ = job_.status;
 }
 
 bool Decider::LearnReferences(const Observation& o) {
@@ -666,6 +687,7 @@ Plan Decider::Run() {
   Normalize();
   HoldWaitingMessage();
   DeferExecutionReport();
+  DeferAcceptance();
   if (!(st_ == job_.status)) {
     AddEvents();
     // Invariants: only violations this status introduces count (a status damaged by someone

@@ -65,6 +65,11 @@
 // Decide asks for Ensure again and the adapter adopts what it finds. Once references are persisted
 // Decide only Observes: an execution the backend loses then ends in ResultUnknown, never rerun.
 //
+// A busy controller may also create an execution before it writes Accepted=True, when the
+// adapter stores the acceptance with the execution (Plan::unwrittenAcceptance): the create is
+// then the only request before the execution exists, and a restarted controller reads the
+// acceptance back from the execution (Adapter::RecordedAcceptance) before it resolves the Job.
+//
 // A busy controller (Facts::deferExecutionReport: other Jobs wait in its queue) may leave out a
 // status write whose only news is that the execution exists (references, Scheduled=True): the
 // plan hands them back (Plan::unreportedExecution), the reconciler keeps them in memory and
@@ -242,6 +247,10 @@ struct Resolution {
   // kResolved: the values jobClass.backendSnapshot names (Adapter::PinnedParameters). Not part of
   // the status: the controller stores them in the snapshot before it writes the status.
   std::map<std::string, std::string> pinnedParameters;
+  // kResolved: the adapter stores the acceptance with the execution it creates
+  // (AdapterDescriptor::recordsAcceptance), so a busy round may Ensure before it writes
+  // Accepted=True (Plan::unwrittenAcceptance).
+  bool adapterRecordsAcceptance = false;
 
   static Resolution Pending(std::string reason, std::string message);
   static Resolution Rejected(std::string reason, std::string message);
@@ -331,6 +340,12 @@ struct Plan {
   // Set when the status write reporting the execution was left out (Facts::deferExecutionReport):
   // the controller keeps this and passes it back as Facts::unreportedExecution.
   std::optional<UnreportedExecution> unreportedExecution;
+  // Set when a busy round (Facts::deferExecutionReport) accepts the Job for an adapter that
+  // records the acceptance (Resolution::adapterRecordsAcceptance) and goes on to Ensure: the
+  // accepted status, left out of the write (`status` is unset) and carried by the Ensure instead
+  // (ExecutionRequest::acceptance). The controller decides the Job's later rounds on it, as if
+  // written, until a write carries it (docs/design.md § At most one execution per Job).
+  std::optional<api::JobStatus> unwrittenAcceptance;
   // Non-empty only on a bug: the status Decide computed broke an invariant (CheckInvariants).
   // The status and the call are then dropped; log these and do nothing else.
   std::vector<std::string> invariantViolations;

@@ -300,14 +300,18 @@ TEST(StateMachineProperty, RandomHistoriesKeepEveryInvariant) {
     total.finalizerRemovals += c.finalizerRemovals;
     total.ttlDeletions += c.ttlDeletions;
     total.unreportedExecutions += c.unreportedExecutions;
+    total.carriedAcceptances += c.carriedAcceptances;
+    total.acceptancesReadBack += c.acceptancesReadBack;
   }
   RecordProperty("jobs", jobs);
   RecordProperty("rounds", total.rounds);
   std::printf(
       "%d jobs, %d rounds, %d crashes, %d conflicts, %d stale reads, %d injected API failures, "
-      "%d finalizer removals, %d TTL deletions, %d rounds leaving an execution unreported\n",
+      "%d finalizer removals, %d TTL deletions, %d rounds leaving an execution unreported, %d "
+      "Ensures carrying the acceptance, %d acceptances read back from an execution\n",
       jobs, total.rounds, total.crashes, total.conflicts, total.staleReads, total.injectedFailures,
-      total.finalizerRemovals, total.ttlDeletions, total.unreportedExecutions);
+      total.finalizerRemovals, total.ttlDeletions, total.unreportedExecutions,
+      total.carriedAcceptances, total.acceptancesReadBack);
   EXPECT_GT(total.crashes, 100);
   EXPECT_GT(total.conflicts, 100);
   EXPECT_GT(total.staleReads, 50);
@@ -315,6 +319,8 @@ TEST(StateMachineProperty, RandomHistoriesKeepEveryInvariant) {
   EXPECT_GT(total.finalizerRemovals, 100);
   EXPECT_GT(total.ttlDeletions, 50);
   EXPECT_GT(total.unreportedExecutions, 50);
+  EXPECT_GT(total.carriedAcceptances, 50);
+  EXPECT_GT(total.acceptancesReadBack, 10);
   // The histories must actually exercise the interesting paths, or the test proves little.
   EXPECT_GT(jobs, kSeeds * 10);
   for (const char* reason : {"Completed", "ProcessFailed", "OOMKilled", "ImagePullFailed",

@@ -74,7 +74,7 @@ int FakeBackend::Calls(AdapterCall call, const std::string& uid) const {
   return it == calls_.end() ? 0 : it->second;
 }
 
-Observation FakeBackend::Ensure(const api::Job& job, Time now) {
+Observation FakeBackend::Ensure(const api::Job& job, Time now, const std::string& acceptance) {
   const std::string& uid = job.metadata.uid;
   ++calls_[{AdapterCall::kEnsure, uid}];
   if (unreachable) return Unreachable();
@@ -91,6 +91,7 @@ Observation FakeBackend::Ensure(const api::Job& job, Time now) {
   if (Find(uid) == nullptr) {  // look up by UID first; create only if absent
     FakeExecution e;
     e.uid = uid;
+    e.acceptance = acceptance;
     for (int i = 0; i < referencesPerExecution; ++i) {
       const int id = nextId_++;
       e.references.push_back(i == 0
@@ -227,7 +228,15 @@ Observation FakeAdapter::Refused() {
 
 Observation FakeAdapter::Ensure(const ExecutionRequest& request) {
   if (!gate_(AdapterCall::kEnsure, request.job.metadata.uid, &request)) return Refused();
-  return backend_.Ensure(request.job, Now());
+  return backend_.Ensure(request.job, Now(), request.acceptance);
+}
+
+StatusOr<std::optional<std::string>> FakeAdapter::RecordedAcceptance(const std::string& /*ns*/,
+                                                                     const std::string& uid) {
+  const FakeExecution* e = backend_.Find(uid);
+  if (e == nullptr || e->acceptance.empty()) return std::optional<std::string>();
+  ++backend_.acceptancesReadBack;
+  return std::optional<std::string>(e->acceptance);
 }
 
 Observation FakeAdapter::Observe(const ExecutionKey& key) {
@@ -711,6 +720,7 @@ Harness::Harness() : clock(At(1'700'000'000)), api(server) {
   AdapterDescriptor descriptor;
   descriptor.controllerName = kFakeControllerName;
   descriptor.enforces = Enforcement::Everything();
+  descriptor.recordsAcceptance = true;  // under a backlog the create may carry the acceptance
   if (Status s = registry_.Register(descriptor, adapter_); !s.ok()) {
     throw std::logic_error(s.ToString());
   }
@@ -825,6 +835,30 @@ void Harness::CheckEnsure(const ExecutionRequest& request) {
     Fail(uid + ": Ensure for a Job the API server no longer has");
     return;
   }
+  if (!HasFinalizer(*current)) Fail(uid + ": Ensure without the finalizer");
+  if (!request.acceptance.empty()) {
+    ++counters_.carriedAcceptances;
+    // An Ensure that carries the acceptance (a busy round, statemachine.h): the create is the
+    // round's only request, made from the cache's copy; the acceptance must be whole, and a
+    // cancel or deletion that copy missed is acted on by the next round (checked by the
+    // properties that follow: nothing ends Cancelled while it runs, nothing is left behind).
+    auto parsed = nlohmann::json::parse(request.acceptance, nullptr, false);
+    auto status = parsed.is_discarded()
+                      ? StatusOr<api::JobStatus>(Status(StatusCode::kInvalidArgument, "not JSON"))
+                      : api::JobStatusFromJson(parsed);
+    if (!status.ok() || !api::IsConditionTrue(status->conditions, api::kConditionAccepted) ||
+        !status->resolvedJobClass || !(status->resolvedJobClass == job.status.resolvedJobClass)) {
+      Fail(uid + ": Ensure carrying an acceptance that is not the Job's: " + request.acceptance);
+    }
+    if (api::IsConditionTrue(current->status.conditions, api::kConditionAccepted)) {
+      Fail(uid + ": Ensure carrying an acceptance the API server already has (copy " +
+           job.metadata.resourceVersion + ", server " + current->metadata.resourceVersion + ")");
+    }
+    if (!(job.spec == current->spec) && current->metadata.generation == job.metadata.generation) {
+      Fail(uid + ": Ensure without the Job's whole spec");
+    }
+    return;
+  }
   // The protocol: Ensure acts on the Job as the API server has it, not on a cache copy.
   if (job.metadata.resourceVersion != current->metadata.resourceVersion) {
     Fail(uid + ": Ensure from a stale copy of the Job (resourceVersion " +
@@ -836,7 +870,6 @@ void Harness::CheckEnsure(const ExecutionRequest& request) {
     Fail(uid + ": Ensure after desiredState=Cancelled");
   }
   if (current->metadata.deletionTimestamp) Fail(uid + ": Ensure while deleting");
-  if (!HasFinalizer(*current)) Fail(uid + ": Ensure without the finalizer");
   if (!api::IsConditionTrue(current->status.conditions, api::kConditionAccepted) ||
       !current->status.resolvedJobClass) {
     Fail(uid + ": Ensure before Accepted=True and resolvedJobClass were persisted");
@@ -961,8 +994,13 @@ RoundReport Harness::Reconcile(const std::string& name, RoundOptions options) {
   if (reconciler_->HasUnreportedExecution(kube::ObjectKey(kNamespace, name))) {
     ++counters_.unreportedExecutions;
   }
+  counters_.acceptancesReadBack = backend.acceptancesReadBack;
   if (rep.crashed) {
     ++counters_.crashes;
+    // A restarted controller lists anew: its cache has every write the old one made.
+    std::vector<std::string> names;
+    for (const auto& entry : cached_) names.push_back(entry.first);
+    for (const std::string& n : names) SyncCache(n);
     StartReconciler();
   } else if (!result.error.ok()) {
     rep.aborted = true;

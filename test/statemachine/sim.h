@@ -56,6 +56,7 @@ struct FakeExecution {
   std::string message;
   std::vector<api::ExecutionReference> references;
   bool stopRequested = false;
+  std::string acceptance;  // ExecutionRequest::acceptance of the create, if it carried one
 };
 
 // What really happened to the execution of a UID, kept after the backend deleted it: the oracle
@@ -81,8 +82,10 @@ class FakeBackend {
   int referencesPerExecution = 1;       // 2: OpenSandbox-like Sandbox + Command
   double staleObserveProbability = 0;   // Observe returns the previous observation
   std::mt19937_64* rng = nullptr;
+  int acceptancesReadBack = 0;  // RecordedAcceptance answers that found one
 
-  Observation Ensure(const api::Job& job, Time now);
+  // `acceptance`: ExecutionRequest::acceptance, stored with a created execution.
+  Observation Ensure(const api::Job& job, Time now, const std::string& acceptance = "");
   Observation Observe(const std::string& uid, Time now);
   Observation Cancel(const std::string& uid, Time now);
   Status Delete(const std::string& uid);
@@ -135,6 +138,10 @@ class FakeAdapter final : public Adapter {
   Observation Observe(const ExecutionKey& key) override;
   Observation Cancel(const ExecutionKey& key) override;
   Status Delete(const ExecutionKey& key) override;
+  // Registered with AdapterDescriptor::recordsAcceptance: the acceptance the execution of `uid`
+  // was created with. A read of the backend's state, not gated (a crashed round makes none).
+  StatusOr<std::optional<std::string>> RecordedAcceptance(const std::string& ns,
+                                                          const std::string& uid) override;
 
  private:
   Time Now() const;
@@ -280,6 +287,8 @@ class Harness {
     int rounds = 0, crashes = 0, conflicts = 0, staleReads = 0, injectedFailures = 0,
         finalizerRemovals = 0, ttlDeletions = 0;
     int unreportedExecutions = 0;  // rounds that ended with the execution left unreported
+    int carriedAcceptances = 0;    // Ensures carrying an acceptance not written yet
+    int acceptancesReadBack = 0;   // acceptances found with an execution (after a restart)
   };
   const Counters& counters() const { return counters_; }
   const std::vector<std::string>& failures() const { return failures_; }

@@ -182,6 +182,8 @@ json BuildBatchJob(const ExecutionRequest& request, const KubernetesExecutionPar
   json annotations = json::object();
   for (const auto& [k, v] : params.extraAnnotations) annotations[k] = v;
   annotations[kJobNameAnnotation] = meta.name;
+  json podAnnotations = annotations;
+  if (!request.acceptance.empty()) annotations[kAcceptanceAnnotation] = request.acceptance;
 
   json env = json::array();
   for (const auto& var : task.env) {
@@ -254,7 +256,7 @@ json BuildBatchJob(const ExecutionRequest& request, const KubernetesExecutionPar
            {"podReplacementPolicy", "Failed"},
            {"template",
             {
-                {"metadata", {{"labels", labels}, {"annotations", annotations}}},
+                {"metadata", {{"labels", labels}, {"annotations", podAnnotations}}},
                 {"spec", std::move(podSpec)},
             }},
        }},

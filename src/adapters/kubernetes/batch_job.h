@@ -20,6 +20,9 @@ inline constexpr const char* kManagedByLabel = "app.kubernetes.io/managed-by";
 inline constexpr const char* kManagedByValue = "ayatori";
 // Always-present annotation with the Ayatori Job's name (a name may be longer than a label value).
 inline constexpr const char* kJobNameAnnotation = "execution.ayatori.ddupan.top/job-name";
+// The Ayatori Job's acceptance (ExecutionRequest::acceptance), on a batch Job created before the
+// controller wrote it: read back by KubernetesAdapter::RecordedAcceptance after a restart.
+inline constexpr const char* kAcceptanceAnnotation = "execution.ayatori.ddupan.top/acceptance";
 
 // "ayj-" + the Ayatori Job UID: unique per UID (the idempotency key), 40 characters for a UUID,
 // so the pod names the Job controller derives from it stay valid.

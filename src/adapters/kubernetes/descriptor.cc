@@ -16,6 +16,7 @@ AdapterDescriptor Descriptor() {
       {"serviceAccountName", "nodeSelector", "tolerations", "runtimeClassName", "priorityClassName",
        "extraLabels", "extraAnnotations", "imagePullFailureTimeoutSeconds"}};
   d.resolvesEnvReferences = true;
+  d.recordsAcceptance = true;  // an annotation of the batch Job, found in the watch cache
   d.enforces = {.memoryLimit = true,
                 .cpuLimit = true,
                 .egressDeny = false,

@@ -430,6 +430,26 @@ Observation KubernetesAdapter::Ensure(const ExecutionRequest& request) {
   }
 }
 
+StatusOr<std::optional<std::string>> KubernetesAdapter::RecordedAcceptance(
+    const std::string& ns, const std::string& uid) {
+  if (CachesSynced()) {  // else the API server answers
+    auto cached = jobs_->Get(kube::ObjectKey(ns, BatchJobName(uid)));
+    if (!cached || !cached->owned || cached->jobUid != uid || !cached->acceptanceRecorded) {
+      return std::optional<std::string>();
+    }
+  }
+  auto fresh = client_.Get(BatchJobsResource(), ns, BatchJobName(uid));
+  if (!fresh.ok()) {
+    if (fresh.status().code() == StatusCode::kNotFound) return std::optional<std::string>();
+    return fresh.status();
+  }
+  const auto pointer = json::json_pointer("/metadata/annotations") / kAcceptanceAnnotation;
+  if (!IsOwnedBy(*fresh, uid) || !fresh->contains(pointer) || !(*fresh)[pointer].is_string()) {
+    return std::optional<std::string>();
+  }
+  return std::optional<std::string>((*fresh)[pointer].get<std::string>());
+}
+
 Observation KubernetesAdapter::Observe(const ExecutionKey& key) {
   const std::chrono::seconds pullTimeout = PullTimeout(key.parameters);
   if (auto cached = ObserveCached(key, pullTimeout)) return *cached;

@@ -82,6 +82,11 @@ class KubernetesAdapter final : public Adapter {
   // namespace, 5xx, transport) is kUnknown and the next Ensure finds or creates it.
   Observation Ensure(const ExecutionRequest& request) override;
   Observation Observe(const ExecutionKey& key) override;
+  // The acceptance annotation of the batch Job of `uid`, if the watch cache has one owned by that
+  // UID and carrying it: then one GET reads it (the cache keeps only that it is there). Before
+  // the cache is synced, the GET answers alone.
+  StatusOr<std::optional<std::string>> RecordedAcceptance(const std::string& ns,
+                                                          const std::string& uid) override;
   // Deletes the batch Job with propagationPolicy=Background (a plain delete orphans the pod),
   // unless the execution already ended by itself (that result is returned). Then reports what is
   // left: kPending/kRunning while a pod has not terminated, kCancelled once none runs, or the

@@ -192,6 +192,7 @@ BatchJobFacts BatchJobFactsFromJson(const json& j) {
   f.jobName = Annotation(j, kJobNameAnnotation);
   if (f.jobName.empty()) f.jobName = Label(j, api::kJobNameLabel);
   f.owned = !f.jobUid.empty() && IsOwnedBy(j, f.jobUid);
+  f.acceptanceRecorded = !Annotation(j, kAcceptanceAnnotation).empty();
   f.completionTime = TimeAt(j, {"status", "completionTime"});
   if (const json* conditions = Path(j, {"status", "conditions"});
       conditions && conditions->is_array()) {

@@ -33,6 +33,9 @@ struct BatchJobFacts {
   std::optional<api::Time> completionTime;
   // A pod was made at some point: active/failed/succeeded/terminating counts or uncounted pods.
   bool hadPods = false;
+  // The batch Job carries the Ayatori Job's acceptance (kAcceptanceAnnotation); its text is not
+  // kept here (read fresh when needed: KubernetesAdapter::RecordedAcceptance).
+  bool acceptanceRecorded = false;
   bool operator==(const BatchJobFacts&) const = default;
 };
 
