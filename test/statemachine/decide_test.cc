@@ -930,5 +930,94 @@ TEST(DecideExecutionReport, AnUnreportedExecutionFoundAbsentIsResultUnknown) {
   EXPECT_EQ(p.call, AdapterCall::kNone);
 }
 
+
+// ---------------------------------------------------------------------------------------------
+// Plan::unwrittenAcceptance: a busy controller whose adapter records the acceptance with the
+// execution creates it before it writes Accepted=True.
+
+// New, with the finalizer (added at admission), not accepted yet.
+api::Job Unaccepted() {
+  api::Job j = NewJob();
+  j.metadata.finalizers = {api::kFinalizer};
+  return j;
+}
+
+Facts Resolving(bool busy, bool recordsAcceptance) {
+  Facts f = NowOnly();
+  f.deferExecutionReport = busy;
+  f.resolution = Resolution::Resolved(
+      api::ResolvedJobClass{"standard", "c1", "execution.ayatori.ddupan.top/kubernetes", {}, {}},
+      api::ResourceRequirements{}, "kubernetes");
+  f.resolution->adapterRecordsAcceptance = recordsAcceptance;
+  return f;
+}
+
+TEST(DecideAcceptance, ABusyControllerCarriesTheAcceptanceWithTheCreate) {
+  Plan p = Decide(Unaccepted(), Resolving(true, true));
+  EXPECT_FALSE(p.status);  // no write before the execution exists
+  EXPECT_EQ(p.call, AdapterCall::kEnsure);
+  EXPECT_THAT(p.events, IsEmpty());
+  ASSERT_TRUE(p.unwrittenAcceptance);
+  const api::Condition* accepted =
+      api::FindCondition(p.unwrittenAcceptance->conditions, api::kConditionAccepted);
+  ASSERT_NE(accepted, nullptr);
+  EXPECT_EQ(accepted->status, ConditionStatus::kTrue);
+  EXPECT_EQ(accepted->lastTransitionTime, kNow);
+  ASSERT_TRUE(p.unwrittenAcceptance->resolvedJobClass);
+  EXPECT_EQ(p.unwrittenAcceptance->resolvedJobClass->name, "standard");
+  EXPECT_EQ(p.unwrittenAcceptance->execution->adapter, "kubernetes");
+  EXPECT_EQ(SucceededOf(*p.unwrittenAcceptance), "Unknown/Scheduling");
+}
+
+// The acceptance is written first when the controller is idle, when the adapter cannot find it
+// again after a restart, and when anything else must be written or done with it.
+TEST(DecideAcceptance, OtherwiseTheAcceptanceIsWrittenFirst) {
+  for (auto [busy, records] : {std::pair{false, true}, std::pair{true, false}}) {
+    Plan p = Decide(Unaccepted(), Resolving(busy, records));
+    ASSERT_TRUE(p.status);
+    EXPECT_TRUE(api::IsConditionTrue(p.status->conditions, api::kConditionAccepted));
+    EXPECT_EQ(p.call, AdapterCall::kEnsure);
+    EXPECT_FALSE(p.unwrittenAcceptance);
+  }
+  api::Job noFinalizer = NewJob();  // the finalizer is added (a write) before any Ensure
+  Plan first = Decide(noFinalizer, Resolving(true, true));
+  EXPECT_EQ(first.finalizer, FinalizerChange::kAdd);
+  EXPECT_FALSE(first.unwrittenAcceptance);
+  api::Job cancelled = Unaccepted();
+  cancelled.spec.desiredState = api::DesiredState::kCancelled;
+  Plan c = Decide(cancelled, Resolving(true, true));
+  EXPECT_EQ(c.call, AdapterCall::kNone);
+  EXPECT_FALSE(c.unwrittenAcceptance);
+  api::Job deleting = Unaccepted();
+  deleting.metadata.deletionTimestamp = kNow;
+  Plan d = Decide(deleting, Resolving(true, true));
+  EXPECT_EQ(d.finalizer, FinalizerChange::kRemove);  // nothing was ever created
+  EXPECT_FALSE(d.unwrittenAcceptance);
+}
+
+// The reconciler decides the next round on the unwritten acceptance (the Job's status holds it
+// in memory): the execution's report and the acceptance go with the Job's next write.
+TEST(DecideAcceptance, TheNextWriteCarriesTheAcceptanceAndTheExecution) {
+  api::Job j = Unaccepted();
+  Plan p = Decide(j, Resolving(true, true));
+  ASSERT_TRUE(p.unwrittenAcceptance);
+  api::Job known = j;
+  known.status = *p.unwrittenAcceptance;
+  Plan ensured = Decide(known, Busy(With(AdapterCall::kEnsure, PendingWithReferences())));
+  EXPECT_FALSE(ensured.status);
+  ASSERT_TRUE(ensured.unreportedExecution);
+  Facts started =
+      Busy(With(AdapterCall::kObserve, Obs(ExecutionPhase::kRunning), kNow + seconds(5)));
+  started.unreportedExecution = ensured.unreportedExecution;
+  Plan start = Decide(known, started);
+  ASSERT_TRUE(start.status);
+  EXPECT_TRUE(api::IsConditionTrue(start.status->conditions, api::kConditionAccepted));
+  EXPECT_TRUE(api::IsConditionTrue(start.status->conditions, api::kConditionScheduled));
+  EXPECT_EQ(start.status->startTime, kNow + seconds(5));
+  EXPECT_EQ(start.status->resolvedJobClass, p.unwrittenAcceptance->resolvedJobClass);
+  // The API server sees one write from no status to Running: every invariant holds across it.
+  EXPECT_THAT(CheckInvariants(j.status, *start.status), IsEmpty());
+}
+
 }  // namespace
 }  // namespace ayatori::statemachine::testing

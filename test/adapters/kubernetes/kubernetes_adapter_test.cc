@@ -297,6 +297,51 @@ TEST_F(KubernetesAdapterTest, ACachedResultThePodNoLongerConfirmsIsReadWhole) {
   EXPECT_EQ(client_.CountActions("list", "pods"), 1u);
 }
 
+TEST_F(KubernetesAdapterTest, AnAcceptanceTheCreateCarriesIsFoundAgainByUid) {
+  ExecutionRequest carrying = Request();
+  carrying.acceptance = R"({"conditions":[{"type":"Accepted","status":"True"}]})";
+  adapter_->Ensure(carrying);
+  json stored = StoredBatchJob();
+  EXPECT_EQ(stored["metadata"]["annotations"][kAcceptanceAnnotation], carrying.acceptance);
+  // Not on the pod: a restarted controller reads it from the batch Job only.
+  EXPECT_FALSE(stored["spec"]["template"]["metadata"]["annotations"].contains(
+      kAcceptanceAnnotation));
+  // Before the watch cache is synced the API server answers.
+  client_.ClearActions();
+  auto direct = adapter_->RecordedAcceptance(kNs, kUid);
+  ASSERT_TRUE(direct.ok()) << direct.status().ToString();
+  EXPECT_EQ(direct->value_or(""), carrying.acceptance);
+  EXPECT_EQ(client_.CountActions("get", "jobs.batch"), 1u);
+  // With the cache: no request for a UID without a batch Job, one GET for the one that has it.
+  StartWatching();
+  const std::string other = "5b2f3e0a-1d4c-4b8e-8f00-000000000002";
+  ASSERT_TRUE(Eventually(
+      [&] {
+        client_.ClearActions();
+        auto none = adapter_->RecordedAcceptance(kNs, other);
+        return none.ok() && !none->has_value() && client_.Actions().empty();
+      },
+      5s));
+  client_.ClearActions();
+  auto cached = adapter_->RecordedAcceptance(kNs, kUid);
+  ASSERT_TRUE(cached.ok()) << cached.status().ToString();
+  EXPECT_EQ(cached->value_or(""), carrying.acceptance);
+  EXPECT_EQ(client_.CountActions("get", "jobs.batch"), 1u);
+}
+
+TEST_F(KubernetesAdapterTest, ABatchJobWithoutAnAcceptanceHasNoneToReadBack) {
+  adapter_->Ensure(Request());
+  EXPECT_FALSE(StoredBatchJob()["metadata"]["annotations"].contains(kAcceptanceAnnotation));
+  StartWatching();
+  ASSERT_TRUE(Eventually(
+      [&] {
+        client_.ClearActions();
+        auto none = adapter_->RecordedAcceptance(kNs, kUid);
+        return none.ok() && !none->has_value() && client_.Actions().empty();
+      },
+      5s));
+}
+
 TEST_F(KubernetesAdapterTest, EnsureWithTheWatchCacheNeedsNoRequestOnceCreated) {
   StartWatching();
   Observation first = adapter_->Ensure(Request());
