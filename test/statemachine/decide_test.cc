@@ -970,7 +970,8 @@ TEST(DecideAcceptance, ABusyControllerCarriesTheAcceptanceWithTheCreate) {
 }
 
 // The acceptance is written first when the controller is idle, when the adapter cannot find it
-// again after a restart, and when anything else must be written or done with it.
+// again after a restart, and when anything else must be written or done with it; a finalizer
+// patch goes first alone.
 TEST(DecideAcceptance, OtherwiseTheAcceptanceIsWrittenFirst) {
   for (auto [busy, records] : {std::pair{false, true}, std::pair{true, false}}) {
     Plan p = Decide(Unaccepted(), Resolving(busy, records));
@@ -979,10 +980,11 @@ TEST(DecideAcceptance, OtherwiseTheAcceptanceIsWrittenFirst) {
     EXPECT_EQ(p.call, AdapterCall::kEnsure);
     EXPECT_FALSE(p.unwrittenAcceptance);
   }
-  api::Job noFinalizer = NewJob();  // the finalizer is added (a write) before any Ensure
+  api::Job noFinalizer = NewJob();  // the finalizer is patched first, the acceptance not written
   Plan first = Decide(noFinalizer, Resolving(true, true));
   EXPECT_EQ(first.finalizer, FinalizerChange::kAdd);
-  EXPECT_FALSE(first.unwrittenAcceptance);
+  EXPECT_FALSE(first.status);
+  EXPECT_TRUE(first.unwrittenAcceptance);
   api::Job cancelled = Unaccepted();
   cancelled.spec.desiredState = api::DesiredState::kCancelled;
   Plan c = Decide(cancelled, Resolving(true, true));

@@ -707,6 +707,99 @@ TEST_F(KubernetesControllerE2E, ControllerKilledDuringCreationMakesExactlyOneBat
   }
 }
 
+// Under a burst the controller creates a batch Job before it writes the Job's acceptance; the
+// batch Job carries it (annotation execution.ayatori.ddupan.top/acceptance). Killed then, and
+// with the Job's class deleted before it restarts, the new controller must read the class back
+// from the batch Job: the Jobs finish on their one batch Job, never wait for (or re-resolve to)
+// whatever the class says now. Jobs that had no batch Job wait for their class.
+TEST_F(KubernetesControllerE2E, ControllerKilledBeforeWritingTheAcceptanceReadsItBack) {
+  const std::string carryClass = "carry-" + RandomHex(8);
+  const json jobClass = {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
+                         {"kind", "JobClass"},
+                         {"metadata", {{"name", carryClass}}},
+                         {"spec",
+                          {{"controllerName", "execution.ayatori.ddupan.top/kubernetes"},
+                           {"parametersRef",
+                            {{"group", "execution.ayatori.ddupan.top"},
+                             {"kind", "KubernetesExecutionParameters"},
+                             {"name", kClass}}}}}};
+  auto r = Kubectl({"apply", "-f", "-"}, jobClass.dump());
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  // One request for all Jobs, so that they wait in the controller's queue together (a
+  // backlog); their pods start 20 s later, so nothing else is written for them before that.
+  constexpr int kJobCount = 30;
+  json list = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", json::array()}};
+  for (int i = 0; i < kJobCount; ++i) {
+    list["items"].push_back(
+        {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
+         {"kind", "Job"},
+         {"metadata", {{"name", "carry-" + std::to_string(i)}, {"namespace", ns_}}},
+         {"spec",
+          {{"jobClassName", carryClass},
+           {"task",
+            {{"image", "busybox:1.36"},
+             {"command", {"/bin/sh", "-c", "true"}},
+             {"env", Env({{"TESTENV_START_AFTER", "20s"}, {"TESTENV_RUN_FOR", "1s"}})}}}}}});
+  }
+  r = Kubectl({"create", "-f", "-"}, list.dump());
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const json::json_pointer acceptance(
+      "/metadata/annotations/execution.ayatori.ddupan.top~1acceptance");
+  auto carried = [&] {
+    std::vector<json> out;
+    auto all = Kubectl({"get", kBatchJobs, "-n", ns_, "-o", "json"});
+    json items = json::parse(all.out, nullptr, false);
+    if (!items.is_object() || !items.contains("items")) return out;
+    for (const json& b : items["items"]) {
+      if (b.contains(acceptance)) out.push_back(b);
+    }
+    return out;
+  };
+  ASSERT_TRUE(Eventually([&] { return !carried().empty(); }, 30s, 20ms))
+      << "no batch Job carried an acceptance: the burst never made the controller busy";
+  controller_.Kill();
+
+  // The batch Jobs whose Job's status does not say Accepted=True: only they can tell the class.
+  std::vector<std::string> unwritten;  // Job names
+  for (const json& b : carried()) {
+    const std::string name = Str(b, "/metadata/annotations/execution.ayatori.ddupan.top~1job-name");
+    auto job = GetJob(name);
+    ASSERT_TRUE(job.has_value()) << name;
+    if (Summary(*job, "Accepted") != "True/Valid") unwritten.push_back(name);
+    json record = json::parse(Str(b, acceptance.to_string()), nullptr, false);
+    EXPECT_EQ(Str(record, "/resolvedJobClass/name"), carryClass) << record.dump();
+  }
+  ASSERT_FALSE(unwritten.empty()) << "every acceptance was written before the kill";
+  r = Kubectl({"delete", "jobclass", carryClass});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+
+  StartController();
+  for (const std::string& name : unwritten) {
+    json job = WaitForFinished(name);
+    EXPECT_EQ(Summary(job, "Succeeded"), "True/Completed") << Describe(job);
+    EXPECT_EQ(Str(job, "/status/resolvedJobClass/name"), carryClass) << Describe(job);
+    EXPECT_EQ(BatchJobsOf(ns_, Str(job, "/metadata/uid")).size(), 1u) << Describe(job);
+  }
+  // A Job without a batch Job, if any is left, waits for its class; back, it lets them run.
+  for (int i = 0; i < kJobCount; ++i) {
+    const std::string name = "carry-" + std::to_string(i);
+    auto job = GetJob(name);
+    ASSERT_TRUE(job.has_value()) << name;
+    if (!BatchJobsOf(ns_, Str(*job, "/metadata/uid")).empty()) continue;
+    WaitForJob(
+        name, [](const json& j) { return Summary(j, "Accepted") == "False/JobClassNotFound"; },
+        "Accepted=False/JobClassNotFound");
+  }
+  r = Kubectl({"apply", "-f", "-"}, jobClass.dump());
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  for (int i = 0; i < kJobCount; ++i) {
+    json job = WaitForFinished("carry-" + std::to_string(i), 120s);
+    EXPECT_EQ(Summary(job, "Succeeded"), "True/Completed") << Describe(job);
+    EXPECT_EQ(BatchJobsOf(ns_, Str(job, "/metadata/uid")).size(), 1u) << Describe(job);
+  }
+  Kubectl({"delete", "jobclass", carryClass});
+}
+
 // ---------------------------------------------------------------------------------------------
 // Deletion: the Job keeps its finalizer until the backend is gone.
 
