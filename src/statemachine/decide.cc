@@ -227,12 +227,14 @@ void Decider::DeferExecutionReport() {
 }
 
 // A busy round that accepts the Job for an adapter that records the acceptance with the
-// execution goes on to Ensure without writing it: the Ensure carries it (Plan::unwrittenAcceptance).
-// Only a plain acceptance, before the Ensure or before the finalizer patch that precedes it (the
-// Decide after the patch defers it again): not with a deletion, a result or any other news.
+// execution goes on to Ensure without writing it: the Ensure carries it
+// (Plan::unwrittenAcceptance). Only a plain acceptance, before the Ensure or before the finalizer
+// patch that precedes it (the Decide after the patch defers it again): not with a deletion, a
+// result or any other news.
 void Decider::DeferAcceptance() {
-  const bool beforeEnsure = plan_.call == AdapterCall::kEnsure ||
-                            (plan_.call == AdapterCall::kNone && plan_.finalizer == FinalizerChange::kAdd);
+  const bool beforeEnsure =
+      plan_.call == AdapterCall::kEnsure ||
+      (plan_.call == AdapterCall::kNone && plan_.finalizer == FinalizerChange::kAdd);
   if (!facts_.deferExecutionReport || !beforeEnsure || facts_.result || plan_.backoff ||
       Deleting() || Terminal()) {
     return;

@@ -930,7 +930,6 @@ TEST(DecideExecutionReport, AnUnreportedExecutionFoundAbsentIsResultUnknown) {
   EXPECT_EQ(p.call, AdapterCall::kNone);
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // Plan::unwrittenAcceptance: a busy controller whose adapter records the acceptance with the
 // execution creates it before it writes Accepted=True.

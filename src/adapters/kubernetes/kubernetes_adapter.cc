@@ -430,8 +430,8 @@ Observation KubernetesAdapter::Ensure(const ExecutionRequest& request) {
   }
 }
 
-StatusOr<std::optional<std::string>> KubernetesAdapter::RecordedAcceptance(
-    const std::string& ns, const std::string& uid) {
+StatusOr<std::optional<std::string>> KubernetesAdapter::RecordedAcceptance(const std::string& ns,
+                                                                           const std::string& uid) {
   if (CachesSynced()) {  // else the API server answers
     auto cached = jobs_->Get(kube::ObjectKey(ns, BatchJobName(uid)));
     if (!cached || !cached->owned || cached->jobUid != uid || !cached->acceptanceRecorded) {

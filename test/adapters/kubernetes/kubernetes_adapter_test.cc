@@ -304,8 +304,8 @@ TEST_F(KubernetesAdapterTest, AnAcceptanceTheCreateCarriesIsFoundAgainByUid) {
   json stored = StoredBatchJob();
   EXPECT_EQ(stored["metadata"]["annotations"][kAcceptanceAnnotation], carrying.acceptance);
   // Not on the pod: a restarted controller reads it from the batch Job only.
-  EXPECT_FALSE(stored["spec"]["template"]["metadata"]["annotations"].contains(
-      kAcceptanceAnnotation));
+  EXPECT_FALSE(
+      stored["spec"]["template"]["metadata"]["annotations"].contains(kAcceptanceAnnotation));
   // Before the watch cache is synced the API server answers.
   client_.ClearActions();
   auto direct = adapter_->RecordedAcceptance(kNs, kUid);
