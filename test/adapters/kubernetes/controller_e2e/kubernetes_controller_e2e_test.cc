@@ -312,12 +312,12 @@ class KubernetesControllerE2E : public ::testing::Test {
     if (HasFailure()) std::cerr << "controller log: " << logPath_ << "\n";
   }
 
-  void StartController() {
-    Status s = controller_.Start(
-        testing::ControllerBinaryPath(),
-        {"--kubeconfig=" + TestenvVar("KUBECONFIG"), "--metrics-address=127.0.0.1:0",
-         "--log-format=json", "--log-level=debug"},
-        logPath_, 60s);
+  void StartController(const std::vector<std::string>& extraArgs = {}) {
+    std::vector<std::string> args = {"--kubeconfig=" + TestenvVar("KUBECONFIG"),
+                                     "--metrics-address=127.0.0.1:0", "--log-format=json",
+                                     "--log-level=debug"};
+    args.insert(args.end(), extraArgs.begin(), extraArgs.end());
+    Status s = controller_.Start(testing::ControllerBinaryPath(), args, logPath_, 60s);
     ASSERT_TRUE(s.ok()) << s.ToString();
   }
 
@@ -725,8 +725,11 @@ TEST_F(KubernetesControllerE2E, ControllerKilledBeforeWritingTheAcceptanceReadsI
                              {"name", kClass}}}}}};
   auto r = Kubectl({"apply", "-f", "-"}, jobClass.dump());
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  // One request for all Jobs, so that they wait in the controller's queue together (a
-  // backlog); their pods start 20 s later, so nothing else is written for them before that.
+  // A controller at 5 requests/s, so that the Jobs wait in its queue for seconds (a backlog,
+  // which is when it defers writes); their pods start 20 s later, so nothing else is written
+  // for them before the kill.
+  controller_.Kill();
+  StartController({"--qps=5", "--burst=5"});
   constexpr int kJobCount = 30;
   json list = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", json::array()}};
   for (int i = 0; i < kJobCount; ++i) {
