@@ -416,7 +416,8 @@ struct SideResult {
   double writes = 0, reads = 0;
   // Ayatori only.
   double controllerRequests = 0, controllerWrites = 0, controllerReads = 0, jobWrites = 0;
-  double reportsDeferred = 0;  // ayatori_execution_reports_deferred_total
+  double reportsDeferred = 0;      // ayatori_execution_reports_deferred_total
+  double acceptancesDeferred = 0;  // ayatori_acceptances_deferred_total
   std::map<std::string, double> jobWritesByKind, controllerByVerb;
   std::map<std::string, double> eventsByReporter;  // Event objects in the namespace
   int64_t controllerRssBefore = -1, controllerRssAfter = -1, controllerRssPeak = -1;
@@ -678,6 +679,8 @@ SideResult RunSide(const Options& o, bool ayatori, KubeClient& creator, KubeClie
                          sum(before.controller, "ayatori_reconcile_duration_seconds_sum");
     r.reportsDeferred = sum(after.controller, "ayatori_execution_reports_deferred_total") -
                         sum(before.controller, "ayatori_execution_reports_deferred_total");
+    r.acceptancesDeferred = sum(after.controller, "ayatori_acceptances_deferred_total") -
+                            sum(before.controller, "ayatori_acceptances_deferred_total");
   }
   return r;
 }
@@ -818,6 +821,12 @@ void Report(const Options& o, const std::vector<SideResult>& sides) {
       "  executions reported with a later write",
       [&](const SideResult& s) {
         return s.ayatori ? Fixed(s.reportsDeferred / o.n, 2) : std::string("-");
+      },
+      0, 0, false);
+  row(
+      "  acceptances carried by the create",
+      [&](const SideResult& s) {
+        return s.ayatori ? Fixed(s.acceptancesDeferred / o.n, 2) : std::string("-");
       },
       0, 0, false);
   row(
