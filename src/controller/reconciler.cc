@@ -176,11 +176,13 @@ ReconcileResult JobReconciler::Step(RoundState& round) {
       round.facts.unreportedExecution = std::move(plan.unreportedExecution);
     }
     if (plan.unwrittenAcceptance) {
-      metrics_
-          .GetCounter("ayatori_acceptances_deferred_total",
-                      "Jobs whose acceptance a busy round left to the Job's next write, the "
-                      "execution's create carrying it.")
-          .Inc();
+      if (!round.unwrittenAcceptance) {  // once per round (a finalizer patch decides it twice)
+        metrics_
+            .GetCounter("ayatori_acceptances_deferred_total",
+                        "Jobs whose acceptance a busy round left to the Job's next write, the "
+                        "execution's create carrying it.")
+            .Inc();
+      }
       job.status = std::move(*plan.unwrittenAcceptance);
       round.unwrittenAcceptance = job.status;
     }
