@@ -141,7 +141,7 @@ ReconcileResult JobReconciler::Reconcile(const std::string& ns, const std::strin
   round.facts.holdWaitingMessage = WaitingMessageHold(round.job.metadata.uid);
   round.facts.deferExecutionReport = options_.backlog && options_.backlog();
   if (result.error.ok()) result = Step(round);
-  if (round.facts.unreportedExecution) UnreportedExecutionOf(key, &round.job, nullptr);
+  UnreportedExecutionOf(key, &round.job, nullptr);  // forgets what this round's write reported
   if (statemachine::DeriveState(round.job) != statemachine::State::kStarting &&
       statemachine::DeriveState(round.job) != statemachine::State::kScheduling) {
     ForgetWaitingMessage(round.job.metadata.uid);
