@@ -440,7 +440,13 @@ StatusOr<std::optional<std::string>> KubernetesAdapter::RecordedAcceptance(const
   }
   auto fresh = client_.Get(BatchJobsResource(), ns, BatchJobName(uid));
   if (!fresh.ok()) {
-    if (fresh.status().code() == StatusCode::kNotFound) return std::optional<std::string>();
+    // Forbidden: this identity cannot read batch Jobs, so it cannot have created one that a
+    // Job's acceptance waits in; a controller without the Kubernetes backend's RBAC must still
+    // accept the Jobs of its other backends.
+    const StatusCode code = fresh.status().code();
+    if (code == StatusCode::kNotFound || code == StatusCode::kForbidden) {
+      return std::optional<std::string>();
+    }
     return fresh.status();
   }
   const auto pointer = json::json_pointer("/metadata/annotations") / kAcceptanceAnnotation;

@@ -84,7 +84,8 @@ class KubernetesAdapter final : public Adapter {
   Observation Observe(const ExecutionKey& key) override;
   // The acceptance annotation of the batch Job of `uid`, if the watch cache has one owned by that
   // UID and carrying it: then one GET reads it (the cache keeps only that it is there). Before
-  // the cache is synced, the GET answers alone.
+  // the cache is synced (Start waits for it, up to syncTimeout), the GET answers alone; a 403
+  // answers "none" (without the RBAC to read batch Jobs none was created by this identity).
   StatusOr<std::optional<std::string>> RecordedAcceptance(const std::string& ns,
                                                           const std::string& uid) override;
   // Deletes the batch Job with propagationPolicy=Background (a plain delete orphans the pod),

@@ -329,6 +329,17 @@ TEST_F(KubernetesAdapterTest, AnAcceptanceTheCreateCarriesIsFoundAgainByUid) {
   EXPECT_EQ(client_.CountActions("get", "jobs.batch"), 1u);
 }
 
+// Before the cache is synced: an error the controller retries, except a 403 (no identity that
+// cannot read batch Jobs has made one).
+TEST_F(KubernetesAdapterTest, ReadingAnAcceptanceBackFailsOnlyWhereItCouldExist) {
+  client_.FailNext("get", "jobs.batch", Status(StatusCode::kUnavailable, "connection refused"));
+  EXPECT_FALSE(adapter_->RecordedAcceptance(kNs, kUid).ok());
+  client_.FailNext("get", "jobs.batch", Status(StatusCode::kForbidden, "forbidden"));
+  auto forbidden = adapter_->RecordedAcceptance(kNs, kUid);
+  ASSERT_TRUE(forbidden.ok()) << forbidden.status().ToString();
+  EXPECT_FALSE(forbidden->has_value());
+}
+
 TEST_F(KubernetesAdapterTest, ABatchJobWithoutAnAcceptanceHasNoneToReadBack) {
   adapter_->Ensure(Request());
   EXPECT_FALSE(StoredBatchJob()["metadata"]["annotations"].contains(kAcceptanceAnnotation));
