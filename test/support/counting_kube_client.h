@@ -5,8 +5,9 @@
 //
 // A write is any create, update (also of /status), patch or delete sent, whether the server
 // accepted it or not (a refused write still cost a request); reads and watches are forwarded
-// uncounted; each write is logged with its verb and result. Thread-safe: the controller's workers
-// write concurrently.
+// uncounted; each write is logged with its verb and result. A write is counted before it is sent
+// (its result filled in when the answer comes): a test that sees its effect on the API server
+// sees it counted. Thread-safe: the controller's workers write concurrently.
 //
 //   WriteCountingKubeClient counting(restClient);
 //   JobController controller(counting, ...);
@@ -69,36 +70,46 @@ class WriteCountingKubeClient final : public KubeClient {
   StatusOr<nlohmann::json> Create(const ResourceRef& ref, std::string_view ns,
                                   const nlohmann::json& object,
                                   const WriteOptions& options) override {
+    const std::string name = NameOf(object);
+    if (name.empty()) {  // generateName: the name is known only from the server's answer
+      auto r = inner_.Create(ref, ns, object, options);
+      if (r.ok()) Finish(Begin(ref, ns, NameOf(*r), "CREATE"), r.status());
+      return r;
+    }
+    const Entry entry = Begin(ref, ns, name, "CREATE");
     auto r = inner_.Create(ref, ns, object, options);
-    // generateName: the name is known only from the server's answer.
-    Record(ref, ns, r.ok() ? NameOf(*r) : NameOf(object), "CREATE", r.status());
+    Finish(entry, r.status());
     return r;
   }
   StatusOr<nlohmann::json> Update(const ResourceRef& ref, std::string_view ns,
                                   const nlohmann::json& object,
                                   const WriteOptions& options) override {
+    const Entry entry = Begin(ref, ns, NameOf(object), "UPDATE");
     auto r = inner_.Update(ref, ns, object, options);
-    Record(ref, ns, NameOf(object), "UPDATE", r.status());
+    Finish(entry, r.status());
     return r;
   }
   StatusOr<nlohmann::json> UpdateStatus(const ResourceRef& ref, std::string_view ns,
                                         const nlohmann::json& object,
                                         const WriteOptions& options) override {
+    const Entry entry = Begin(ref, ns, NameOf(object), "UPDATE /status");
     auto r = inner_.UpdateStatus(ref, ns, object, options);
-    Record(ref, ns, NameOf(object), "UPDATE /status", r.status());
+    Finish(entry, r.status());
     return r;
   }
   StatusOr<nlohmann::json> Patch(const ResourceRef& ref, std::string_view ns, std::string_view name,
                                  PatchType type, const nlohmann::json& patch,
                                  const PatchOptions& options) override {
+    const Entry entry = Begin(ref, ns, name, PatchVerb(type, options.subresource));
     auto r = inner_.Patch(ref, ns, name, type, patch, options);
-    Record(ref, ns, name, PatchVerb(type, options.subresource), r.status());
+    Finish(entry, r.status());
     return r;
   }
   Status Delete(const ResourceRef& ref, std::string_view ns, std::string_view name,
                 const DeleteOptions& options) override {
+    const Entry entry = Begin(ref, ns, name, "DELETE");
     Status r = inner_.Delete(ref, ns, name, options);
-    Record(ref, ns, name, "DELETE", r);
+    Finish(entry, r);
     return r;
   }
   Status Watch(const ResourceRef& ref, std::string_view ns, const WatchOptions& options,
@@ -139,12 +150,24 @@ class WriteCountingKubeClient final : public KubeClient {
     if (!subresource.empty()) (verb += " /") += subresource;
     return verb;
   }
-  void Record(const ResourceRef& ref, std::string_view ns, std::string_view name, std::string verb,
-              const Status& result) {
-    verb += ": ";
-    verb += result.ok() ? "ok" : result.ToString();
+  // A write counted before it is sent: its log line says so until Finish gives its result.
+  struct Entry {
+    std::string key;
+    size_t index = 0;
+    std::string verb;
+  };
+  Entry Begin(const ResourceRef& ref, std::string_view ns, std::string_view name,
+              std::string verb) {
+    Entry e{Key(ref, ns, name), 0, std::move(verb)};
     std::lock_guard lock(mu_);
-    writes_[Key(ref, ns, name)].push_back(std::move(verb));
+    std::vector<std::string>& log = writes_[e.key];
+    e.index = log.size();
+    log.push_back(e.verb + ": (sent, no answer yet)");
+    return e;
+  }
+  void Finish(const Entry& e, const Status& result) {
+    std::lock_guard lock(mu_);
+    writes_[e.key][e.index] = e.verb + ": " + (result.ok() ? "ok" : result.ToString());
   }
 
   KubeClient& inner_;
