@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "kube/testing/fake_kube_client.h"
+#include "kube/testing/forwarding_kube_client.h"
 
 namespace ayatori::testing {
 namespace {
@@ -59,49 +60,19 @@ TEST(WriteCountingKubeClientTest, GeneratedNamesAreCountedUnderTheNameTheServerG
 TEST(WriteCountingKubeClientTest, AWriteIsCountedBeforeItIsSent) {
   kube::testing::FakeKubeClient server;
   // Looks at the count from inside the request, as a test polling the API server could.
-  class Inspecting final : public KubeClient {
+  class Inspecting final : public kube::testing::ForwardingKubeClient {
    public:
     Inspecting(KubeClient& inner, const WriteCountingKubeClient*& counting)
-        : inner_(inner), counting_(counting) {}
+        : ForwardingKubeClient(inner), counting_(counting) {}
     uint64_t seen = 0;
-    StatusOr<nlohmann::json> Get(const ResourceRef& r, std::string_view ns,
-                                 std::string_view n) override {
-      return inner_.Get(r, ns, n);
-    }
-    StatusOr<ObjectList> List(const ResourceRef& r, std::string_view ns,
-                              const ListOptions& o) override {
-      return inner_.List(r, ns, o);
-    }
-    StatusOr<nlohmann::json> Create(const ResourceRef& r, std::string_view ns,
-                                    const nlohmann::json& obj, const WriteOptions& o) override {
-      return inner_.Create(r, ns, obj, o);
-    }
-    StatusOr<nlohmann::json> Update(const ResourceRef& r, std::string_view ns,
-                                    const nlohmann::json& obj, const WriteOptions& o) override {
-      return inner_.Update(r, ns, obj, o);
-    }
     StatusOr<nlohmann::json> UpdateStatus(const ResourceRef& r, std::string_view ns,
                                           const nlohmann::json& obj,
                                           const WriteOptions& o) override {
       seen = counting_->Writes(r, ns, obj["metadata"]["name"].get<std::string>());
-      return inner_.UpdateStatus(r, ns, obj, o);
-    }
-    StatusOr<nlohmann::json> Patch(const ResourceRef& r, std::string_view ns, std::string_view n,
-                                   PatchType t, const nlohmann::json& p,
-                                   const PatchOptions& o) override {
-      return inner_.Patch(r, ns, n, t, p, o);
-    }
-    Status Delete(const ResourceRef& r, std::string_view ns, std::string_view n,
-                  const DeleteOptions& o) override {
-      return inner_.Delete(r, ns, n, o);
-    }
-    Status Watch(const ResourceRef& r, std::string_view ns, const WatchOptions& o,
-                 std::stop_token stop, const WatchHandler& h) override {
-      return inner_.Watch(r, ns, o, std::move(stop), h);
+      return ForwardingKubeClient::UpdateStatus(r, ns, obj, o);
     }
 
    private:
-    KubeClient& inner_;
     const WriteCountingKubeClient*& counting_;
   };
   const WriteCountingKubeClient* countingPtr = nullptr;

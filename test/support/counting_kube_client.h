@@ -25,12 +25,14 @@
 #include <vector>
 
 #include "ayatori/kube_client.h"
+#include "kube/testing/forwarding_kube_client.h"
 
 namespace ayatori::testing {
 
-class WriteCountingKubeClient final : public KubeClient {
+class WriteCountingKubeClient final : public kube::testing::ForwardingKubeClient {
  public:
-  explicit WriteCountingKubeClient(KubeClient& inner) : inner_(inner) {}
+  explicit WriteCountingKubeClient(KubeClient& inner)
+      : ForwardingKubeClient(inner), inner_(inner) {}
 
   // Writes sent for the object ns/name of `ref` (ns is ignored for cluster-scoped kinds).
   uint64_t Writes(const ResourceRef& ref, std::string_view ns, std::string_view name) const {
@@ -54,19 +56,6 @@ class WriteCountingKubeClient final : public KubeClient {
     return total;
   }
 
-  StatusOr<nlohmann::json> Get(const ResourceRef& ref, std::string_view ns,
-                               std::string_view name) override {
-    return inner_.Get(ref, ns, name);
-  }
-  StatusOr<ObjectList> List(const ResourceRef& ref, std::string_view ns,
-                            const ListOptions& options) override {
-    return inner_.List(ref, ns, options);
-  }
-  StatusOr<ObjectList> ListEach(const ResourceRef& ref, std::string_view ns,
-                                const ListOptions& options,
-                                const std::function<void(nlohmann::json&& item)>& visit) override {
-    return inner_.ListEach(ref, ns, options, visit);
-  }
   StatusOr<nlohmann::json> Create(const ResourceRef& ref, std::string_view ns,
                                   const nlohmann::json& object,
                                   const WriteOptions& options) override {
@@ -111,10 +100,6 @@ class WriteCountingKubeClient final : public KubeClient {
     Status r = inner_.Delete(ref, ns, name, options);
     Finish(entry, r);
     return r;
-  }
-  Status Watch(const ResourceRef& ref, std::string_view ns, const WatchOptions& options,
-               std::stop_token stop, const WatchHandler& handler) override {
-    return inner_.Watch(ref, ns, options, std::move(stop), handler);
   }
 
  private:
