@@ -96,7 +96,21 @@ struct ExecutionRequest {
   // request, so that after a restart RecordedAcceptance finds which class and backend the
   // execution was created for. Never holds a Secret value (a status never does).
   std::string acceptance;
+  // Called by Ensure immediately before the request that creates the execution, never when it
+  // finds one to adopt: the controller reads the Job fresh from the API server and answers OK only
+  // if that Job still wants the execution the round decided on (same UID and resourceVersion:
+  // not cancelled, not being deleted since). Any other answer: create nothing and return
+  // NotCreated() (the controller decides again on the fresh Job). Unset: create (unit tests).
+  std::function<Status()> confirmCreate;
+
+  // confirmCreate allows the create (or is unset).
+  bool CreateConfirmed() const { return !confirmCreate || confirmCreate().ok(); }
 };
+
+// Reason of the Observation an Ensure returns when confirmCreate refused the create.
+inline constexpr const char* kReasonCreateNotConfirmed = "CreateNotConfirmed";
+// What Ensure returns when confirmCreate refused the create: nothing exists, nothing was made.
+Observation NotCreated();
 
 // Identifies an existing execution: the Job UID is the idempotency key; references are hints.
 struct ExecutionKey {
@@ -183,6 +197,11 @@ struct AdapterDescriptor {
   // cache). Only then may a busy controller create the execution before it writes Accepted=True
   // (docs/design.md § At most one execution per Job).
   bool recordsAcceptance = false;
+  // True: a Job without spec.task.command runs the image's entrypoint with spec.task.args, as the
+  // spec says. False (OpenSandbox: execd runs a command line in a sandbox and the adapter cannot
+  // read the image's entrypoint): such a Job is refused at acceptance with reason
+  // CommandRequired (RefusedAtAcceptance) instead of running something else.
+  bool runsImageEntrypoint = true;
   // Values laid over spec.<field> of every parameters object of the kind as it is read, e.g.
   // the Docker endpoint of --docker-endpoint. Set by whoever registers the adapter.
   std::map<std::string, std::string> specOverrides;

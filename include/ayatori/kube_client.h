@@ -141,6 +141,11 @@ class KubeClient {
   // HTTP error is returned decoded, e.g. kGone when options.resourceVersion is too old.
   virtual Status Watch(const ResourceRef& ref, std::string_view ns, const WatchOptions& options,
                        std::stop_token stop, const WatchHandler& handler) = 0;
+  // Waits now for the client-side rate limiter's tokens of the calling thread's next `count`
+  // requests, which then go out without waiting: for requests that must follow each other
+  // closely (the fresh read of a Job right before its execution's create). 0 gives back what
+  // the thread has left unused. The default does nothing (clients without a rate limiter).
+  virtual void ReserveRequests(int /*count*/) {}
 };
 
 // Lists every page (options.limit is the page size), calling `visit` per item so a large list is

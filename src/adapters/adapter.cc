@@ -22,6 +22,14 @@ const char* ExecutionPhaseName(ExecutionPhase phase) {
   return "Unknown";
 }
 
+Observation NotCreated() {
+  Observation o;
+  o.phase = ExecutionPhase::kAbsent;
+  o.reason = kReasonCreateNotConfirmed;
+  o.message = "the Job changed before its execution was created; nothing was created";
+  return o;
+}
+
 size_t LastLinesOffset(std::string_view text, int64_t lines) {
   if (lines <= 0) return text.size();
   size_t end = text.size();

@@ -127,6 +127,14 @@ std::optional<Refusal> RefusedAtAcceptance(const AdapterDescriptor& descriptor,
   if (auto missing = RequirementsNotEnforced(descriptor, className, parameters, resources, job)) {
     return Refusal{kReasonNotEnforceable, std::move(*missing)};
   }
+  if (!descriptor.runsImageEntrypoint && job.spec.task.command.empty()) {
+    return Refusal{kReasonCommandRequired,
+                   "JobClass \"" + className + "\" runs the task as a command line (" +
+                       descriptor.controllerName +
+                       "), not through the image's entrypoint, which it cannot read: set "
+                       "spec.task.command (e.g. [\"/bin/sh\", \"-c\"] or the program the image "
+                       "would run); spec.task.args alone is never taken as the program"};
+  }
   if (descriptor.refuseParameters) return descriptor.refuseParameters(parameters);
   return std::nullopt;
 }

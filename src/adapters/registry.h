@@ -48,6 +48,10 @@ class AdapterRegistry {
 // enforce (docs/api.md, docs/jobclass.md).
 inline constexpr const char* kReasonNotEnforceable = "NotEnforceable";
 
+// Accepted=False reason of a Job without spec.task.command for a backend that cannot run the
+// image's entrypoint (AdapterDescriptor::runsImageEntrypoint).
+inline constexpr const char* kReasonCommandRequired = "CommandRequired";
+
 // Fail-closed check at acceptance (the containerbackend reference's rule): what the Job and its
 // class ask for, set against what `descriptor` says its adapter enforces. Asks are: the effective
 // limits.memory and limits.cpu, the Job's imagePullSecrets, every spec field the parameters
@@ -63,9 +67,10 @@ std::optional<std::string> RequirementsNotEnforced(const AdapterDescriptor& desc
                                                    const api::Job& job);
 
 // The one acceptance check of what a Job and its class ask of the adapter, in this order:
-// RequirementsNotEnforced (reason NotEnforceable), then the descriptor's own refusal of the
-// parameters object (AdapterDescriptor::refuseParameters, e.g. InsecureEndpoint). nullopt when
-// nothing refuses the Job. Pure.
+// RequirementsNotEnforced (reason NotEnforceable), a Job without a command for a backend that
+// cannot run the image's entrypoint (kReasonCommandRequired), then the descriptor's own refusal
+// of the parameters object (AdapterDescriptor::refuseParameters, e.g. InsecureEndpoint). nullopt
+// when nothing refuses the Job. Pure.
 std::optional<Refusal> RefusedAtAcceptance(const AdapterDescriptor& descriptor,
                                            const std::string& className,
                                            const nlohmann::json& parameters,

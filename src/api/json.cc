@@ -256,7 +256,8 @@ Decoded Decode(const json& j, TtlPolicy& out) {
 Decoded Decode(const json& j, ResolvedJobClass& out) {
   return ObjectDecoder(j)("name", out.name)("uid", out.uid)("controllerName", out.controllerName)(
              "parametersRef", out.parametersRef)("backendSnapshot", out.backendSnapshot)(
-             "ttlSecondsAfterFinished", out.ttlSecondsAfterFinished)
+             "ttlSecondsAfterFinished", out.ttlSecondsAfterFinished)("startTimeoutSeconds",
+                                                                     out.startTimeoutSeconds)
       .Done();
 }
 
@@ -277,8 +278,9 @@ Decoded Decode(const json& j, JobStatus& out) {
              "conditions", out.conditions)("resolvedJobClass", out.resolvedJobClass)(
              "effectiveResources", out.effectiveResources)("execution", out.execution)(
              "ttlSecondsAfterFinished", out.ttlSecondsAfterFinished)("startTime", out.startTime)(
-             "completionTime", out.completionTime)("result", out.result)("resultUnknownEpisode",
-                                                                         out.resultUnknownEpisode)
+             "completionTime", out.completionTime)("result", out.result)(
+             "resultUnknownEpisode", out.resultUnknownEpisode)("resultUnknownCause",
+                                                               out.resultUnknownCause)
       .Done();
 }
 
@@ -532,6 +534,7 @@ void to_json(json& j, const ResolvedJobClass& v) {
   PutOptional(j, "parametersRef", v.parametersRef);
   PutOptional(j, "backendSnapshot", v.backendSnapshot);
   PutOptional(j, "ttlSecondsAfterFinished", v.ttlSecondsAfterFinished);
+  PutOptional(j, "startTimeoutSeconds", v.startTimeoutSeconds);
 }
 
 void to_json(json& j, const ExecutionReference& v) { j = json{{"type", v.type}, {"id", v.id}}; }
@@ -560,6 +563,7 @@ void to_json(json& j, const JobStatus& v) {
   PutOptional(j, "completionTime", v.completionTime);
   PutOptional(j, "result", v.result);
   PutNonZero(j, "resultUnknownEpisode", v.resultUnknownEpisode);
+  PutString(j, "resultUnknownCause", v.resultUnknownCause);
 }
 
 void to_json(json& j, const Job& v) {

@@ -173,6 +173,10 @@ struct ResolvedJobClass {
   // The class's TTL policy at acceptance: later edits of the class do not change accepted Jobs.
   // (Initialized so that the aggregate initializations that predate it stay complete.)
   std::optional<TtlPolicy> ttlSecondsAfterFinished = std::nullopt;
+  // The class's startTimeoutSeconds at acceptance, shown to the Job's readers and used for the
+  // Job's StartTimeout whatever happens to the class later. nullopt: the class set none (or the
+  // Job was accepted before this field existed, and the class is read as it is now).
+  std::optional<int64_t> startTimeoutSeconds = std::nullopt;
   bool operator==(const ResolvedJobClass&) const = default;
 };
 
@@ -211,6 +215,10 @@ struct JobStatus {
   // the episode it confirms (ConfirmedEpisode), so that a confirmation left on the Job never
   // ends a later, unrelated outage.
   int64_t resultUnknownEpisode = 0;
+  // The PascalCase cause of the latest ResultUnknown episode as the backend stated it
+  // (BackendUnreachable, ExitStatusLost, ...; empty when it stated none): what the state machine
+  // reads, where the condition's message is free text for humans.
+  std::string resultUnknownCause;
   bool operator==(const JobStatus&) const = default;
 };
 

@@ -70,9 +70,24 @@ struct JobReconciler::RoundState {
   api::Job job;
   statemachine::Facts facts;
   bool fresh = false;  // job was returned by a write or a GET in this round
+  // job has its whole spec: it came from the API server this round, or from the cache before
+  // acceptance (CompactJobForCache drops the task of accepted Jobs).
+  bool taskComplete = false;
   // The acceptance this controller decided but has not written (Plan::unwrittenAcceptance):
   // job.status holds it, so the round decides as if it were written; its next write carries it.
   std::optional<api::JobStatus> unwrittenAcceptance;
+  // unwrittenAcceptance was carried by an earlier create (remembered, or read back from the
+  // execution): an execution holding it may exist, so it stands when the Job is read again.
+  bool acceptanceCarried = false;
+  bool changed = false;  // the last fresh read found a newer resourceVersion (TakeFreshJob)
+};
+
+// What an Ensure's confirmCreate learned (ExecutionRequest::confirmCreate).
+struct JobReconciler::CreateConfirmation {
+  bool asked = false;
+  bool refused = false;
+  Status error;                     // the fresh read failed
+  std::optional<api::Job> current;  // the Job as read, when it changed; nullopt: gone or replaced
 };
 
 JobReconciler::JobReconciler(KubeClient& client, const ClusterCache& cache,
@@ -114,6 +129,7 @@ ReconcileResult JobReconciler::Reconcile(const std::string& ns, const std::strin
     round.job = std::move(**current);
     round.fresh = true;
   }
+  round.taskComplete = round.fresh || statemachine::NeedsResolution(round.job);
   std::optional<api::JobStatus> acceptance;
   round.facts.unreportedExecution = UnreportedExecutionOf(key, &round.job, &acceptance);
   if (!api::IsConditionTrue(round.job.status.conditions, api::kConditionAccepted)) {
@@ -128,6 +144,7 @@ ReconcileResult JobReconciler::Reconcile(const std::string& ns, const std::strin
     if (acceptance) {
       round.job.status = *acceptance;
       round.unwrittenAcceptance = std::move(acceptance);
+      round.acceptanceCarried = true;
     }
   }
   if (result.error.ok() && statemachine::NeedsResolution(round.job)) {
@@ -139,7 +156,7 @@ ReconcileResult JobReconciler::Reconcile(const std::string& ns, const std::strin
     }
   }
   round.facts.holdWaitingMessage = WaitingMessageHold(round.job.metadata.uid);
-  round.facts.deferExecutionReport = options_.backlog && options_.backlog();
+  round.facts.backlog = options_.backlog && options_.backlog();
   if (result.error.ok()) result = Step(round);
   UnreportedExecutionOf(key, &round.job, nullptr);  // forgets what this round's write reported
   if (statemachine::DeriveState(round.job) != statemachine::State::kStarting &&
@@ -164,17 +181,6 @@ ReconcileResult JobReconciler::Step(RoundState& round) {
     }
     statemachine::Plan plan = statemachine::Decide(job, round.facts);
     round.facts.result.reset();
-    if (plan.unreportedExecution) {
-      if (!round.facts.unreportedExecution) {
-        metrics_
-            .GetCounter("ayatori_execution_reports_deferred_total",
-                        "Executions whose report (references, Scheduled=True) a busy round left "
-                        "to the Job's next write.")
-            .Inc();
-      }
-      KeepUnreportedExecution(job, *plan.unreportedExecution, round.unwrittenAcceptance);
-      round.facts.unreportedExecution = std::move(plan.unreportedExecution);
-    }
     if (plan.unwrittenAcceptance) {
       if (!round.unwrittenAcceptance) {  // once per round (a finalizer patch decides it twice)
         metrics_
@@ -201,6 +207,7 @@ ReconcileResult JobReconciler::Step(RoundState& round) {
       if (!updated.ok()) return Failed(updated.status());
       job = std::move(*updated);
       round.fresh = true;
+      round.taskComplete = true;
     }
     if (plan.status) {
       if (Crash(kCrashBeforeStatusWrite, job)) return Crashed();
@@ -216,7 +223,9 @@ ReconcileResult JobReconciler::Step(RoundState& round) {
       }
       job = std::move(*updated);
       round.fresh = true;
+      round.taskComplete = true;
       round.unwrittenAcceptance.reset();  // the write carried it: the plan was decided on it
+      round.acceptanceCarried = false;
       if (plan.waitingMessageChanged) {
         WaitingMessageWritten(job.metadata.uid);
         round.facts.holdWaitingMessage = WaitingMessageHold(job.metadata.uid);
@@ -243,29 +252,15 @@ ReconcileResult JobReconciler::Step(RoundState& round) {
       if (plan.finalizer == FinalizerChange::kAdd) continue;
       return Requeue(plan.requeueAfter, plan.backoff);
     }
-    if (plan.call == AdapterCall::kEnsure && !round.fresh && !round.unwrittenAcceptance) {
-      // A new execution is about to be created: act on the current Job, not on a cache copy
-      // that may lag behind (a cancel, a deletion, a new UID under the same name). Not for an
-      // unwritten acceptance (only under a backlog, for an adapter that records it): that create
-      // is the round's only request; a cancel or deletion the copy missed comes with the next
-      // round, which finds the execution by the references kept in memory, and the batch Job
-      // is owned by the Job's UID (docs/design.md § At most one execution per Job).
+    if (plan.call == AdapterCall::kEnsure && !round.taskComplete) {
+      // The cache keeps a compact projection of accepted Jobs without the task
+      // (CompactJobForCache), and Ensure needs all of it: read the Job, and decide again if it
+      // changed. (Whether the execution may be created is confirmed right before its create.)
       auto current = ReadCurrentJob(job.metadata.namespace_, job.metadata.name, job.metadata.uid);
       if (!current.ok()) return Failed(current.status());
       if (!current->has_value()) return {};
-      round.fresh = true;
-      bool changed = (*current)->metadata.resourceVersion != job.metadata.resourceVersion;
-      // Always continue with the full object: the cache keeps a compact projection of accepted
-      // Jobs without the task (CompactJobForCache), and Ensure needs all of it.
-      job = std::move(**current);
-      if (changed) {
-        if (statemachine::NeedsResolution(job) && !round.facts.resolution) {
-          auto resolution = Resolve(job);
-          if (!resolution.ok()) return Failed(resolution.status());
-          round.facts.resolution = std::move(*resolution);
-        }
-        continue;
-      }
+      if (Status s = TakeFreshJob(round, std::move(**current)); !s.ok()) return Failed(s);
+      if (round.changed) continue;
     }
     // An execution left unreported is called by the references its Ensure returned.
     api::Job withReferences;
@@ -276,9 +271,25 @@ ReconcileResult JobReconciler::Step(RoundState& round) {
       if (!withReferences.status.execution) withReferences.status.execution.emplace();
       withReferences.status.execution->references = round.facts.unreportedExecution->references;
     }
+    CreateConfirmation confirmation;
     auto observation = CallAdapter(plan.call, unreported ? withReferences : job,
-                                   round.unwrittenAcceptance.has_value());
+                                   round.unwrittenAcceptance.has_value(), &confirmation);
     if (!observation.ok()) return Failed(observation.status());
+    if (confirmation.refused) {
+      // Nothing was created: the Job changed since this round decided (a cancel, a deletion, a
+      // new UID under the name, any edit). Decide again on the Job as it is now.
+      metrics_
+          .GetCounter("ayatori_creates_not_confirmed_total",
+                      "Executions not created because the fresh read of the Job right before "
+                      "the create found it changed since the decision (cancelled, deleted, ...).")
+          .Inc();
+      if (!confirmation.error.ok()) return Failed(confirmation.error);
+      if (!confirmation.current) return {};  // gone, or a new Job took the name
+      if (Status s = TakeFreshJob(round, std::move(*confirmation.current)); !s.ok()) {
+        return Failed(s);
+      }
+      continue;
+    }
     if (plan.call == AdapterCall::kEnsure && round.unwrittenAcceptance) {
       // Kept at once: should this round's write fail, the next round still knows the class
       // and the execution (the Decide below keeps them again if it defers the report).
@@ -295,6 +306,31 @@ ReconcileResult JobReconciler::Step(RoundState& round) {
   }
   return Failed({StatusCode::kInternal, "reconcile did not settle within " +
                                             std::to_string(options_.maxSteps) + " steps"});
+}
+
+Status JobReconciler::TakeFreshJob(RoundState& round, api::Job current) {
+  round.changed = current.metadata.resourceVersion != round.job.metadata.resourceVersion;
+  round.fresh = true;
+  round.taskComplete = true;
+  if (round.unwrittenAcceptance &&
+      !api::IsConditionTrue(current.status.conditions, api::kConditionAccepted)) {
+    if (round.acceptanceCarried) {
+      // An execution may hold it: it stands whatever the Job says now.
+      current.status = *round.unwrittenAcceptance;
+    } else if (round.changed) {
+      // Decided by this round on the older copy and carried by nothing yet: decide anew.
+      round.unwrittenAcceptance.reset();
+    } else {
+      current.status = *round.unwrittenAcceptance;
+    }
+  }
+  round.job = std::move(current);
+  if (round.changed && statemachine::NeedsResolution(round.job) && !round.facts.resolution) {
+    auto resolution = Resolve(round.job);
+    if (!resolution.ok()) return resolution.status();
+    round.facts.resolution = std::move(*resolution);
+  }
+  return Status::Ok();
 }
 
 StatusOr<api::Job> JobReconciler::PatchFinalizers(const api::Job& job,
@@ -361,7 +397,8 @@ Status JobReconciler::DeleteExpiredJob(const api::Job& job, api::Time now) {
 }
 
 StatusOr<Observation> JobReconciler::CallAdapter(AdapterCall call, const api::Job& job,
-                                                 bool acceptanceUnwritten) {
+                                                 bool acceptanceUnwritten,
+                                                 CreateConfirmation* confirmation) {
   Observation unknown;
   unknown.phase = ExecutionPhase::kUnknown;
   if (!job.status.resolvedJobClass) {
@@ -403,7 +440,14 @@ StatusOr<Observation> JobReconciler::CallAdapter(AdapterCall call, const api::Jo
                           "accepted, the Job starts once it is back";
         return waiting;
       }
+      if (confirmation != nullptr) {
+        request->confirmCreate = [this, &job, confirmation]() -> Status {
+          return ConfirmCreate(job, *confirmation);
+        };
+      }
       result = adapter->Ensure(*request);
+      // A token the fresh read reserved for a create that was not sent goes back unused.
+      if (confirmation != nullptr && confirmation->asked) client_.ReserveRequests(0);
       break;
     }
     case AdapterCall::kObserve:
@@ -498,6 +542,30 @@ StatusOr<ExecutionRequest> JobReconciler::BuildRequest(const api::Job& job,
     request.imagePullConfigs.push_back(config->second);
   }
   return request;
+}
+
+Status JobReconciler::ConfirmCreate(const api::Job& decided, CreateConfirmation& confirmation) {
+  confirmation.asked = true;
+  // The read and the create take their rate-limiter tokens together, so that under a backlog
+  // the create follows the read at once instead of queueing behind other Jobs' requests.
+  client_.ReserveRequests(2);
+  auto current =
+      ReadCurrentJob(decided.metadata.namespace_, decided.metadata.name, decided.metadata.uid);
+  if (!current.ok()) {
+    confirmation.refused = true;
+    confirmation.error = current.status();
+    return confirmation.error;
+  }
+  if (!current->has_value()) {
+    confirmation.refused = true;
+    return Status(StatusCode::kNotFound, "the Job is gone or was replaced");
+  }
+  if ((*current)->metadata.resourceVersion == decided.metadata.resourceVersion) {
+    return Status::Ok();
+  }
+  confirmation.refused = true;
+  confirmation.current = std::move(**current);
+  return Status(StatusCode::kConflict, "the Job changed since the decision");
 }
 
 ExecutionKey JobReconciler::BuildKey(const api::Job& job, nlohmann::json parameters) {

@@ -54,9 +54,9 @@ struct ReconcilerOptions {
   // The controller's namespace: the backend snapshots are stored and read there
   // (backend_snapshot.h). It must exist; the controller never creates namespaces.
   std::string controllerNamespace = kDefaultControllerNamespace;
-  // True while the controller has a backlog (other Jobs wait in its queue): rounds may then
-  // leave an execution's existence unreported until the Job's next write
-  // (statemachine::Facts::deferExecutionReport). Unset: never.
+  // True while the controller has a backlog (other Jobs wait in its queue): a create may then
+  // carry the Job's acceptance instead of a write of its own (statemachine::Facts::backlog).
+  // Unset: never.
   std::function<bool()> backlog;
 };
 
@@ -68,13 +68,21 @@ class JobReconciler {
 
   ReconcileResult Reconcile(const std::string& ns, const std::string& name);
 
-  // The Job of this key has an execution that a round left unreported
-  // (statemachine::UnreportedExecution): its next round reports the start or the existence.
+  // The Job of this key has an execution whose report a round could not write
+  // (statemachine::UnreportedExecution): its next round writes it.
   bool HasUnreportedExecution(const std::string& key) const;
 
  private:
   struct RoundState;
+  struct CreateConfirmation;
   ReconcileResult Step(RoundState& round);
+  // Continues the round with `current`, read from the API server (sets round.changed when its
+  // resourceVersion differs): keeps an unwritten acceptance that an execution may hold, drops
+  // one decided on the older copy, and resolves the Job if it now needs it.
+  Status TakeFreshJob(RoundState& round, api::Job current);
+  // ExecutionRequest::confirmCreate of an Ensure of `decided`: the quorum GET right before the
+  // create; OK only for the same UID at the same resourceVersion.
+  Status ConfirmCreate(const api::Job& decided, CreateConfirmation& confirmation);
   StatusOr<api::Job> PatchFinalizers(const api::Job& job,
                                      const std::vector<std::string>& finalizers);
   StatusOr<api::Job> WriteStatus(const api::Job& job, const api::JobStatus& status);
@@ -85,8 +93,10 @@ class JobReconciler {
                                                    const std::string& uid);
   // acceptanceUnwritten: job.status holds an acceptance not written yet (RoundState); an Ensure
   // of an adapter that records acceptances then stores it with the execution.
+  // confirmation: for an Ensure, what its confirmCreate learned (nullptr: no confirmation asked).
   StatusOr<Observation> CallAdapter(statemachine::AdapterCall call, const api::Job& job,
-                                    bool acceptanceUnwritten = false);
+                                    bool acceptanceUnwritten = false,
+                                    CreateConfirmation* confirmation = nullptr);
   // ResolveJob, then for a resolved Job stores its backend snapshot, so that the status write
   // recording acceptance never names a snapshot that does not exist. A missing namespace or a
   // conflicting object keeps the Job pending (Accepted=False) with a reason; other API errors end
@@ -167,8 +177,8 @@ class JobReconciler {
     std::optional<api::JobStatus> acceptance;  // not written yet (Plan::unwrittenAcceptance)
   };
   // By Job key (namespace/name). An entry goes when a round sees the references in the status,
-  // the Job gone or replaced by a new UID; each lives at most kMaxExecutionReportDelay plus a
-  // round, since the round that decided it asks to come back by then.
+  // the Job gone or replaced by a new UID; the round whose write failed is retried with backoff,
+  // and its next round writes the references first.
   std::unordered_map<std::string, UnreportedEntry> unreported_;
   std::unordered_map<std::string, std::string> acceptanceSent_;  // Job key -> UID
   ReferenceReader references_;  // GETs of referenced Secrets/ConfigMaps, forwarding adapters only

@@ -136,6 +136,9 @@ StatusOr<Resolution> ResolveJob(const api::Job& job, const ClusterCache& cache,
   // Pinned with the class: the TTL policy an accepted Job lives under (statemachine
   // EffectiveTtlSeconds) does not change when the class is edited later.
   resolved.ttlSecondsAfterFinished = cls->spec.ttlSecondsAfterFinished;
+  if (cls->spec.startTimeoutSeconds && *cls->spec.startTimeoutSeconds > 0) {
+    resolved.startTimeoutSeconds = cls->spec.startTimeoutSeconds;
+  }
   nlohmann::json parameters = nlohmann::json::object();
   if (cls->spec.parametersRef) {
     const auto& ref = *cls->spec.parametersRef;
@@ -173,12 +176,14 @@ StatusOr<Resolution> ResolveJob(const api::Job& job, const ClusterCache& cache,
   }
 
   const std::string& ns = job.metadata.namespace_;
-  // A backend that resolves the references itself (descriptor resolvesEnvReferences, e.g. a
-  // kubelet on its node) gets them unread: only their existence is checked, in the metadata
-  // cache. Other adapters get the values from the controller: each object is read once here to
-  // check its keys, and again when the request is built.
+  // Every backend waits alike for a missing object or key (spec: the Job stays unaccepted and
+  // says so in a condition), so the keys are checked for all of them: each referenced object is
+  // read once here (ReferenceReader keeps its key names only, by resourceVersion). A backend that
+  // resolves the references itself (descriptor resolvesEnvReferences, e.g. a kubelet on its
+  // node) still gets them unread in its request; other adapters get the values from the
+  // controller when the request is built.
   const bool passesReferences = descriptor->resolvesEnvReferences;
-  ReferenceReader* keyReader = passesReferences ? nullptr : &reader;
+  ReferenceReader* keyReader = &reader;
   for (const auto& env : job.spec.task.env) {
     if (!env.valueFrom) continue;
     if (env.valueFrom->secretKeyRef) {

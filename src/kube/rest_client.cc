@@ -65,6 +65,29 @@ RestClient::RestClient(const RestConfig& config, RestClientOptions options,
       transport_(std::move(transport)),
       limiter_(options_.qps, options_.burst, ClockOr(options_.clock)) {}
 
+namespace {
+// ReserveRequests: the tokens the calling thread took ahead for its next requests to `client`.
+struct ReservedTokens {
+  const RestClient* client = nullptr;
+  int left = 0;
+};
+thread_local ReservedTokens tReserved;
+}  // namespace
+
+void RestClient::ReserveRequests(int count) {
+  if (tReserved.client == this && tReserved.left > 0) limiter_.GiveBack(tReserved.left);
+  tReserved = {};
+  if (count <= 0) return;
+  limiter_.Wait({}, count);
+  tReserved = {this, count};
+}
+
+bool RestClient::TakeReservedToken() {
+  if (tReserved.client != this || tReserved.left <= 0) return false;
+  --tReserved.left;
+  return true;
+}
+
 std::string RestClient::BearerToken() {
   if (config_.bearerTokenFile.empty()) return config_.bearerToken;
   struct stat st {};
@@ -131,7 +154,7 @@ StatusOr<HttpResponse> RestClient::Execute(const Target& target, const char* met
   req.body = std::move(body);
   req.timeout = options_.timeout;
   for (int attempt = 0;; ++attempt) {
-    limiter_.Wait();
+    if (attempt > 0 || !TakeReservedToken()) limiter_.Wait();
     req.headers = Headers(contentType, accept);
     auto start = std::chrono::steady_clock::now();
     auto resp = transport_->Do(req);

@@ -78,6 +78,8 @@ class RestClient final : public KubeClient {
                                  const PatchOptions& options) override;
   Status Delete(const ResourceRef& ref, std::string_view ns, std::string_view name,
                 const DeleteOptions& options) override;
+  // The next `count` requests of this thread skip the limiter: their tokens are taken now.
+  void ReserveRequests(int count) override;
   Status Watch(const ResourceRef& ref, std::string_view ns, const WatchOptions& options,
                std::stop_token stop, const WatchHandler& handler) override;
 
@@ -120,6 +122,8 @@ class RestClient final : public KubeClient {
   std::vector<std::pair<std::string, std::string>> Headers(std::string_view contentType,
                                                            std::string_view accept = {});
   std::string BearerToken();
+  // Takes one of this thread's tokens reserved by ReserveRequests, if it has one left.
+  bool TakeReservedToken();
   void Record(const Target& target, int httpCode, std::chrono::nanoseconds latency, int attempt);
 
   const RestConfig config_;

@@ -29,18 +29,25 @@ bool TokenBucket::TryAccept() {
   return true;
 }
 
-std::chrono::nanoseconds TokenBucket::Reserve() {
+std::chrono::nanoseconds TokenBucket::Reserve(int count) {
   if (qps_ <= 0) return std::chrono::nanoseconds(0);
   std::lock_guard lock(mu_);
   RefillLocked(clock_.SteadyNow());
-  tokens_ -= 1;
+  tokens_ -= std::max(count, 1);
   if (tokens_ >= 0) return std::chrono::nanoseconds(0);
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::duration<double>(-tokens_ / qps_));
 }
 
-bool TokenBucket::Wait(const std::stop_token& stop) {
-  auto delay = Reserve();
+void TokenBucket::GiveBack(int count) {
+  if (qps_ <= 0 || count <= 0) return;
+  std::lock_guard lock(mu_);
+  RefillLocked(clock_.SteadyNow());
+  tokens_ = std::min<double>(burst_, tokens_ + count);
+}
+
+bool TokenBucket::Wait(const std::stop_token& stop, int count) {
+  auto delay = Reserve(count);
   if (delay <= std::chrono::nanoseconds(0)) return !stop.stop_requested();
   std::mutex m;
   std::condition_variable_any cv;

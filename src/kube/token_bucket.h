@@ -19,9 +19,12 @@ class TokenBucket {
   bool TryAccept();
   // Takes the next token, possibly one not yet refilled, and returns how long the caller must
   // wait before using it (zero when it was available). Reservations queue up fairly.
-  std::chrono::nanoseconds Reserve();
-  // Reserve() and sleep for the delay (real time); false if `stop` was requested meanwhile.
-  bool Wait(const std::stop_token& stop = {});
+  // `count` > 1 takes that many at once (requests that must go out back to back).
+  std::chrono::nanoseconds Reserve(int count = 1);
+  // Reserve(count) and sleep for the delay (real time); false if `stop` was requested meanwhile.
+  bool Wait(const std::stop_token& stop = {}, int count = 1);
+  // Returns `count` reserved tokens that were not used (never above the burst).
+  void GiveBack(int count);
 
   double qps() const { return qps_; }
   int burst() const { return burst_; }

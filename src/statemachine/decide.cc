@@ -119,14 +119,21 @@ class Decider {
     std::optional<api::Time> at = DeadlineAtNow();
     return at && *at <= now_;
   }
+  // The start timeout in force: the one recorded at acceptance (status.resolvedJobClass),
+  // else, for a Job accepted before it was recorded, the class's current one (Facts).
+  std::optional<seconds> StartTimeout() const {
+    if (st_.resolvedJobClass && st_.resolvedJobClass->startTimeoutSeconds) {
+      return seconds(*st_.resolvedJobClass->startTimeoutSeconds);
+    }
+    return facts_.startTimeout;
+  }
   // Accepted=True's transition + startTimeout, while the task has not started.
   std::optional<api::Time> StartDeadlineAt() const {
-    if (!facts_.startTimeout || *facts_.startTimeout <= seconds(0) || st_.startTime) {
-      return std::nullopt;
-    }
+    const std::optional<seconds> timeout = StartTimeout();
+    if (!timeout || *timeout <= seconds(0) || st_.startTime) return std::nullopt;
     const Condition* accepted = api::FindCondition(st_.conditions, api::kConditionAccepted);
     if (accepted == nullptr || accepted->status != ConditionStatus::kTrue) return std::nullopt;
-    return accepted->lastTransitionTime + *facts_.startTimeout;
+    return accepted->lastTransitionTime + *timeout;
   }
   StopCause Cause() const {
     if (Deleting() || Cancelled()) return StopCause::kCancel;
@@ -155,7 +162,6 @@ class Decider {
   bool LearnReferences(const Observation& o);
   void MarkScheduled(std::optional<api::Time> at = std::nullopt);
   void TakeUnreportedExecution();
-  void DeferExecutionReport();
   void DeferAcceptance();
   void SetStart(std::optional<api::Time> startedAt);
   void MarkUnknown(const Observation& o, const std::string& fallbackMessage);
@@ -164,6 +170,7 @@ class Decider {
   void ApplyJobFacts();
   void SetTtl();
   void ApplyResolution(const Resolution& r);
+  std::string ClassPolicyNote(const api::ResolvedJobClass& cls) const;
   void SetActiveReason();
   AdapterCall NextCall();
   void SetTimers();
@@ -191,39 +198,14 @@ void Decider::MarkScheduled(std::optional<api::Time> at) {
                "The backend execution exists", at);
 }
 
-// An execution an earlier round left unreported counts as reported from the start of this
-// round: calls use its references, and any status write carries them.
+// An execution whose report an earlier round could not write counts as reported from the start
+// of this round: calls use its references, and this round's status write carries them.
 void Decider::TakeUnreportedExecution() {
   if (!facts_.unreportedExecution || facts_.unreportedExecution->references.empty()) return;
   if (st_.execution && !st_.execution->references.empty()) return;
   if (!st_.execution) st_.execution.emplace();
   st_.execution->references = facts_.unreportedExecution->references;
   MarkScheduled(std::min(facts_.unreportedExecution->createdAt, now_));
-}
-
-// Facts::deferExecutionReport: leave out a write whose only news is the execution's existence.
-// Never before a call that acts on the execution (Cancel, Delete: references are durable before
-// them; an Observe only reads), for a Job being deleted, or past kMaxExecutionReportDelay.
-void Decider::DeferExecutionReport() {
-  const bool readOnly = plan_.call == AdapterCall::kNone || plan_.call == AdapterCall::kObserve;
-  if (!facts_.deferExecutionReport || !readOnly || plan_.backoff || Deleting() || Terminal()) {
-    return;
-  }
-  const bool persisted = job_.status.execution && !job_.status.execution->references.empty();
-  if (persisted || !st_.execution || st_.execution->references.empty()) return;
-  api::JobStatus without = st_;
-  without.execution->references.clear();
-  std::erase_if(without.conditions,
-                [](const Condition& c) { return c.type == api::kConditionScheduled; });
-  if (!(without == job_.status)) return;  // something else is written: the references go along
-  const Condition* scheduled = api::FindCondition(st_.conditions, api::kConditionScheduled);
-  const api::Time createdAt = scheduled != nullptr ? scheduled->lastTransitionTime : now_;
-  const api::Time reportBy = createdAt + kMaxExecutionReportDelay;
-  if (reportBy <= now_) return;
-  plan_.unreportedExecution = UnreportedExecution{st_.execution->references, createdAt};
-  st_ = job_.status;
-  const seconds left = std::max(seconds(1), reportBy - now_);
-  plan_.requeueAfter = plan_.requeueAfter ? std::min(*plan_.requeueAfter, left) : left;
 }
 
 // A busy round that accepts the Job for an adapter that records the acceptance with the
@@ -235,8 +217,8 @@ void Decider::DeferAcceptance() {
   const bool beforeEnsure =
       plan_.call == AdapterCall::kEnsure ||
       (plan_.call == AdapterCall::kNone && plan_.finalizer == FinalizerChange::kAdd);
-  if (!facts_.deferExecutionReport || !beforeEnsure || facts_.result || plan_.backoff ||
-      Deleting() || Terminal()) {
+  if (!facts_.backlog || !beforeEnsure || facts_.result || plan_.backoff || Deleting() ||
+      Terminal()) {
     return;
   }
   if (!facts_.resolution || facts_.resolution->outcome != Resolution::Outcome::kResolved ||
@@ -274,9 +256,9 @@ void Decider::MarkUnknown(const Observation& o, const std::string& fallbackMessa
   if (s != nullptr && s->reason == kReasonResultUnknown) {
     // The same episode keeps its number and its first message (no write for new wording),
     // except once: a backend that answers again with a cause of its own (e.g. Docker's
-    // ExitStatusLost) replaces "BackendUnreachable", which no longer holds.
-    const std::string unreachable = std::string(kReasonBackendUnreachable) + ": ";
-    if (!s->message.starts_with(unreachable) || o.reason.empty() ||
+    // ExitStatusLost) replaces "BackendUnreachable", which no longer holds. The cause is read
+    // from status.resultUnknownCause, never from the message.
+    if (st_.resultUnknownCause != kReasonBackendUnreachable || o.reason.empty() ||
         o.reason == kReasonBackendUnreachable) {
       return;
     }
@@ -284,6 +266,7 @@ void Decider::MarkUnknown(const Observation& o, const std::string& fallbackMessa
     // A new episode: a confirm-backend-lost annotation must name this number to end it.
     ++st_.resultUnknownEpisode;
   }
+  st_.resultUnknownCause = IsValidReason(o.reason) && o.reason.size() <= 128 ? o.reason : "";
   // The cause's reason stays first (runbooks match on it); the episode to confirm goes last.
   std::string message = WithReason(o, fallbackMessage) + " (ResultUnknown episode " +
                         std::to_string(st_.resultUnknownEpisode) + ")";
@@ -319,8 +302,7 @@ void Decider::ApplyStopped(const Observation& o) {
       return;
     case StopCause::kStartTimeout: {
       std::string message = "The task did not start within startTimeoutSeconds=" +
-                            std::to_string(facts_.startTimeout->count()) +
-                            " of the Job's acceptance";
+                            std::to_string(StartTimeout()->count()) + " of the Job's acceptance";
       const Condition* s = Succeeded();
       if (s != nullptr && s->reason == kReasonScheduling && !s->message.empty()) {
         message += " (" + s->message + ")";  // what it was waiting for
@@ -428,6 +410,26 @@ void Decider::ApplyResult(const CallResult& r) {
   }
 }
 
+// The class policies that shape this Job although its spec does not name them, for the Accepted
+// message (status.ttlSecondsAfterFinished and status.resolvedJobClass hold the values).
+std::string Decider::ClassPolicyNote(const api::ResolvedJobClass& cls) const {
+  std::string note;
+  const std::optional<int32_t> requested = job_.spec.ttlSecondsAfterFinished;
+  const std::optional<int32_t> ttl = api::ApplyTtlPolicy(requested, cls.ttlSecondsAfterFinished);
+  if (ttl && (!requested || *ttl != *requested)) {
+    note += "; TTL " + std::to_string(*ttl) + " s after finishing (" +
+            (requested ? "spec.ttlSecondsAfterFinished=" + std::to_string(*requested) +
+                             " capped at the class maximum"
+                       : std::string("the class default")) +
+            ")";
+  }
+  if (cls.startTimeoutSeconds) {
+    note += "; fails with StartTimeout unless its task starts within " +
+            std::to_string(*cls.startTimeoutSeconds) + " s (the class's startTimeoutSeconds)";
+  }
+  return note;
+}
+
 void Decider::ApplyResolution(const Resolution& r) {
   switch (r.outcome) {
     case Resolution::Outcome::kPending:
@@ -446,7 +448,7 @@ void Decider::ApplyResolution(const Resolution& r) {
       if (!st_.execution) st_.execution.emplace();
       st_.execution->adapter = r.adapter;
       SetCondition(api::kConditionAccepted, ConditionStatus::kTrue, kReasonValid,
-                   "Resolved JobClass " + r.jobClass.name);
+                   "Resolved JobClass " + r.jobClass.name + ClassPolicyNote(r.jobClass));
       return;
   }
 }
@@ -511,8 +513,7 @@ void Decider::SetActiveReason() {
     const Condition* s = Succeeded();
     if (waiting_ && !waiting_->reason.empty()) {
       message += ": " + WithReason(*waiting_, "");
-    } else if (!waiting_ && s != nullptr && s->reason == kReasonScheduling &&
-               s->message.starts_with(message)) {
+    } else if (!waiting_ && s != nullptr && s->reason == kReasonScheduling) {
       message = s->message;  // no answer this round: what the backend said last still stands
     }
   }
@@ -649,6 +650,17 @@ void Decider::AddEvents() {
       (ab == nullptr || ab->status != aa->status || ab->reason != aa->reason)) {
     plan_.events.push_back({T::kWarning, aa->reason, aa->message});
   }
+  // A TTL the class caps is visible in status.ttlSecondsAfterFinished; the Event says why it
+  // differs from the spec's (at acceptance the Accepted message says so too).
+  const std::optional<int32_t> requested = job_.spec.ttlSecondsAfterFinished;
+  if (st_.ttlSecondsAfterFinished != before.ttlSecondsAfterFinished && requested &&
+      st_.ttlSecondsAfterFinished && *st_.ttlSecondsAfterFinished < *requested) {
+    plan_.events.push_back({T::kWarning, "TTLCapped",
+                            "spec.ttlSecondsAfterFinished=" + std::to_string(*requested) +
+                                " is above the JobClass maximum; the TTL in force is " +
+                                std::to_string(*st_.ttlSecondsAfterFinished) +
+                                " s (status.ttlSecondsAfterFinished)"});
+  }
   if (!before.startTime && st_.startTime) {
     plan_.events.push_back({T::kNormal, "Started", "The task started"});
   }
@@ -691,7 +703,6 @@ Plan Decider::Run() {
   SetTimers();
   Normalize();
   HoldWaitingMessage();
-  DeferExecutionReport();
   DeferAcceptance();
   if (!(st_ == job_.status)) {
     AddEvents();

@@ -34,16 +34,18 @@
 //       if (plan.finalizer == kAdd) continue;            // decide again with the finalizer on
 //       return {plan.requeueAfter, plan.backoff};
 //     }
-//     if (plan.call == kEnsure && !fresh) {
-//       // A new execution is about to be created: act on the Job as the API server has it,
-//       // never on the cache copy (desiredState may be Cancelled by now, the Job deleted, the
-//       // name taken by a new UID) and with its whole spec (the cache copy has no task).
+//     if (plan.call == kEnsure && !taskComplete) {
+//       // The cache copy of an accepted Job has no task: Ensure needs the whole spec.
 //       current = GET job;                   // gone, or a new UID: the round ends
-//       fresh = true;  job = current;
+//       job = current;
 //       if (its resourceVersion changed) { resolve if needed; continue; }  // decide again
 //     }
 //     Observation o = Ensure(BuildRequest(job)) | Observe(key) | Cancel(key) |
 //                     DeleteObservation(Delete(key));   // key: UID, references, parameters
+//     // Ensure: request.confirmCreate, called by the adapter right before its create, GETs
+//     // the Job (quorum read; the GET and the create take their rate-limiter tokens together,
+//     // KubeClient::ReserveRequests) and refuses unless it is the resourceVersion decided on.
+//     if (the create was refused) { job = current; resolve if needed; continue; }
 //     facts.result = CallResult{plan.call, o};
 //   }
 //
@@ -66,17 +68,21 @@
 // Decide only Observes: an execution the backend loses then ends in ResultUnknown, never rerun.
 //
 // A busy controller may also create an execution before it writes Accepted=True, when the
-// adapter stores the acceptance with the execution (Plan::unwrittenAcceptance): the create is
-// then the only request before the execution exists, and a restarted controller reads the
+// adapter stores the acceptance with the execution (Plan::unwrittenAcceptance): the create then
+// carries the acceptance, and the status write that follows it in the same round carries the
+// acceptance, the references and Scheduled=True together. A restarted controller reads the
 // acceptance back from the execution (Adapter::RecordedAcceptance) before it resolves the Job.
 //
-// A busy controller (Facts::deferExecutionReport: other Jobs wait in its queue) may leave out a
-// status write whose only news is that the execution exists (references, Scheduled=True): the
-// plan hands them back (Plan::unreportedExecution), the reconciler keeps them in memory and
-// passes them to the Job's later rounds (Facts::unreportedExecution), which Observe by them and
-// write them with the next change (the start, a waiting reason, a result) or after
-// kMaxExecutionReportDelay. Never in a plan that Cancels or Deletes, so references are durable
-// before any call that acts on the execution. After a restart the memory is gone and the Job is Ensured again, which
+// No execution is created on a stale copy (spec: no new execution once desiredState=Cancelled):
+// every adapter calls ExecutionRequest::confirmCreate immediately before the request that
+// creates the execution; the controller reads the Job fresh from the API server there and lets
+// the create go only if that Job is the one the round decided on (same resourceVersion). A Job
+// that changed meanwhile is decided again (a cancelled one ends Cancelled without an execution).
+//
+// The status that says an execution exists (references, Scheduled=True) is written in the
+// round of the Ensure that created or adopted it. Should that write fail, the reconciler keeps
+// the references in memory (Facts::unreportedExecution) and the Job's next round writes them
+// before any other call; after a restart the memory is gone and the Job is Ensured again, which
 // adopts the execution by UID: the same recovery as a crash between Ensure and the status write.
 //
 // Termination: a plan decided with a CallResult never names a call of the same or an earlier rank
@@ -182,10 +188,6 @@ inline constexpr const char* kWaitingReasonImagePulling = "ImagePulling";
 // the time of the last write and passes Facts::holdWaitingMessage).
 inline constexpr std::chrono::seconds kWaitingMessageInterval{30};
 
-// The longest a busy controller may leave an existing execution unreported
-// (Facts::deferExecutionReport): counted from the Ensure that created or adopted it.
-inline constexpr std::chrono::seconds kMaxExecutionReportDelay{30};
-
 // ---------------------------------------------------------------------------------------------
 // Time-derived facts, usable by the controller (e.g. for printing or metrics).
 
@@ -272,8 +274,8 @@ struct CallResult {
 Observation DeleteObservation(const Status& status);
 
 // An execution this controller process created or adopted (Ensure answered with its
-// references) and has not reported yet: the status has neither its references nor
-// Scheduled=True. Kept in memory only (Facts::deferExecutionReport); lost with the process,
+// references) whose report did not land: the status write of its round failed, so the status
+// has neither its references nor Scheduled=True. Kept in memory only; lost with the process,
 // after which the Job is Ensured again and the adapter adopts it by UID.
 struct UnreportedExecution {
   std::vector<api::ExecutionReference> references;
@@ -293,16 +295,15 @@ struct Facts {
   // from the Accepted=True transition; the Job fails with StartTimeout when its task has not
   // started by then.
   std::optional<std::chrono::seconds> startTimeout;
-  // The execution an earlier round of this process left unreported (Plan::unreportedExecution),
-  // if the status still has no references: Decide proceeds as if they were persisted (it
-  // Observes, and its next status write carries them with Scheduled=True).
+  // The execution an earlier round of this process created but could not report (its status
+  // write failed), if the status still has no references: Decide writes them (Scheduled=True)
+  // with its next status, which it always makes, before any other call.
   std::optional<UnreportedExecution> unreportedExecution;
-  // The controller has a backlog (other Jobs wait in its queue): a status write whose only news
-  // is that the execution exists (references, Scheduled=True) may be left out, to go with the
-  // Job's next write (its start, its result, a waiting reason), at most
-  // kMaxExecutionReportDelay after the Ensure and never before a Cancel or Delete. Under a
-  // burst it saves one request per Job before the Jobs behind it get their executions.
-  bool deferExecutionReport = false;
+  // The controller has a backlog (other Jobs wait in its queue): an acceptance for an adapter
+  // that records it with the execution may go with the create instead of a write of its own
+  // (Plan::unwrittenAcceptance); the write after the create carries it. Saves one request per
+  // Job before the Jobs behind it get their executions.
+  bool backlog = false;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -337,10 +338,7 @@ struct Plan {
   // The status carries a new waiting message (why the backend has not started the task yet).
   // Once it is written the reconciler holds further changes for kWaitingMessageInterval.
   bool waitingMessageChanged = false;
-  // Set when the status write reporting the execution was left out (Facts::deferExecutionReport):
-  // the controller keeps this and passes it back as Facts::unreportedExecution.
-  std::optional<UnreportedExecution> unreportedExecution;
-  // Set when a busy round (Facts::deferExecutionReport) accepts the Job for an adapter that
+  // Set when a busy round (Facts::backlog) accepts the Job for an adapter that
   // records the acceptance (Resolution::adapterRecordsAcceptance) and goes on to Ensure: the
   // accepted status, left out of the write (`status` is unset) and carried by the Ensure instead
   // (ExecutionRequest::acceptance). The controller decides the Job's later rounds on it, as if

@@ -645,7 +645,11 @@ TEST(Decide, WaitingReasonGoesToTheMessageAndAWarningEvent) {
 }
 
 TEST(Decide, HappyPathPendingWritesNothing) {
-  api::Job j = Settled(Starting());
+  api::Job j = Starting();
+  for (api::Condition& c : j.status.conditions) {
+    if (c.type == api::kConditionSucceeded) c.message = "Waiting for the backend to start the task";
+  }
+  j = Settled(j);
   Plan p = Decide(j, With(AdapterCall::kObserve, Waiting("", "container creating")));
   EXPECT_FALSE(p.status);
   EXPECT_FALSE(p.waitingMessageChanged);
@@ -796,8 +800,8 @@ TEST(Decide, BlockedCleanupOfAFinishedJobTellsWhy) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Facts::deferExecutionReport: a busy controller folds the report that the execution exists into
-// the Job's next write.
+// The status that says an execution exists is written in the round of its Ensure, busy or not;
+// one whose write failed (Facts::unreportedExecution) is written by the Job's next round.
 
 // Accepted, with the finalizer, no execution yet.
 api::Job Accepted() {
@@ -814,7 +818,7 @@ Observation PendingWithReferences() {
 }
 
 Facts Busy(Facts f) {
-  f.deferExecutionReport = true;
+  f.backlog = true;
   return f;
 }
 
@@ -822,54 +826,30 @@ const api::Condition* ScheduledOf(const api::JobStatus& s) {
   return api::FindCondition(s.conditions, api::kConditionScheduled);
 }
 
-TEST(DecideExecutionReport, AnIdleControllerReportsTheExecutionAtOnce) {
-  Plan p = Decide(Accepted(), With(AdapterCall::kEnsure, PendingWithReferences()));
-  ASSERT_TRUE(p.status);
-  EXPECT_EQ(p.status->execution->references, PendingWithReferences().references);
-  EXPECT_FALSE(p.unreportedExecution);
+TEST(DecideExecutionReport, TheExecutionIsReportedWithItsEnsureIdleOrBusy) {
+  for (bool busy : {false, true}) {
+    Facts f = With(AdapterCall::kEnsure, PendingWithReferences());
+    f.backlog = busy;
+    Plan p = Decide(Accepted(), f);
+    ASSERT_TRUE(p.status) << busy;
+    EXPECT_EQ(p.status->execution->references, PendingWithReferences().references);
+    ASSERT_NE(ScheduledOf(*p.status), nullptr);
+    EXPECT_EQ(ScheduledOf(*p.status)->status, ConditionStatus::kTrue);
+    EXPECT_EQ(ScheduledOf(*p.status)->lastTransitionTime, kNow);
+    EXPECT_EQ(p.call, AdapterCall::kNone);
+  }
 }
 
-TEST(DecideExecutionReport, ABusyControllerLeavesAPendingExecutionUnreported) {
-  api::Job j = Accepted();
-  Plan p = Decide(j, Busy(With(AdapterCall::kEnsure, PendingWithReferences())));
-  EXPECT_FALSE(p.status);
-  EXPECT_THAT(p.events, IsEmpty());
-  EXPECT_EQ(p.call, AdapterCall::kNone);
-  ASSERT_TRUE(p.unreportedExecution);
-  EXPECT_EQ(p.unreportedExecution->references, PendingWithReferences().references);
-  EXPECT_EQ(p.unreportedExecution->createdAt, kNow);
-  EXPECT_EQ(p.requeueAfter, kMaxExecutionReportDelay);  // reported by then at the latest
-
-  // The next round Observes it by the remembered references and still has nothing to say.
-  Facts next = Busy(NowOnly(kNow + seconds(4)));
-  next.unreportedExecution = p.unreportedExecution;
-  Plan observe = Decide(j, next);
-  EXPECT_EQ(observe.call, AdapterCall::kObserve);
-  EXPECT_FALSE(observe.status);  // an Observe only reads: nothing to make durable before it
-  EXPECT_EQ(observe.unreportedExecution, p.unreportedExecution);
-  Facts observed = Busy(With(AdapterCall::kObserve, Obs(ExecutionPhase::kPending), next.now));
-  observed.unreportedExecution = p.unreportedExecution;
-  Plan again = Decide(j, observed);
-  EXPECT_FALSE(again.status);
-  EXPECT_EQ(again.unreportedExecution, p.unreportedExecution);
-  EXPECT_EQ(again.requeueAfter, kMaxExecutionReportDelay - seconds(4));
-}
-
-TEST(DecideExecutionReport, TheStartCarriesTheUnreportedExecution) {
-  api::Job j = Accepted();
-  Facts f = Busy(With(AdapterCall::kObserve, Obs(ExecutionPhase::kRunning), kNow + seconds(6)));
+// The round's write failed: the next round writes the references first, with Scheduled=True at
+// the Ensure's time, and only then Observes.
+TEST(DecideExecutionReport, AReportThatDidNotLandIsTheNextRoundsFirstWrite) {
+  Facts f = Busy(NowOnly(kNow + seconds(4)));
   f.unreportedExecution = UnreportedExecution{PendingWithReferences().references, kNow};
-  Plan p = Decide(j, f);
+  Plan p = Decide(Accepted(), f);
   ASSERT_TRUE(p.status);
-  EXPECT_FALSE(p.unreportedExecution);
   EXPECT_EQ(p.status->execution->references, PendingWithReferences().references);
-  const api::Condition* scheduled = ScheduledOf(*p.status);
-  ASSERT_NE(scheduled, nullptr);
-  EXPECT_EQ(scheduled->status, ConditionStatus::kTrue);
-  EXPECT_EQ(scheduled->lastTransitionTime, kNow);  // when it was created, not when reported
-  EXPECT_EQ(p.status->startTime, kNow + seconds(6));
-  EXPECT_EQ(SucceededOf(*p.status), "Unknown/Running");
-  EXPECT_THAT(p.events, Contains(Event{Event::Type::kNormal, "Started", "The task started"}));
+  EXPECT_EQ(ScheduledOf(*p.status)->lastTransitionTime, kNow);  // when it was created
+  EXPECT_EQ(p.call, AdapterCall::kObserve);
 }
 
 TEST(DecideExecutionReport, AnExecutionThatStartedAtOnceIsReportedWithItsStart) {
@@ -878,18 +858,7 @@ TEST(DecideExecutionReport, AnExecutionThatStartedAtOnceIsReportedWithItsStart) 
   Plan p = Decide(Accepted(), Busy(With(AdapterCall::kEnsure, running)));
   ASSERT_TRUE(p.status);
   EXPECT_TRUE(p.status->startTime);
-  EXPECT_FALSE(p.unreportedExecution);
-}
-
-TEST(DecideExecutionReport, NoLongerThanTheLimit) {
-  Facts f = Busy(
-      With(AdapterCall::kObserve, Obs(ExecutionPhase::kPending), kNow + kMaxExecutionReportDelay));
-  f.unreportedExecution = UnreportedExecution{PendingWithReferences().references, kNow};
-  Plan p = Decide(Accepted(), f);
-  ASSERT_TRUE(p.status);
-  EXPECT_EQ(p.status->execution->references, PendingWithReferences().references);
-  EXPECT_EQ(ScheduledOf(*p.status)->lastTransitionTime, kNow);
-  EXPECT_FALSE(p.unreportedExecution);
+  EXPECT_TRUE(api::IsConditionTrue(p.status->conditions, api::kConditionScheduled));
 }
 
 TEST(DecideExecutionReport, AWaitingReasonIsWrittenWithTheReferences) {
@@ -915,7 +884,6 @@ TEST(DecideExecutionReport, ACallIsNeverMadeWithTheExecutionUnreported) {
     EXPECT_EQ(p.call, AdapterCall::kCancel);
     ASSERT_TRUE(p.status);
     EXPECT_EQ(p.status->execution->references, PendingWithReferences().references);
-    EXPECT_FALSE(p.unreportedExecution);
   }
 }
 
@@ -943,7 +911,7 @@ api::Job Unaccepted() {
 
 Facts Resolving(bool busy, bool recordsAcceptance) {
   Facts f = NowOnly();
-  f.deferExecutionReport = busy;
+  f.backlog = busy;
   f.resolution = Resolution::Resolved(
       api::ResolvedJobClass{"standard", "c1", "execution.ayatori.ddupan.top/kubernetes", {}, {}},
       api::ResourceRequirements{}, "kubernetes");
@@ -996,28 +964,39 @@ TEST(DecideAcceptance, OtherwiseTheAcceptanceIsWrittenFirst) {
   EXPECT_FALSE(d.unwrittenAcceptance);
 }
 
-// The reconciler decides the next round on the unwritten acceptance (the Job's status holds it
-// in memory): the execution's report and the acceptance go with the Job's next write.
-TEST(DecideAcceptance, TheNextWriteCarriesTheAcceptanceAndTheExecution) {
+// The reconciler decides the rest of the round on the unwritten acceptance (the Job's status
+// holds it in memory): the write right after the create carries the acceptance and the
+// execution's report together.
+TEST(DecideAcceptance, TheWriteAfterTheCreateCarriesTheAcceptanceAndTheExecution) {
   api::Job j = Unaccepted();
   Plan p = Decide(j, Resolving(true, true));
   ASSERT_TRUE(p.unwrittenAcceptance);
   api::Job known = j;
   known.status = *p.unwrittenAcceptance;
   Plan ensured = Decide(known, Busy(With(AdapterCall::kEnsure, PendingWithReferences())));
-  EXPECT_FALSE(ensured.status);
-  ASSERT_TRUE(ensured.unreportedExecution);
-  Facts started =
-      Busy(With(AdapterCall::kObserve, Obs(ExecutionPhase::kRunning), kNow + seconds(5)));
-  started.unreportedExecution = ensured.unreportedExecution;
-  Plan start = Decide(known, started);
-  ASSERT_TRUE(start.status);
-  EXPECT_TRUE(api::IsConditionTrue(start.status->conditions, api::kConditionAccepted));
-  EXPECT_TRUE(api::IsConditionTrue(start.status->conditions, api::kConditionScheduled));
-  EXPECT_EQ(start.status->startTime, kNow + seconds(5));
-  EXPECT_EQ(start.status->resolvedJobClass, p.unwrittenAcceptance->resolvedJobClass);
-  // The API server sees one write from no status to Running: every invariant holds across it.
-  EXPECT_THAT(CheckInvariants(j.status, *start.status), IsEmpty());
+  ASSERT_TRUE(ensured.status);
+  EXPECT_FALSE(ensured.unwrittenAcceptance);
+  EXPECT_TRUE(api::IsConditionTrue(ensured.status->conditions, api::kConditionAccepted));
+  EXPECT_TRUE(api::IsConditionTrue(ensured.status->conditions, api::kConditionScheduled));
+  EXPECT_EQ(ensured.status->execution->references, PendingWithReferences().references);
+  EXPECT_EQ(ensured.status->resolvedJobClass, p.unwrittenAcceptance->resolvedJobClass);
+  // The API server sees one write from no status to Scheduled: every invariant holds across it.
+  EXPECT_THAT(CheckInvariants(j.status, *ensured.status), IsEmpty());
+}
+
+// The matrix's cancel-during-backlog race, decided on the fresh Job the create's confirmation
+// read: a Job cancelled before its acceptance was written ends Cancelled without an execution
+// and without an acceptance.
+TEST(DecideAcceptance, AJobCancelledBeforeItsCreateEndsWithoutAnExecution) {
+  api::Job cancelled = Unaccepted();
+  cancelled.spec.desiredState = api::DesiredState::kCancelled;
+  Plan p = Decide(cancelled, Resolving(true, true));
+  EXPECT_EQ(p.call, AdapterCall::kNone);
+  EXPECT_FALSE(p.unwrittenAcceptance);
+  ASSERT_TRUE(p.status);
+  EXPECT_EQ(SucceededOf(*p.status), "False/Cancelled");
+  EXPECT_FALSE(api::IsConditionTrue(p.status->conditions, api::kConditionAccepted));
+  EXPECT_FALSE(p.status->execution && !p.status->execution->references.empty());
 }
 
 }  // namespace

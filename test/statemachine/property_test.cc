@@ -302,25 +302,30 @@ TEST(StateMachineProperty, RandomHistoriesKeepEveryInvariant) {
     total.unreportedExecutions += c.unreportedExecutions;
     total.carriedAcceptances += c.carriedAcceptances;
     total.acceptancesReadBack += c.acceptancesReadBack;
+    total.createsNotConfirmed += c.createsNotConfirmed;
   }
   RecordProperty("jobs", jobs);
   RecordProperty("rounds", total.rounds);
   std::printf(
       "%d jobs, %d rounds, %d crashes, %d conflicts, %d stale reads, %d injected API failures, "
       "%d finalizer removals, %d TTL deletions, %d rounds leaving an execution unreported, %d "
-      "Ensures carrying the acceptance, %d acceptances read back from an execution\n",
+      "creates carrying the acceptance, %d acceptances read back from an execution, %d creates "
+      "refused by the fresh read (the Job changed since the decision)\n",
       jobs, total.rounds, total.crashes, total.conflicts, total.staleReads, total.injectedFailures,
       total.finalizerRemovals, total.ttlDeletions, total.unreportedExecutions,
-      total.carriedAcceptances, total.acceptancesReadBack);
+      total.carriedAcceptances, total.acceptancesReadBack, total.createsNotConfirmed);
   EXPECT_GT(total.crashes, 100);
   EXPECT_GT(total.conflicts, 100);
   EXPECT_GT(total.staleReads, 50);
   EXPECT_GT(total.injectedFailures, 100);
   EXPECT_GT(total.finalizerRemovals, 100);
   EXPECT_GT(total.ttlDeletions, 50);
-  EXPECT_GT(total.unreportedExecutions, 50);
+  EXPECT_GT(total.unreportedExecutions, 0);  // a status write after a create failed
+  // The cancel/delete-during-backlog race: a round decided to create on a copy older than a
+  // cancel, a deletion or another change, and the fresh read before the create refused it.
+  EXPECT_GT(total.createsNotConfirmed, 10);
   EXPECT_GT(total.carriedAcceptances, 50);
-  EXPECT_GT(total.acceptancesReadBack, 10);
+  EXPECT_GT(total.acceptancesReadBack, 5);  // a crash between the create and its write
   // The histories must actually exercise the interesting paths, or the test proves little.
   EXPECT_GT(jobs, kSeeds * 10);
   for (const char* reason : {"Completed", "ProcessFailed", "OOMKilled", "ImagePullFailed",

@@ -74,6 +74,10 @@ int FakeBackend::Calls(AdapterCall call, const std::string& uid) const {
   return it == calls_.end() ? 0 : it->second;
 }
 
+bool FakeBackend::WouldCreate(const std::string& uid) const {
+  return !unreachable && rejectOnEnsure.empty() && Find(uid) == nullptr;
+}
+
 Observation FakeBackend::Ensure(const api::Job& job, Time now, const std::string& acceptance) {
   const std::string& uid = job.metadata.uid;
   ++calls_[{AdapterCall::kEnsure, uid}];
@@ -227,7 +231,16 @@ Observation FakeAdapter::Refused() {
 }
 
 Observation FakeAdapter::Ensure(const ExecutionRequest& request) {
-  if (!gate_(AdapterCall::kEnsure, request.job.metadata.uid, &request)) return Refused();
+  const std::string& uid = request.job.metadata.uid;
+  if (!gate_(AdapterCall::kEnsure, uid, &request)) return Refused();
+  if (backend_.WouldCreate(uid)) {
+    // As every adapter: the controller's fresh confirmation right before the create.
+    if (!request.CreateConfirmed()) {
+      ++backend_.createsNotConfirmed;
+      return NotCreated();
+    }
+    if (onCreate_) onCreate_(request);
+  }
   return backend_.Ensure(request.job, Now(), request.acceptance);
 }
 
@@ -714,9 +727,11 @@ Harness::Harness() : clock(At(1'700'000'000)), api(server) {
   LogTap::Install();
   server.SetClock(&clock);
   adapter_ = std::make_shared<FakeAdapter>(
-      backend, clock, [this](AdapterCall call, const std::string& uid, const ExecutionRequest* r) {
+      backend, clock,
+      [this](AdapterCall call, const std::string& uid, const ExecutionRequest* r) {
         return GateCall(call, uid, r);
-      });
+      },
+      [this](const ExecutionRequest& r) { CheckCreate(r); });
   AdapterDescriptor descriptor;
   descriptor.controllerName = kFakeControllerName;
   descriptor.enforces = Enforcement::Everything();
@@ -815,64 +830,68 @@ void Harness::Step() {
   if (options_.crashAfterSteps && steps_ >= *options_.crashAfterSteps) dead_ = true;
 }
 
-bool Harness::GateCall(AdapterCall call, const std::string& uid, const ExecutionRequest* request) {
+bool Harness::GateCall(AdapterCall call, const std::string& uid,
+                       const ExecutionRequest* /*request*/) {
   if (dead_ || round_ == nullptr) return false;
-  if (!round_->calls.empty() && Rank(call) <= Rank(round_->calls.back())) {
+  // An Ensure whose create the fresh read refused is decided again, on the newer Job: the one
+  // call that may follow a call of its own rank.
+  const bool afterRefusedCreate = call == AdapterCall::kEnsure && !round_->calls.empty() &&
+                                  round_->calls.back() == AdapterCall::kEnsure &&
+                                  backend.createsNotConfirmed > round_->createsNotConfirmed;
+  round_->createsNotConfirmed = backend.createsNotConfirmed;
+  if (!round_->calls.empty() && Rank(call) <= Rank(round_->calls.back()) && !afterRefusedCreate) {
     Fail(uid + ": " + AdapterCallName(call) + " after " + AdapterCallName(round_->calls.back()) +
          " in one round");
   }
-  if (call == AdapterCall::kEnsure && request != nullptr) CheckEnsure(*request);
   round_->calls.push_back(call);
   Step();  // the call is made; a crash after it stops what follows
   return true;
 }
 
-void Harness::CheckEnsure(const ExecutionRequest& request) {
+// Right before the backend creates an execution (FakeAdapter::Ensure, after confirmCreate
+// allowed it): the spec's rule that nothing is created for a Job that is cancelled, deleted or
+// replaced holds against the API server's Job at this very moment, in every path (a busy round
+// carrying the acceptance included).
+void Harness::CheckCreate(const ExecutionRequest& request) {
   const api::Job& job = request.job;
   const std::string& uid = job.metadata.uid;
+  if (!request.confirmCreate) Fail(uid + ": create without confirmCreate");
   std::optional<api::Job> current = api.Get(job.metadata.name);
   if (!current || current->metadata.uid != uid) {
-    Fail(uid + ": Ensure for a Job the API server no longer has");
+    Fail(uid + ": create for a Job the API server no longer has");
     return;
   }
-  if (!HasFinalizer(*current)) Fail(uid + ": Ensure without the finalizer");
+  if (!HasFinalizer(*current)) Fail(uid + ": create without the finalizer");
+  if (job.metadata.resourceVersion != current->metadata.resourceVersion) {
+    Fail(uid + ": create decided on a stale copy of the Job (resourceVersion " +
+         job.metadata.resourceVersion + ", the server has " + current->metadata.resourceVersion +
+         ")");
+  }
+  if (!(job.spec == current->spec)) Fail(uid + ": create without the Job's whole spec");
+  if (current->spec.desiredState == api::DesiredState::kCancelled) {
+    Fail(uid + ": create after desiredState=Cancelled");
+  }
+  if (current->metadata.deletionTimestamp) Fail(uid + ": create while deleting");
   if (!request.acceptance.empty()) {
     ++counters_.carriedAcceptances;
-    // An Ensure that carries the acceptance (a busy round, statemachine.h): the create is the
-    // round's only request, made from the cache's copy; the acceptance must be whole, and a
-    // cancel or deletion that copy missed is acted on by the next round (checked by the
-    // properties that follow: nothing ends Cancelled while it runs, nothing is left behind).
+    // The create carries the acceptance (a busy round, statemachine.h): it must be whole, and
+    // one the API server does not have yet.
     auto parsed = nlohmann::json::parse(request.acceptance, nullptr, false);
     auto status = parsed.is_discarded()
                       ? StatusOr<api::JobStatus>(Status(StatusCode::kInvalidArgument, "not JSON"))
                       : api::JobStatusFromJson(parsed);
     if (!status.ok() || !api::IsConditionTrue(status->conditions, api::kConditionAccepted) ||
         !status->resolvedJobClass || !(status->resolvedJobClass == job.status.resolvedJobClass)) {
-      Fail(uid + ": Ensure carrying an acceptance that is not the Job's: " + request.acceptance);
+      Fail(uid + ": create carrying an acceptance that is not the Job's: " + request.acceptance);
     }
     if (api::IsConditionTrue(current->status.conditions, api::kConditionAccepted)) {
-      Fail(uid + ": Ensure carrying an acceptance the API server already has (copy " +
-           job.metadata.resourceVersion + ", server " + current->metadata.resourceVersion + ")");
-    }
-    if (!(job.spec == current->spec) && current->metadata.generation == job.metadata.generation) {
-      Fail(uid + ": Ensure without the Job's whole spec");
+      Fail(uid + ": create carrying an acceptance the API server already has");
     }
     return;
   }
-  // The protocol: Ensure acts on the Job as the API server has it, not on a cache copy.
-  if (job.metadata.resourceVersion != current->metadata.resourceVersion) {
-    Fail(uid + ": Ensure from a stale copy of the Job (resourceVersion " +
-         job.metadata.resourceVersion + ", the server has " + current->metadata.resourceVersion +
-         ")");
-  }
-  if (!(job.spec == current->spec)) Fail(uid + ": Ensure without the Job's whole spec");
-  if (current->spec.desiredState == api::DesiredState::kCancelled) {
-    Fail(uid + ": Ensure after desiredState=Cancelled");
-  }
-  if (current->metadata.deletionTimestamp) Fail(uid + ": Ensure while deleting");
   if (!api::IsConditionTrue(current->status.conditions, api::kConditionAccepted) ||
       !current->status.resolvedJobClass) {
-    Fail(uid + ": Ensure before Accepted=True and resolvedJobClass were persisted");
+    Fail(uid + ": create before Accepted=True and resolvedJobClass were persisted");
   }
 }
 
@@ -995,6 +1014,7 @@ RoundReport Harness::Reconcile(const std::string& name, RoundOptions options) {
     ++counters_.unreportedExecutions;
   }
   counters_.acceptancesReadBack = backend.acceptancesReadBack;
+  counters_.createsNotConfirmed = backend.createsNotConfirmed;
   if (rep.crashed) {
     ++counters_.crashes;
     // A restarted controller lists anew: its cache has every write the old one made.

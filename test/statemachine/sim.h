@@ -83,6 +83,7 @@ class FakeBackend {
   double staleObserveProbability = 0;   // Observe returns the previous observation
   std::mt19937_64* rng = nullptr;
   int acceptancesReadBack = 0;  // RecordedAcceptance answers that found one
+  int createsNotConfirmed = 0;  // Ensures whose create the controller's fresh read refused
 
   // `acceptance`: ExecutionRequest::acceptance, stored with a created execution.
   Observation Ensure(const api::Job& job, Time now, const std::string& acceptance = "");
@@ -100,6 +101,8 @@ class FakeBackend {
   void Hold(const std::string& uid, std::string reason, std::string message);
 
   const FakeExecution* Find(const std::string& uid) const;
+  // An Ensure of `uid` now would create its execution (none exists, the backend answers).
+  bool WouldCreate(const std::string& uid) const;
   bool Live(const std::string& uid) const;  // exists and not stopped
   int Creates(const std::string& uid) const;
   int Calls(AdapterCall call, const std::string& uid) const;
@@ -126,8 +129,10 @@ class FakeAdapter final : public Adapter {
  public:
   using Gate = std::function<bool(AdapterCall call, const std::string& uid,
                                   const ExecutionRequest* request)>;
-  FakeAdapter(FakeBackend& backend, const Clock& clock, Gate gate)
-      : backend_(backend), clock_(clock), gate_(std::move(gate)) {}
+  // Called right before the backend creates an execution, after confirmCreate allowed it.
+  using CreateCheck = std::function<void(const ExecutionRequest& request)>;
+  FakeAdapter(FakeBackend& backend, const Clock& clock, Gate gate, CreateCheck onCreate = {})
+      : backend_(backend), clock_(clock), gate_(std::move(gate)), onCreate_(std::move(onCreate)) {}
 
   std::string Name() const override { return "fake"; }
   Status Start(std::function<void(const std::string&, const std::string&)> /*notify*/) override {
@@ -150,6 +155,7 @@ class FakeAdapter final : public Adapter {
   FakeBackend& backend_;
   const Clock& clock_;
   Gate gate_;
+  CreateCheck onCreate_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -230,9 +236,10 @@ struct RoundReport {
   bool aborted = false;  // the round ended on an error (a refused write, an injected failure)
   bool crashed = false;
   std::vector<AdapterCall> calls;
-  int statusWrites = 0;     // accepted by the server
-  int finalizerWrites = 0;  // accepted by the server
-  int freshReads = 0;       // GETs of the Job (before Ensure, before a TTL deletion)
+  int createsNotConfirmed = 0;  // Ensures whose create the fresh read refused (decided again)
+  int statusWrites = 0;         // accepted by the server
+  int finalizerWrites = 0;      // accepted by the server
+  int freshReads = 0;           // GETs of the Job (before Ensure, before a TTL deletion)
   bool ttlDeleted = false;
   // What the reconciler answered.
   std::optional<std::chrono::seconds> requeueAfter;
@@ -286,8 +293,9 @@ class Harness {
   struct Counters {
     int rounds = 0, crashes = 0, conflicts = 0, staleReads = 0, injectedFailures = 0,
         finalizerRemovals = 0, ttlDeletions = 0;
-    int unreportedExecutions = 0;  // rounds that ended with the execution left unreported
-    int carriedAcceptances = 0;    // Ensures carrying an acceptance not written yet
+    int unreportedExecutions = 0;  // rounds that ended with the execution's report not written
+    int carriedAcceptances = 0;    // creates carrying an acceptance not written yet
+    int createsNotConfirmed = 0;   // creates refused: the Job changed since the decision
     int acceptancesReadBack = 0;   // acceptances found with an execution (after a restart)
   };
   const Counters& counters() const { return counters_; }
@@ -303,7 +311,7 @@ class Harness {
   // A new reconciler: a controller process that remembers nothing.
   void StartReconciler();
   bool GateCall(AdapterCall call, const std::string& uid, const ExecutionRequest* request);
-  void CheckEnsure(const ExecutionRequest& request);
+  void CheckCreate(const ExecutionRequest& request);
   bool Dead() const { return dead_; }
   void Step();  // a write was accepted or a call made: counts towards crashAfterSteps
   void OnLogLine(const std::string& line);

@@ -433,6 +433,9 @@ Observation DockerAdapter::EnsureExecution(const ExecutionRequest& request) {
   if (auto failure = EnsureImage(target->client, request, target->params)) return *failure;
   auto body = BuildCreateBody(request, target->params);
   if (!body.ok()) return Failed(kReasonBackendRejected, body.status().message());
+  // Last, right before the create (after a pull that may have taken minutes): the controller's
+  // fresh read of the Job.
+  if (!request.CreateConfirmed()) return NotCreated();
   auto r = client.Call(
       "POST", "/containers/create?name=" + EngineClient::Escape(ContainerName(uid)), body->dump());
   if (!r.ok()) return Unreachable(r.status());

@@ -397,6 +397,9 @@ Observation KubernetesAdapter::Ensure(const ExecutionRequest& request) {
   if (!params.ok()) return Rejected(params.status().message());
   if (Status s = ValidateRequest(request, *params); !s.ok()) return Rejected(s.message());
 
+  // Last, right before the create: the controller's fresh read of the Job (no execution for a
+  // Job cancelled or deleted since the decision).
+  if (!request.CreateConfirmed()) return NotCreated();
   WriteOptions wo;
   wo.fieldManager = options_.fieldManager;
   auto created =

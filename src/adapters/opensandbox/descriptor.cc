@@ -11,6 +11,7 @@ AdapterDescriptor Descriptor() {
   d.parameters = ParametersKind{api::kGroup, api::kVersion, kParametersKind,
                                 "opensandboxexecutionparameters", EnforcedParameterFields()};
   d.resolvesEnvReferences = false;
+  d.runsImageEntrypoint = false;  // execd runs a command line: spec.task.command is required
   d.enforces = {.memoryLimit = true,
                 .cpuLimit = true,
                 .egressDeny = false,

@@ -519,6 +519,8 @@ Observation OpenSandboxAdapter::EnsureExecution(const ExecutionRequest& request)
   if (!body.ok()) {
     return Failed(kReasonBackendRejected, body.status().message());
   }
+  // Last, right before the create: the controller's fresh read of the Job.
+  if (!request.CreateConfirmed()) return NotCreated();
   auto r = client.Call("POST", "/sandboxes", body->dump(), options_.timeouts.create);
   if (!r.ok()) {
     // The server may have created it: the next Ensure lists by UID before creating.

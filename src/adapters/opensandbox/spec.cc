@@ -173,10 +173,10 @@ std::map<std::string, std::string> PinnedFields(const nlohmann::json& parameters
 Status ValidateRequest(const ExecutionRequest& request,
                        const OpenSandboxExecutionParameters& params) {
   const auto& task = request.job.spec.task;
-  if (task.command.empty() && task.args.empty()) {
+  if (task.command.empty()) {  // refused at acceptance first (runsImageEntrypoint = false)
     return Invalid(
         "OpenSandbox runs the task as a command in a sandbox, not the image's entrypoint: "
-        "spec.task.command (or args) is required");
+        "spec.task.command is required");
   }
   if (task.image.empty()) return Invalid("spec.task.image is required");
   if (params.sandboxTimeoutSeconds != 0 && params.sandboxTimeoutSeconds < kMinSandboxTimeout) {

@@ -104,6 +104,7 @@ Observation InProcessTestAdapter::Ensure(const ExecutionRequest& request) {
   if (unreachable_) return Unreachable();
   auto it = executions_.find(uid);
   if (it == executions_.end()) {
+    if (!request.CreateConfirmed()) return NotCreated();
     Execution e;
     e.namespace_ = request.job.metadata.namespace_;
     e.name = request.job.metadata.name;

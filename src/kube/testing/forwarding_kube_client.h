@@ -52,6 +52,7 @@ class ForwardingKubeClient : public KubeClient {
                 const DeleteOptions& options) override {
     return inner_.Delete(ref, ns, name, options);
   }
+  void ReserveRequests(int count) override { inner_.ReserveRequests(count); }
   Status Watch(const ResourceRef& ref, std::string_view ns, const WatchOptions& options,
                std::stop_token stop, const WatchHandler& handler) override {
     return inner_.Watch(ref, ns, options, std::move(stop), handler);
