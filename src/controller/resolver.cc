@@ -176,14 +176,13 @@ StatusOr<Resolution> ResolveJob(const api::Job& job, const ClusterCache& cache,
   }
 
   const std::string& ns = job.metadata.namespace_;
-  // Every backend waits alike for a missing object or key (spec: the Job stays unaccepted and
-  // says so in a condition), so the keys are checked for all of them: each referenced object is
-  // read once here (ReferenceReader keeps its key names only, by resourceVersion). A backend that
-  // resolves the references itself (descriptor resolvesEnvReferences, e.g. a kubelet on its
-  // node) still gets them unread in its request; other adapters get the values from the
-  // controller when the request is built.
+  // A backend that resolves the references itself (descriptor resolvesEnvReferences, e.g. a
+  // kubelet on its node) gets them unread: only their existence is checked, in the metadata
+  // cache (spec: the controller does not read them; a missing key is the kubelet's to find, and
+  // the Job then waits as Scheduling with CreateContainerConfigError, docs/api.md). Other adapters get the values from the controller: each object is read once here to
+  // check its keys, and again when the request is built.
   const bool passesReferences = descriptor->resolvesEnvReferences;
-  ReferenceReader* keyReader = &reader;
+  ReferenceReader* keyReader = passesReferences ? nullptr : &reader;
   for (const auto& env : job.spec.task.env) {
     if (!env.valueFrom) continue;
     if (env.valueFrom->secretKeyRef) {

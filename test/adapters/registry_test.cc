@@ -142,6 +142,26 @@ TEST(RefusedAtAcceptanceTest, NotEnforceableFirstThenTheDescriptorsRefusal) {
 
 // The Docker descriptor refuses a plain-HTTP engine endpoint as InsecureEndpoint, also when the
 // endpoint comes from --docker-endpoint (a spec override laid over the parameters as read).
+// A backend that runs a command line (OpenSandbox) never takes args for the program: a Job
+// without spec.task.command is refused at acceptance with CommandRequired (issue 24, docs/api.md).
+TEST(RefusedAtAcceptanceTest, ABackendThatCannotRunTheEntrypointRequiresACommand) {
+  AdapterDescriptor d;
+  d.controllerName = "execution.ayatori.ddupan.top/opensandbox";
+  d.runsImageEntrypoint = false;
+  api::Job job;
+  job.spec.task.image = "busybox";
+  job.spec.task.args = {"echo", "hi"};
+  auto refused = RefusedAtAcceptance(d, "sb", nlohmann::json::object(), {}, job);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->reason, kReasonCommandRequired);
+  EXPECT_NE(refused->message.find("spec.task.command"), std::string::npos) << refused->message;
+  job.spec.task.command = {"/bin/echo"};
+  EXPECT_FALSE(RefusedAtAcceptance(d, "sb", nlohmann::json::object(), {}, job).has_value());
+  d.runsImageEntrypoint = true;  // the other backends run the entrypoint with the args
+  job.spec.task.command.clear();
+  EXPECT_FALSE(RefusedAtAcceptance(d, "k8s", nlohmann::json::object(), {}, job).has_value());
+}
+
 TEST(RefusedAtAcceptanceTest, DockerRefusesPlainHttpEndpointsAsInsecureEndpoint) {
   const api::Job job = PlainJob();
   auto refusal = [&](const AdapterDescriptor& d, const json& spec) {

@@ -64,4 +64,23 @@ TEST(TokenBucketTest, WaitReturnsFalseWhenStopped) {
 }
 
 }  // namespace
+// ReserveRequests: several tokens taken at once (a read and the create that must follow it), and
+// the unused ones given back.
+TEST(TokenBucketTest, ReservesSeveralTokensAtOnceAndTakesBackTheUnused) {
+  FakeClock clock;
+  TokenBucket bucket(10, 2, clock);
+  EXPECT_EQ(bucket.Reserve(2), std::chrono::nanoseconds(0));  // the whole burst
+  EXPECT_FALSE(bucket.TryAccept());
+  bucket.GiveBack(1);
+  EXPECT_TRUE(bucket.TryAccept());
+  EXPECT_FALSE(bucket.TryAccept());
+  // Two more now wait two refill intervals (100 ms each at 10 qps).
+  EXPECT_EQ(bucket.Reserve(2), std::chrono::milliseconds(200));
+  bucket.GiveBack(100);  // never more than the burst
+  clock.Advance(std::chrono::seconds(10));
+  EXPECT_TRUE(bucket.TryAccept());
+  EXPECT_TRUE(bucket.TryAccept());
+  EXPECT_FALSE(bucket.TryAccept());
+}
+
 }  // namespace ayatori::kube

@@ -350,6 +350,7 @@ TEST(Decide, ABackendAnsweringAgainReplacesBackendUnreachableInTheEpisode) {
   EXPECT_EQ(api::FindCondition(p.status->conditions, api::kConditionSucceeded)->message,
             "BackendUnreachable: docker engine unreachable: Couldn't connect to server "
             "(ResultUnknown episode 1)");
+  EXPECT_EQ(p.status->resultUnknownCause, kReasonBackendUnreachable);
   j.status = *p.status;
 
   Observation lost = Obs(ExecutionPhase::kUnknown);
@@ -363,6 +364,7 @@ TEST(Decide, ABackendAnsweringAgainReplacesBackendUnreachableInTheEpisode) {
             "ExitStatusLost: The engine reports the task ended with exit code 255 (ResultUnknown "
             "episode 1)");
   EXPECT_TRUE(p.events.empty()) << "the same episode: no second ResultUnknown Event";
+  EXPECT_EQ(p.status->resultUnknownCause, "ExitStatusLost");
   j.status = *p.status;
 
   // From then on the message stays, whatever comes: unreachable again, or other words.
@@ -372,6 +374,68 @@ TEST(Decide, ABackendAnsweringAgainReplacesBackendUnreachableInTheEpisode) {
   other.reason = "UnexpectedBackendState";
   p = Decide(j, With(AdapterCall::kObserve, other));
   EXPECT_FALSE(p.status);
+}
+
+// Condition messages are free text (spec): the episode's cause is read from
+// status.resultUnknownCause. A message that reads like "BackendUnreachable: ..." written by
+// someone else changes nothing; the structured cause does.
+TEST(Decide, TheResultUnknownCauseIsReadFromItsFieldNotFromTheMessage) {
+  api::Job j = Running(kNow - seconds(5));
+  Observation unreachable = Obs(ExecutionPhase::kUnknown);
+  unreachable.reason = kReasonBackendUnreachable;
+  Plan p = Decide(j, With(AdapterCall::kObserve, unreachable));
+  ASSERT_TRUE(p.status);
+  j.status = *p.status;
+  Observation lost = Obs(ExecutionPhase::kUnknown);
+  lost.reason = "ExitStatusLost";
+  api::Job worded = j;  // the message says unreachable, the cause field says otherwise
+  worded.status.resultUnknownCause = "SomethingElse";
+  EXPECT_FALSE(Decide(worded, With(AdapterCall::kObserve, lost)).status);
+  api::Job unworded = j;  // the message says nothing of it, the field does
+  for (api::Condition& c : unworded.status.conditions) {
+    if (c.type == api::kConditionSucceeded) c.message = "free text";
+  }
+  p = Decide(unworded, With(AdapterCall::kObserve, lost));
+  ASSERT_TRUE(p.status);
+  EXPECT_EQ(p.status->resultUnknownCause, "ExitStatusLost");
+}
+
+// The class policies a Job's spec does not name are shown where its reader looks: the Accepted
+// message (TTL default or cap, start timeout), status.resolvedJobClass.startTimeoutSeconds and
+// status.ttlSecondsAfterFinished, and a TTLCapped Warning when an edited TTL is capped.
+TEST(Decide, ClassPoliciesAreShownToTheJobsReader) {
+  api::Job j = NewJob();
+  j.metadata.finalizers = {api::kFinalizer};
+  j.spec.ttlSecondsAfterFinished = 100000;
+  Facts f = NowOnly();
+  api::ResolvedJobClass cls{"standard", "c1", "execution.ayatori.ddupan.top/docker", {}, {}};
+  cls.ttlSecondsAfterFinished = api::TtlPolicy{3600, 86400};
+  cls.startTimeoutSeconds = 600;
+  f.resolution = Resolution::Resolved(cls, api::ResourceRequirements{}, "docker");
+  Plan p = Decide(j, f);
+  ASSERT_TRUE(p.status);
+  const api::Condition* accepted =
+      api::FindCondition(p.status->conditions, api::kConditionAccepted);
+  ASSERT_NE(accepted, nullptr);
+  EXPECT_THAT(accepted->message, HasSubstr("TTL 86400 s after finishing"));
+  EXPECT_THAT(accepted->message, HasSubstr("capped at the class maximum"));
+  EXPECT_THAT(accepted->message, HasSubstr("within 600 s"));
+  EXPECT_EQ(p.status->ttlSecondsAfterFinished, 86400);
+  EXPECT_EQ(p.status->resolvedJobClass->startTimeoutSeconds, 600);
+  j.status = *p.status;
+  // The start timeout recorded at acceptance holds without the class (Facts::startTimeout unset).
+  Plan late = Decide(j, NowOnly(kNow + seconds(601)));
+  EXPECT_EQ(late.call, AdapterCall::kCancel);
+  // An edit of the spec's TTL that the class caps: a Warning says so.
+  api::Job edited = j;
+  edited.spec.ttlSecondsAfterFinished = 200000;
+  edited.status.ttlSecondsAfterFinished = 50;  // as if it had been another value before
+  Plan capped = Decide(edited, NowOnly());
+  ASSERT_TRUE(capped.status);
+  EXPECT_EQ(capped.status->ttlSecondsAfterFinished, 86400);
+  bool warned = false;
+  for (const Event& e : capped.events) warned |= e.reason == "TTLCapped";
+  EXPECT_TRUE(warned);
 }
 
 // A confirmation left on the Job after its episode ended (the execution was found again) must not

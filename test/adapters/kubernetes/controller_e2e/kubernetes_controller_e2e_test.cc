@@ -17,13 +17,19 @@
 #include <ctime>
 #include <functional>
 #include <iostream>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "ayatori/kube_client.h"
+#include "kube/config.h"
+#include "kube/rest_client.h"
 #include "test/support/controller_process.h"
 #include "test/support/process.h"
 #include "test/support/testenv.h"
@@ -801,6 +807,151 @@ TEST_F(KubernetesControllerE2E, ControllerKilledBeforeWritingTheAcceptanceReadsI
     EXPECT_EQ(BatchJobsOf(ns_, Str(job, "/metadata/uid")).size(), 1u) << Describe(job);
   }
   Kubectl({"delete", "jobclass", carryClass});
+}
+
+// The spec: no execution is created once desiredState=Cancelled. 500 Jobs at once on a controller
+// held to 30 requests/s (so it is far behind), half of them cancelled while most have no batch
+// Job yet: no cancelled Job's batch Job may be created after its cancel was written. "After" is
+// the order of the API server's writes: both resourceVersions are etcd revisions of the one etcd
+// of this control plane, compared as numbers (a test-only reading of an opaque field). The
+// batch Jobs' creations are seen by a watch started before the Jobs exist, so each ADDED event
+// carries the object at its creation's revision.
+TEST_F(KubernetesControllerE2E, CancelDuringABacklogNeverGetsABatchJobAfterTheCancel) {
+  constexpr int kJobCount = 500;
+  kube::ConfigLoadOptions load;
+  load.kubeconfigPath = TestenvVar("KUBECONFIG");
+  auto config = kube::LoadConfig(load);
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  kube::RestClientOptions clientOptions;
+  clientOptions.qps = 500;
+  clientOptions.burst = 500;
+  clientOptions.userAgent = "ayatori-e2e-cancel-race";
+  auto client = kube::RestClient::New(*config, clientOptions);
+  const ResourceRef batchJobs{"batch", "v1", "jobs", true};
+  const ResourceRef jobs{"execution.ayatori.ddupan.top", "v1alpha1", "jobs", true};
+  auto revision = [](const json& o) {
+    return std::stoll(o.value("/metadata/resourceVersion"_json_pointer, std::string("0")));
+  };
+
+  controller_.Kill();
+  StartController({"--qps=30", "--burst=30"});
+
+  auto listed = client->List(batchJobs, ns_, ListOptions{});
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  std::mutex mu;
+  std::map<std::string, long long> createdAt;  // Job uid -> revision of its batch Job's create
+  std::stop_source stopWatch;
+  std::thread watcher([&] {
+    WatchOptions wo;
+    wo.resourceVersion = listed->resourceVersion;
+    wo.allowWatchBookmarks = false;
+    while (!stopWatch.stop_requested()) {
+      Status s = client->Watch(batchJobs, ns_, wo, stopWatch.get_token(), [&](WatchEvent&& e) {
+        if (e.type == WatchEventType::kAdded) {
+          const std::string uid =
+              Str(e.object, "/metadata/labels/execution.ayatori.ddupan.top~1job-uid");
+          std::lock_guard lock(mu);
+          createdAt.emplace(uid, revision(e.object));
+        }
+        wo.resourceVersion = Str(e.object, "/metadata/resourceVersion");
+        return !stopWatch.stop_requested();
+      });
+      (void)s;  // a closed stream is resumed from the last revision seen
+    }
+  });
+
+  json list = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", json::array()}};
+  for (int i = 0; i < kJobCount; ++i) {
+    list["items"].push_back(
+        {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
+         {"kind", "Job"},
+         {"metadata", {{"name", "race-" + std::to_string(i)}, {"namespace", ns_}}},
+         {"spec",
+          {{"jobClassName", kClass},
+           {"task",
+            {{"image", "busybox:1.36"},
+             {"command", {"/bin/sh", "-c", "true"}},
+             {"env", Env({{"TESTENV_RUN_FOR", "1s"}})}}}}}});
+  }
+  auto r = Kubectl({"create", "-f", "-"}, list.dump());
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  // Behind: some batch Jobs exist, most do not.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        std::lock_guard lock(mu);
+        return createdAt.size() >= 10;
+      },
+      60s, 20ms))
+      << "the controller created no batch Jobs";
+
+  // Cancel the odd-numbered half from four threads at once; keep each cancel's revision.
+  std::map<std::string, long long> cancelledAt;  // Job name -> revision of its cancel
+  std::map<std::string, std::string> uidOf;
+  {
+    std::vector<std::thread> cancellers;
+    for (int t = 0; t < 4; ++t) {
+      cancellers.emplace_back([&, t] {
+        for (int i = 1 + 2 * t; i < kJobCount; i += 8) {
+          const std::string name = "race-" + std::to_string(i);
+          auto patched = client->Patch(jobs, ns_, name, PatchType::kMerge,
+                                       {{"spec", {{"desiredState", "Cancelled"}}}}, {});
+          std::lock_guard lock(mu);
+          if (!patched.ok()) {
+            ADD_FAILURE() << "cancel " << name << ": " << patched.status().ToString();
+            continue;
+          }
+          cancelledAt[name] = revision(*patched);
+          uidOf[name] = Str(*patched, "/metadata/uid");
+        }
+      });
+    }
+    for (auto& c : cancellers) c.join();
+  }
+  size_t createdBeforeCancels = 0;
+  {
+    std::lock_guard lock(mu);
+    createdBeforeCancels = createdAt.size();
+  }
+
+  for (int i = 0; i < kJobCount; ++i) {
+    json job = WaitForFinished("race-" + std::to_string(i), 300s);
+    if (i % 2 == 0) {
+      EXPECT_EQ(Summary(job, "Succeeded"), "True/Completed") << Describe(job);
+    }
+  }
+  // Every create the watch may still deliver has happened: each Job is finished.
+  stopWatch.request_stop();
+  watcher.join();
+
+  int withoutBatchJob = 0, createdBeforeTheirCancel = 0, createdAfterTheirCancel = 0;
+  for (const auto& [name, cancelRevision] : cancelledAt) {
+    auto created = createdAt.find(uidOf[name]);
+    if (created == createdAt.end()) {
+      ++withoutBatchJob;
+      json job = *GetJob(name);
+      EXPECT_EQ(Summary(job, "Succeeded"), "False/Cancelled") << Describe(job);
+      EXPECT_TRUE(BatchJobsOf(ns_, uidOf[name]).empty()) << name;
+      continue;
+    }
+    if (created->second > cancelRevision) {
+      ++createdAfterTheirCancel;
+      ADD_FAILURE() << name << ": batch Job created at revision " << created->second
+                    << ", after its cancel at revision " << cancelRevision;
+    } else {
+      ++createdBeforeTheirCancel;
+    }
+  }
+  std::cerr << kJobCount << " Jobs, " << cancelledAt.size() << " cancelled; batch Jobs existing "
+            << "when the cancels were done: " << createdBeforeCancels << "; cancelled Jobs without "
+            << "a batch Job: " << withoutBatchJob
+            << ", with one created before the cancel: " << createdBeforeTheirCancel
+            << ", after it: " << createdAfterTheirCancel << "\n";
+  EXPECT_EQ(cancelledAt.size(), static_cast<size_t>(kJobCount / 2));
+  // The race was run: many cancels reached Jobs the controller had not created a batch Job for.
+  EXPECT_GT(withoutBatchJob, kJobCount / 8);
+  EXPECT_EQ(createdAfterTheirCancel, 0);
+  controller_.Kill();
+  StartController();  // at the usual rate, for TearDown's deletion of the 500 Jobs
 }
 
 // ---------------------------------------------------------------------------------------------
