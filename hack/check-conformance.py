@@ -129,7 +129,8 @@ class TestIndex:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("root", nargs="?", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument("root", nargs="?", default=os.path.dirname(here))
     ap.add_argument("--doc", help="the table to check (default: ROOT/docs/conformance.md)")
     ap.add_argument("--strict", action="store_true", help="TBD-24 is an error, not a warning")
     args = ap.parse_args()
@@ -168,9 +169,11 @@ def main():
         if not row["Spec statement"]:
             fail("empty Spec statement")
         if row["Status"] not in STATUSES:
-            fail(f"unknown Status {row['Status']!r} (expected one of {', '.join(sorted(STATUSES))})")
+            known = ", ".join(sorted(STATUSES))
+            fail(f"unknown Status {row['Status']!r} (expected one of {known})")
         if row["Status"] == "deviation" and not row["Notes"].strip():
-            fail("a deviation needs Notes: the decision, its reason and where docs/api.md explains it")
+            fail("a deviation needs Notes: the decision, its reason and where docs/api.md "
+                 "explains it")
 
         impl = backticked(row["Implemented in"])
         if not impl:
