@@ -1,8 +1,8 @@
 // The state machine test matrix (docs/design.md § The test matrix) as a table: one case per row,
 // named after it, each driving the shipped JobReconciler through the Harness (sim.h:
 // FakeKubeClient, FakeAdapter over FakeBackend, FakeClock). The Harness itself checks on every
-// write and call: CheckInvariants, one creation per UID, Ensure only on the current Job and never
-// after desiredState=Cancelled, finalizer removal only without a backend execution, terminal
+// write and call: CheckInvariants, one creation per UID, a create only for the API server's current
+// Job and never after desiredState=Cancelled or deletion, finalizer removal only without a backend execution, terminal
 // results only as the backend reported them; every case ends by asserting no such failure.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -530,6 +530,42 @@ void Unknown_AdminConfirmsLoss() {
   EXPECT_THAT(h.failures(), IsEmpty());
 }
 
+// The cancel-during-backlog race (issue 24): a busy controller decides on its cache's copy of a
+// new Job, older than the cancel the API server already has. The create's confirmation reads the
+// Job fresh, nothing is created, and the Job ends Cancelled without an execution; the same for a
+// Job deleted meanwhile.
+void Cancel_DuringBacklogBeforeTheCreate() {
+  for (const bool deleted : {false, true}) {
+    SCOPED_TRACE(deleted ? "deleted since the copy" : "cancelled since the copy");
+    Harness h;
+    h.useCache = true;
+    h.backlog = true;  // the create would carry the acceptance
+    const std::string uid = h.Create("c", BasicSpec());
+    h.Reconcile("c", CrashAfterSteps(1));  // the finalizer; the cache keeps the copy from before
+    h.SyncCache("c");
+    const api::Job copy = h.Job("c");
+    if (deleted) {
+      ASSERT_TRUE(h.api.Delete("c", uid).ok());
+    } else {
+      h.api.SetCancelled("c");
+    }
+    h.SetCached(copy);  // the informer has not seen the change yet
+    h.Reconcile("c");
+    EXPECT_EQ(h.backend.Creates(uid), 0);
+    EXPECT_EQ(h.backend.createsNotConfirmed, 1);
+    h.SyncCache("c");
+    h.Settle("c");
+    EXPECT_EQ(h.backend.Creates(uid), 0);
+    if (deleted) {
+      EXPECT_FALSE(h.Exists("c"));
+    } else {
+      EXPECT_EQ(StateOf(h, "c"), State::kCancelled);
+      EXPECT_FALSE(api::IsConditionTrue(h.Job("c").status.conditions, api::kConditionAccepted));
+    }
+    EXPECT_THAT(h.failures(), IsEmpty());
+  }
+}
+
 void Cancel_InEachPhase() {
   {
     SCOPED_TRACE("Resolving: confirmed at once, nothing is ever created");
@@ -992,6 +1028,7 @@ const Row kMatrix[] = {
     {"Unknown_BackendBackToRunning", Unknown_BackendBackToRunning},
     {"Unknown_AdminConfirmsLoss", Unknown_AdminConfirmsLoss},
     {"Cancel_InEachPhase", Cancel_InEachPhase},
+    {"Cancel_DuringBacklogBeforeTheCreate", Cancel_DuringBacklogBeforeTheCreate},
     {"Race_CancelVersusSuccess", Race_CancelVersusSuccess},
     {"Deadline_Expiry", Deadline_Expiry},
     {"Deletion_InEachNonTerminalState", Deletion_InEachNonTerminalState},
