@@ -2,8 +2,9 @@
 // named after it, each driving the shipped JobReconciler through the Harness (sim.h:
 // FakeKubeClient, FakeAdapter over FakeBackend, FakeClock). The Harness itself checks on every
 // write and call: CheckInvariants, one creation per UID, a create only for the API server's current
-// Job and never after desiredState=Cancelled or deletion, finalizer removal only without a backend execution, terminal
-// results only as the backend reported them; every case ends by asserting no such failure.
+// Job and never after desiredState=Cancelled or deletion, finalizer removal only without a backend
+// execution, terminal results only as the backend reported them; every case ends by asserting no
+// such failure.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
