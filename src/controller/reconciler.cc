@@ -314,14 +314,12 @@ Status JobReconciler::TakeFreshJob(RoundState& round, api::Job current) {
   round.taskComplete = true;
   if (round.unwrittenAcceptance &&
       !api::IsConditionTrue(current.status.conditions, api::kConditionAccepted)) {
-    if (round.acceptanceCarried) {
-      // An execution may hold it: it stands whatever the Job says now.
+    // Carried by a create (an execution may hold it), or decided on this very version: it
+    // stands. Decided by this round on an older copy and carried by nothing yet: decide anew.
+    if (round.acceptanceCarried || !round.changed) {
       current.status = *round.unwrittenAcceptance;
-    } else if (round.changed) {
-      // Decided by this round on the older copy and carried by nothing yet: decide anew.
-      round.unwrittenAcceptance.reset();
     } else {
-      current.status = *round.unwrittenAcceptance;
+      round.unwrittenAcceptance.reset();
     }
   }
   round.job = std::move(current);

@@ -899,6 +899,7 @@ TEST_F(KubernetesControllerE2E, CancelDuringABacklogNeverGetsABatchJobAfterTheCa
   std::map<std::string, std::string> uidOf;
   {
     std::vector<std::thread> cancellers;
+    cancellers.reserve(4);
     for (int t = 0; t < 4; ++t) {
       cancellers.emplace_back([&, t] {
         for (int i = 1 + 2 * t; i < kJobCount; i += 8) {
