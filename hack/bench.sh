@@ -89,7 +89,7 @@ up() {
 
   log "CRDs, JobClass bench-docker, ayatori-controller"
   "$KUBECTL" apply -f "$ROOT/config/crd/" >/dev/null
-  "$KUBECTL" wait --for condition=established --timeout=60s -f "$ROOT/config/crd/" >/dev/null
+  KUBECTL=$KUBECTL "$ROOT/hack/wait-crds.sh" -f "$ROOT/config/crd/"
   # The controller's namespace: it keeps its backend snapshot ConfigMaps there (--namespace).
   "$KUBECTL" create namespace ayatori-system --dry-run=client -o yaml |
     "$KUBECTL" apply -f - >/dev/null

@@ -200,7 +200,7 @@ up() {
 
   step "installing the CRDs (waiting until they are Established) and the default JobClass (Docker)"
   kube apply -f "$ROOT/config/crd/" >/dev/null
-  kube wait --for condition=established --timeout=60s -f "$ROOT/config/crd/" >/dev/null
+  KUBECTL=$KUBECTL "$ROOT/hack/wait-crds.sh" -f "$ROOT/config/crd/"  # Established, served, admitted
   # The controller's namespace: it keeps its backend snapshot ConfigMaps there (--namespace).
   kube create namespace ayatori-system --dry-run=client -o yaml | kube apply -f - >/dev/null
   kube get crd -o name | grep execution.ayatori.ddupan.top
@@ -281,7 +281,7 @@ up_kubernetes() {
 
   step "installing the CRDs and the kubernetes JobClass"
   kube apply -f "$ROOT/config/crd/" >/dev/null
-  kube wait --for condition=established --timeout=60s -f "$ROOT/config/crd/" >/dev/null
+  KUBECTL=$KUBECTL "$ROOT/hack/wait-crds.sh" -f "$ROOT/config/crd/"  # Established, served, admitted
   # The controller's namespace: it keeps its backend snapshot ConfigMaps there (--namespace).
   kube create namespace ayatori-system --dry-run=client -o yaml | kube apply -f - >/dev/null
   # Not config/samples/kubernetesexecutionparameters.yaml: its gVisor RuntimeClass, PriorityClass,
@@ -414,7 +414,7 @@ up_opensandbox() {
 
   step "installing the CRDs, the API key Secret and the opensandbox JobClass"
   kube apply -f "$ROOT/config/crd/" >/dev/null
-  kube wait --for condition=established --timeout=60s -f "$ROOT/config/crd/" >/dev/null
+  KUBECTL=$KUBECTL "$ROOT/hack/wait-crds.sh" -f "$ROOT/config/crd/"  # Established, served, admitted
   kube create namespace ayatori-system --dry-run=client -o yaml | kube apply -f - >/dev/null
   kube create namespace ci --dry-run=client -o yaml | kube apply -f - >/dev/null
   kube -n ayatori-system create secret generic opensandbox-api-key \
@@ -566,7 +566,7 @@ up_install() {
   step "dist/install.yaml (what make install-manifests writes), applied by the administrator"
   "$ROOT/hack/install-manifests.sh" "$DEMO/install.yaml"
   kube apply --server-side -f "$DEMO/install.yaml" | sed 's/^/  /'
-  kube wait --for condition=established --timeout=60s -f "$ROOT/config/crd/" >/dev/null
+  KUBECTL=$KUBECTL "$ROOT/hack/wait-crds.sh" -f "$ROOT/config/crd/"  # Established, served, admitted
   kube apply -f "$ROOT/config/samples/dockerexecutionparameters.yaml" \
     -f "$ROOT/config/samples/jobclass-docker.yaml" | sed 's/^/  /'
   # No kubelet runs here, so no pod of the Deployment starts: the controller runs beside the
