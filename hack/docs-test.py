@@ -8,8 +8,9 @@ before its fence (docs/development.md, "The docs test"):
     <!-- docs-test: skip (a managed cluster's commands) -->   never run; the reason is required
 
 The stacks are the demo targets: demo, demo-kubernetes, demo-opensandbox, demo-install. For each
-file and each stack its blocks name, in the order written, the runner stops the stack (a new
-control plane), starts it (`make STACK`), sources its env.sh (/tmp/ayatori-STACK/env.sh:
+file and each stack its blocks name, in the order written, the runner starts the stack (`make
+STACK`: a new control plane; it refuses to run when /tmp/ayatori-STACK exists, a stack someone
+else started), sources its env.sh (/tmp/ayatori-STACK/env.sh:
 KUBECONFIG, kubectl and kubectl-ayatori on PATH, DOCKER_HOST), runs the file's blocks of that
 stack in one `bash -e` from the repository root, then stops the stack (`make STACK-down`), also
 after a failure.
@@ -304,8 +305,14 @@ def main():
             print("docs-test: %s: %d block(s); stack log %s" % (name, len(chosen), logpath),
                   flush=True)
             script = build_script(chosen, "/tmp/ayatori-%s/env.sh" % stack)
+            if os.path.exists("/tmp/ayatori-%s" % stack):
+                # Not ours to stop: someone's `make STACK` (the demos share these directories).
+                why = ("/tmp/ayatori-%s exists: a %s stack is up (yours? stop it with make %s-down)"
+                       % (stack, stack, stack))
+                print("docs-test: FAILED: %s" % why, flush=True)
+                results.append((name, False, 0.0, why))
+                continue
             with open(logpath, "w") as log:
-                make(stack + "-down", log)
                 if make(stack, log) != 0:
                     make(stack + "-down", log)
                     results.append((name, False, time.time() - start,
