@@ -408,7 +408,16 @@ up_opensandbox() {
   "$ROOT/hack/dockerd.sh" up
   # shellcheck disable=SC1091
   source "$AYATORI_DOCKERD_DIR/env.sh"
-  AYATORI_EXECD_STANDIN=$BUILD/test/opensandbox/execd_standin "$ROOT/hack/opensandbox/opensandbox.sh" up
+  # A second up reuses the running server: a new one (opensandbox.sh up starts afresh, on a new
+  # port) would strand the Jobs of the first, whose class snapshot names the old endpoint, and
+  # their deletion below would wait for it forever.
+  if [ -f "$AYATORI_OPENSANDBOX_DIR/env.sh" ] &&
+    (source "$AYATORI_OPENSANDBOX_DIR/env.sh" &&
+      curl -sf --max-time 2 "http://$AYATORI_OSB_DOMAIN/health" >/dev/null); then
+    echo "reusing the running opensandbox-server ($AYATORI_OPENSANDBOX_DIR)"
+  else
+    AYATORI_EXECD_STANDIN=$BUILD/test/opensandbox/execd_standin "$ROOT/hack/opensandbox/opensandbox.sh" up
+  fi
   # shellcheck disable=SC1091
   source "$AYATORI_OPENSANDBOX_DIR/env.sh"
 
@@ -446,7 +455,7 @@ EOF
 
   step "a Job that succeeds, with its output"
   kube delete -n ci ajob/osb-succeeds ajob/osb-fails ajob/osb-cancelled --ignore-not-found \
-    --wait=true >/dev/null
+    --wait=true --timeout=120s >/dev/null
   osb_job osb-succeeds 'echo hello from $AYATORI_JOB_NAME in an OpenSandbox sandbox; uname -s'
   kube wait -n ci --for=condition=Succeeded --timeout=120s ajob/osb-succeeds >/dev/null
   osb_show osb-succeeds

@@ -39,7 +39,10 @@ case $TIMEOUT in '' | *[!0-9]*) echo "wait-crds.sh: --timeout takes whole second
 [ ${#FILES[@]} -gt 0 ] || FILES=(-f "$ROOT/config/crd")
 
 deadline=$((SECONDS + TIMEOUT))
+t0=$(date +%s.%N)
 "$KUBECTL" wait --for condition=established --timeout="${TIMEOUT}s" "${FILES[@]}" >/dev/null
+t1=$(date +%s.%N)
+probes=0
 
 # group version kind scope, one line per CRD of the files (the served storage version).
 kinds=$("$KUBECTL" get "${FILES[@]}" -o json | python3 -c '
@@ -60,6 +63,7 @@ while read -r group version kind scope; do
   [ "$scope" != Namespaced ] || ns='"namespace": "default", '
   probe="{\"apiVersion\": \"$group/$version\", \"kind\": \"$kind\", \"metadata\": {${ns}\"generateName\": \"wait-crds-\"}}"
   while true; do
+    probes=$((probes + 1))
     if answer=$("$KUBECTL" create --dry-run=server -o name -f - <<<"$probe" 2>&1); then break; fi
     # Refused by the schema (422 Invalid): served, and mutating admission (before validation) passed.
     case $answer in *" is invalid"* | *"Invalid value"* | *"Required value"*) break ;; esac
@@ -70,3 +74,5 @@ while read -r group version kind scope; do
     sleep 0.2  # a poll of the condition above, with the deadline
   done
 done <<<"$kinds"
+awk -v n="$(grep -c . <<<"$kinds")" -v t0="$t0" -v t1="$t1" -v t2="$(date +%s.%N)" -v p="$probes" \
+  'BEGIN { printf "wait-crds.sh: %d kinds Established after %.1f s, served and admitted after %.1f s (%d dry runs)\n", n, t1 - t0, t2 - t0, p }'
