@@ -517,6 +517,15 @@ start_relay() {
   setsid nohup "$@" python3 "$ROOT/hack/tcp_relay.py" "${RELAY_ARGS[@]}" \
     >"$DEMO/$name.log" 2>&1 </dev/null &
   echo $! >"$DEMO/$name.pid"
+  # Listening before anything connects through it (the controller, started next, exits when its
+  # first request is refused): tcp_relay.py prints "tcp_relay: LISTEN -> TARGET" once it listens.
+  local i
+  for i in $(seq 100); do
+    grep -q '^tcp_relay: .* -> ' "$DEMO/$name.log" 2>/dev/null && return 0
+    kill -0 "$(cat "$DEMO/$name.pid")" 2>/dev/null || { cat "$DEMO/$name.log" >&2; die "relay $name exited"; }
+    sleep 0.1
+  done
+  die "relay $name did not listen within 10 s (log $DEMO/$name.log)"
 }
 
 # A kubeconfig for the controller with its ServiceAccount's token (TokenRequest), as a pod of the
