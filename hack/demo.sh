@@ -198,7 +198,7 @@ up() {
   # No registry is reachable: the image is assembled locally (dockerd.sh up does it too).
   "$ROOT/hack/images/build.sh"
 
-  step "installing the CRDs (waiting until they are Established) and the default JobClass (Docker)"
+  step "installing the CRDs (waiting until they are Established, served and admitted) and the default JobClass (Docker)"
   kube apply -f "$ROOT/config/crd/" >/dev/null
   KUBECTL=$KUBECTL "$ROOT/hack/wait-crds.sh" -f "$ROOT/config/crd/"  # Established, served, admitted
   # The controller's namespace: it keeps its backend snapshot ConfigMaps there (--namespace).
