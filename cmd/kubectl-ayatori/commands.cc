@@ -87,7 +87,8 @@ CrdView ViewCrd(const StatusOr<nlohmann::json>& crd, std::chrono::system_clock::
 // created (not Established yet, or younger than kCrdSettleTime; a user who may not read CRDs
 // relies on the server's own "there can be a delay" 503), for at most kCrdSettleTime: the first
 // run right after `kubectl apply` of the install manifest works (issue 33). Any other answer,
-// or a CRD that is absent or long Established, is returned at once.
+// or a CRD that is absent or long Established, is returned at once. Safe for a Create: both
+// answers come before anything is stored (a 404 for the path; a refusal by admission).
 template <typename Call>
 auto ServedKindRetry(KubeClient& client, Io& io, Call call) -> decltype(call()) {
   const Clock& clock = *io.pacing.clock;
