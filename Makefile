@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 60
 
 .PHONY: all deps configure build testenv test test-unit test-integration test-e2e demo demo-down \
         demo-kubernetes demo-kubernetes-down demo-opensandbox demo-opensandbox-down demo-install \
-        demo-install-down \
+        demo-install-down docs-test \
         bench-opensandbox format format-check tidy bench bench-kubernetes bench-startup bench-scale \
         bench-failover clean \
         configure-asan configure-tsan build-asan build-tsan test-asan test-tsan fuzz fuzz-ci chaos \
@@ -126,6 +126,14 @@ demo-install:
 
 demo-install-down:
 	@hack/demo.sh down-install
+
+# The docs test (hack/docs-test.py, docs/development.md "The docs test"): every shell block of
+# README.md and docs/*.md marked <!-- docs-test: stack=NAME --> runs, in the order written, on a
+# new `make NAME` stack, and the exit codes and output the doc shows are checked. STACKS chooses
+# (default all: demo demo-kubernetes demo-opensandbox demo-install), e.g. make docs-test STACKS=demo.
+STACKS ?= demo demo-kubernetes demo-opensandbox demo-install
+docs-test:
+	@$(DEMO_ENV) hack/docs-test.py --stacks "$(STACKS)"
 
 # Jobs on the Docker and Kubernetes backends while two leader-elected controller replicas are
 # SIGKILLed and dockerd and kube-apiserver restart once each; then a verdict on every Job

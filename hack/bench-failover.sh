@@ -45,7 +45,7 @@ log "starting the API-tier control plane in $TESTENV_DIR"
 # shellcheck disable=SC1091
 source "$TESTENV_DIR/env.sh"
 kubectl apply -f "$ROOT/config/crd/" >/dev/null
-kubectl wait --for=condition=established --timeout=60s -f "$ROOT/config/crd/" >/dev/null
+"$ROOT/hack/wait-crds.sh" -f "$ROOT/config/crd/"  # Established, served, admitted
 # The replicas' namespace: the Lease and their backend snapshot ConfigMaps live there.
 kubectl create namespace ayatori-system --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 

@@ -70,7 +70,7 @@ CQPS=${CREATOR_QPS:-${KCM_QPS:-20}}
 CBURST=${CREATOR_BURST:-${KCM_BURST:-30}}
 
 kubectl apply -f "$ROOT/config/crd/" >/dev/null
-kubectl wait --for=condition=established --timeout=60s -f "$ROOT/config/crd/" >/dev/null
+"$ROOT/hack/wait-crds.sh" -f "$ROOT/config/crd/"  # Established, served, admitted
 if [ "${BENCH_FINALIZER_POLICY:-1}" != 0 ]; then
   kubectl apply -k "$ROOT/config/finalizer-policy" >/dev/null
   # A new policy takes effect within seconds: wait until a server-side dry run shows it.

@@ -72,7 +72,7 @@ up() {
 
   log "CRDs, JobClass bench-opensandbox, ayatori-controller"
   "$KUBECTL" apply -f "$ROOT/config/crd/" >/dev/null
-  "$KUBECTL" wait --for condition=established --timeout=60s -f "$ROOT/config/crd/" >/dev/null
+  KUBECTL=$KUBECTL "$ROOT/hack/wait-crds.sh" -f "$ROOT/config/crd/"
   "$KUBECTL" create namespace ayatori-system --dry-run=client -o yaml | "$KUBECTL" apply -f - >/dev/null
   "$KUBECTL" -n ayatori-system create secret generic bench-opensandbox-key \
     --from-literal=api-key="$AYATORI_OSB_API_KEY" --dry-run=client -o yaml |

@@ -67,7 +67,7 @@ log "starting the e2e control plane in $TESTENV_DIR"
 source "$TESTENV_DIR/env.sh"
 
 kubectl apply -f "$ROOT/config/crd/" >/dev/null
-kubectl wait --for=condition=established --timeout=60s -f "$ROOT/config/crd/" >/dev/null
+"$ROOT/hack/wait-crds.sh" -f "$ROOT/config/crd/"  # Established, served, admitted
 kubectl create namespace ayatori-system --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 kubectl create namespace "$NS" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 kubectl apply -f - >/dev/null <<'YAML'

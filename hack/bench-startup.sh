@@ -45,7 +45,7 @@ log "starting the API-tier control plane in $TESTENV_DIR"
 # shellcheck disable=SC1091
 source "$TESTENV_DIR/env.sh"
 kubectl apply -f "$ROOT/config/crd/" >/dev/null
-kubectl wait --for=condition=established --timeout=60s -f "$ROOT/config/crd/" >/dev/null
+"$ROOT/hack/wait-crds.sh" -f "$ROOT/config/crd/"  # Established, served, admitted
 
 args=(--kubeconfig="$KUBECONFIG" --controller="$CONTROLLER" --log-dir="$DIR")
 [ -z "${BASELINE_CONTROLLER:-}" ] || args+=(--baseline="$BASELINE_CONTROLLER")

@@ -198,9 +198,9 @@ up() {
   # No registry is reachable: the image is assembled locally (dockerd.sh up does it too).
   "$ROOT/hack/images/build.sh"
 
-  step "installing the CRDs (waiting until they are Established) and the default JobClass (Docker)"
+  step "installing the CRDs (waiting until they are Established, served and admitted) and the default JobClass (Docker)"
   kube apply -f "$ROOT/config/crd/" >/dev/null
-  kube wait --for condition=established --timeout=60s -f "$ROOT/config/crd/" >/dev/null
+  KUBECTL=$KUBECTL "$ROOT/hack/wait-crds.sh" -f "$ROOT/config/crd/"  # Established, served, admitted
   # The controller's namespace: it keeps its backend snapshot ConfigMaps there (--namespace).
   kube create namespace ayatori-system --dry-run=client -o yaml | kube apply -f - >/dev/null
   kube get crd -o name | grep execution.ayatori.ddupan.top
@@ -281,7 +281,7 @@ up_kubernetes() {
 
   step "installing the CRDs and the kubernetes JobClass"
   kube apply -f "$ROOT/config/crd/" >/dev/null
-  kube wait --for condition=established --timeout=60s -f "$ROOT/config/crd/" >/dev/null
+  KUBECTL=$KUBECTL "$ROOT/hack/wait-crds.sh" -f "$ROOT/config/crd/"  # Established, served, admitted
   # The controller's namespace: it keeps its backend snapshot ConfigMaps there (--namespace).
   kube create namespace ayatori-system --dry-run=client -o yaml | kube apply -f - >/dev/null
   # Not config/samples/kubernetesexecutionparameters.yaml: its gVisor RuntimeClass, PriorityClass,
@@ -408,13 +408,22 @@ up_opensandbox() {
   "$ROOT/hack/dockerd.sh" up
   # shellcheck disable=SC1091
   source "$AYATORI_DOCKERD_DIR/env.sh"
-  AYATORI_EXECD_STANDIN=$BUILD/test/opensandbox/execd_standin "$ROOT/hack/opensandbox/opensandbox.sh" up
+  # A second up reuses the running server: a new one (opensandbox.sh up starts afresh, on a new
+  # port) would strand the Jobs of the first, whose class snapshot names the old endpoint, and
+  # their deletion below would wait for it forever.
+  if [ -f "$AYATORI_OPENSANDBOX_DIR/env.sh" ] &&
+    (source "$AYATORI_OPENSANDBOX_DIR/env.sh" &&
+      curl -sf --max-time 2 "http://$AYATORI_OSB_DOMAIN/health" >/dev/null); then
+    echo "reusing the running opensandbox-server ($AYATORI_OPENSANDBOX_DIR)"
+  else
+    AYATORI_EXECD_STANDIN=$BUILD/test/opensandbox/execd_standin "$ROOT/hack/opensandbox/opensandbox.sh" up
+  fi
   # shellcheck disable=SC1091
   source "$AYATORI_OPENSANDBOX_DIR/env.sh"
 
   step "installing the CRDs, the API key Secret and the opensandbox JobClass"
   kube apply -f "$ROOT/config/crd/" >/dev/null
-  kube wait --for condition=established --timeout=60s -f "$ROOT/config/crd/" >/dev/null
+  KUBECTL=$KUBECTL "$ROOT/hack/wait-crds.sh" -f "$ROOT/config/crd/"  # Established, served, admitted
   kube create namespace ayatori-system --dry-run=client -o yaml | kube apply -f - >/dev/null
   kube create namespace ci --dry-run=client -o yaml | kube apply -f - >/dev/null
   kube -n ayatori-system create secret generic opensandbox-api-key \
@@ -446,7 +455,7 @@ EOF
 
   step "a Job that succeeds, with its output"
   kube delete -n ci ajob/osb-succeeds ajob/osb-fails ajob/osb-cancelled --ignore-not-found \
-    --wait=true >/dev/null
+    --wait=true --timeout=120s >/dev/null
   osb_job osb-succeeds 'echo hello from $AYATORI_JOB_NAME in an OpenSandbox sandbox; uname -s'
   kube wait -n ci --for=condition=Succeeded --timeout=120s ajob/osb-succeeds >/dev/null
   osb_show osb-succeeds
@@ -508,6 +517,15 @@ start_relay() {
   setsid nohup "$@" python3 "$ROOT/hack/tcp_relay.py" "${RELAY_ARGS[@]}" \
     >"$DEMO/$name.log" 2>&1 </dev/null &
   echo $! >"$DEMO/$name.pid"
+  # Listening before anything connects through it (the controller, started next, exits when its
+  # first request is refused): tcp_relay.py prints "tcp_relay: LISTEN -> TARGET" once it listens.
+  local i
+  for i in $(seq 100); do
+    grep -q '^tcp_relay: .* -> ' "$DEMO/$name.log" 2>/dev/null && return 0
+    kill -0 "$(cat "$DEMO/$name.pid")" 2>/dev/null || { cat "$DEMO/$name.log" >&2; die "relay $name exited"; }
+    sleep 0.1
+  done
+  die "relay $name did not listen within 10 s (log $DEMO/$name.log)"
 }
 
 # A kubeconfig for the controller with its ServiceAccount's token (TokenRequest), as a pod of the
@@ -566,7 +584,7 @@ up_install() {
   step "dist/install.yaml (what make install-manifests writes), applied by the administrator"
   "$ROOT/hack/install-manifests.sh" "$DEMO/install.yaml"
   kube apply --server-side -f "$DEMO/install.yaml" | sed 's/^/  /'
-  kube wait --for condition=established --timeout=60s -f "$ROOT/config/crd/" >/dev/null
+  KUBECTL=$KUBECTL "$ROOT/hack/wait-crds.sh" -f "$ROOT/config/crd/"  # Established, served, admitted
   kube apply -f "$ROOT/config/samples/dockerexecutionparameters.yaml" \
     -f "$ROOT/config/samples/jobclass-docker.yaml" | sed 's/^/  /'
   # No kubelet runs here, so no pod of the Deployment starts: the controller runs beside the

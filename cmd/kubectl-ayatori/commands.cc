@@ -4,6 +4,7 @@
 #include <chrono>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "api/json.h"
@@ -41,17 +42,91 @@ int Fail(Io& io, const std::string& message) {
   return kExitError;
 }
 
+// The Job CRD as the API server has it (or the error reading it: a Job author may not read CRDs).
+StatusOr<nlohmann::json> GetJobsCrd(KubeClient& client) {
+  return client.Get(kube::CustomResourceDefinitionsResource(), "", kJobsCrdName);
+}
+
+enum class CrdPhase { kUnreadable, kAbsent, kNotEstablished, kSettling, kEstablished };
+
+struct CrdView {
+  CrdPhase phase = CrdPhase::kUnreadable;
+  std::string detail;  // the Established condition's message, the CRD's age, or the read error
+};
+
+CrdView ViewCrd(const StatusOr<nlohmann::json>& crd, std::chrono::system_clock::time_point now) {
+  if (!crd.ok()) {
+    if (crd.status().code() == StatusCode::kNotFound) return {CrdPhase::kAbsent, ""};
+    return {CrdPhase::kUnreadable, crd.status().message()};
+  }
+  std::string established = "Unknown", message;
+  const auto conditions = nlohmann::json::json_pointer("/status/conditions");
+  if (crd->contains(conditions) && crd->at(conditions).is_array()) {
+    for (const auto& c : crd->at(conditions)) {
+      if (!c.is_object() || c.value("type", "") != "Established") continue;
+      established = c.value("status", "Unknown");
+      message = c.value("message", "");
+    }
+  }
+  if (established != "True") {
+    return {CrdPhase::kNotEstablished, "its condition Established is " + established +
+                                           (message.empty() ? "" : ": " + message)};
+  }
+  const auto created = nlohmann::json::json_pointer("/metadata/creationTimestamp");
+  if (crd->contains(created) && crd->at(created).is_string()) {
+    auto t = api::ParseTime(crd->at(created).get<std::string>());
+    if (t.ok() && now - *t < kCrdSettleTime) {
+      const auto age = std::chrono::duration_cast<std::chrono::seconds>(now - *t).count();
+      return {CrdPhase::kSettling, "it was created " + std::to_string(age) + " s ago"};
+    }
+  }
+  return {CrdPhase::kEstablished, ""};
+}
+
+// Calls `call` again while it fails because the Job kind is not served yet and its CRD was just
+// created (not Established yet, or younger than kCrdSettleTime; a user who may not read CRDs
+// relies on the server's own "there can be a delay" 503), for at most kCrdSettleTime: the first
+// run right after `kubectl apply` of the install manifest works (issue 33). Any other answer,
+// or a CRD that is absent or long Established, is returned at once. Safe for a Create: both
+// answers come before anything is stored (a 404 for the path; a refusal by admission).
+template <typename Call>
+auto ServedKindRetry(KubeClient& client, Io& io, Call call) -> decltype(call()) {
+  const Clock& clock = *io.pacing.clock;
+  const auto deadline = clock.SteadyNow() + kCrdSettleTime;
+  constexpr std::chrono::milliseconds kPoll{250};
+  while (true) {
+    auto result = call();
+    if (result.ok() || !KindNotServed(result.status())) return result;
+    const CrdView view = ViewCrd(GetJobsCrd(client), clock.Now());
+    const bool settling =
+        view.phase == CrdPhase::kNotEstablished || view.phase == CrdPhase::kSettling ||
+        (view.phase == CrdPhase::kUnreadable && result.status().code() == StatusCode::kServerError);
+    if (!settling || clock.SteadyNow() + kPoll > deadline) return result;
+    if (io.pacing.sleep) {
+      io.pacing.sleep(kPoll);
+    } else {
+      std::this_thread::sleep_for(kPoll);
+    }
+  }
+}
+
+// ExplainError, but a kind that is not served is explained with the CRD's state.
+std::string Explain(KubeClient& client, Io& io, const Status& status, std::string_view what) {
+  if (!KindNotServed(status)) return ExplainError(status, what);
+  return ExplainKindNotServed(status, what, GetJobsCrd(client), io.pacing.clock->Now());
+}
+
 // GET of one Job, decoded; errors are printed.
 std::optional<std::pair<nlohmann::json, api::Job>> GetJob(KubeClient& client, const std::string& ns,
                                                           const std::string& name, Io& io) {
-  auto raw = client.Get(kJobs, ns, name);
+  auto raw = ServedKindRetry(client, io, [&] { return client.Get(kJobs, ns, name); });
   if (!raw.ok()) {
     if (raw.status().code() == StatusCode::kNotFound && !ResourceMissing(raw.status())) {
       Fail(io, "job \"" + name + "\" not found in namespace \"" + ns +
                    "\": list the namespace's Jobs with `kubectl ayatori get -n " + ns +
                    "`, or name another namespace with -n");
     } else {
-      Fail(io, ExplainError(raw.status(), "get job \"" + name + "\""));
+      Fail(io, Explain(client, io, raw.status(), "get job \"" + name + "\""));
     }
     return std::nullopt;
   }
@@ -73,9 +148,12 @@ int Get(const Invocation& inv, const std::string& ns, KubeClient& client, Io& io
   } else {
     ListOptions options;
     options.labelSelector = inv.selector;
-    auto status = ListAll(client, kJobs, inv.allNamespaces ? "" : ns, options,
-                          [&](nlohmann::json&& item) { raw.push_back(std::move(item)); });
-    if (!status.ok()) return Fail(io, ExplainError(status.status(), "list jobs"));
+    auto status = ServedKindRetry(client, io, [&] {
+      raw.clear();
+      return ListAll(client, kJobs, inv.allNamespaces ? "" : ns, options,
+                     [&](nlohmann::json&& item) { raw.push_back(std::move(item)); });
+    });
+    if (!status.ok()) return Fail(io, Explain(client, io, status.status(), "list jobs"));
   }
   if (inv.output == "json" || inv.output == "yaml") {
     auto doc = OutputDocument(raw, !inv.name.empty());
@@ -271,14 +349,15 @@ int Run(const Invocation& inv, const std::string& ns, KubeClient& client,
   api::Job job = JobFromFlags(inv, ns);
   WriteOptions options;
   options.fieldManager = kFieldManager;
-  auto created = client.Create(kJobs, ns, api::ToJson(job), options);
+  auto created = ServedKindRetry(
+      client, io, [&] { return client.Create(kJobs, ns, api::ToJson(job), options); });
   if (!created.ok()) {
     if (created.status().code() == StatusCode::kAlreadyExists) {
       return Fail(io, "job \"" + inv.name + "\" already exists in namespace \"" + ns +
                           "\": choose another name, or delete it first (kubectl delete ajob " +
                           inv.name + " -n " + ns + ")");
     }
-    return Fail(io, ExplainError(created.status(), "create job \"" + inv.name + "\""));
+    return Fail(io, Explain(client, io, created.status(), "create job \"" + inv.name + "\""));
   }
   io.out << JobRef(inv.name) << " created\n";
   if (!inv.wait) return kExitOk;
@@ -432,13 +511,61 @@ std::string ExplainError(const Status& status, std::string_view what) {
     case StatusCode::kNotFound:
       if (ResourceMissing(status)) {
         return prefix + status.message() +
-               "\nThe Ayatori API is not installed in this cluster: install its CRDs "
-               "(kubectl apply -k config/crd, or the release's install manifest)";
+               "\nThe API server does not serve Ayatori Jobs: is the CRD " + kJobsCrdName +
+               " installed and Established? Check with `kubectl get crd " + kJobsCrdName +
+               "`; install it with the release's install manifest (docs/install.md) or "
+               "kubectl apply -k config/crd";
       }
       return prefix + status.message();
     default:
       return prefix + status.message();
   }
+}
+
+bool KindNotServed(const Status& status) {
+  if (ResourceMissing(status)) return true;
+  // kube-apiserver's MutatingAdmissionPolicy plugin, before it has the new kind's schema:
+  // "Resource kind execution.ayatori.ddupan.top/v1alpha1, Kind=Job not found. There can be a
+  // delay between when CustomResourceDefinitions are created and when they are available."
+  return status.code() == StatusCode::kServerError &&
+         status.message().find("Resource kind ") != std::string::npos &&
+         status.message().find(" not found") != std::string::npos;
+}
+
+std::string ExplainKindNotServed(const Status& status, std::string_view what,
+                                 const StatusOr<nlohmann::json>& crd,
+                                 std::chrono::system_clock::time_point now) {
+  const std::string crdName = kJobsCrdName;
+  const std::string check = "`kubectl get crd " + crdName + "`";
+  const std::string wait =
+      "`kubectl wait --for condition=established --timeout=60s crd/" + crdName + "`";
+  std::string text =
+      std::string(what) + ": the API server does not serve Ayatori Jobs (" + crdName + ")";
+  const CrdView view = ViewCrd(crd, now);
+  switch (view.phase) {
+    case CrdPhase::kAbsent:
+      return text + ": the CRD " + crdName +
+             " is not installed in this cluster. Install Ayatori (docs/install.md: kubectl "
+             "apply -f dist/install.yaml, or kubectl apply -k config/crd); " +
+             check + " shows it once it is there";
+    case CrdPhase::kNotEstablished:
+      return text + " yet: the CRD " + crdName + " exists but is not Established (" + view.detail +
+             "). Wait for it with " + wait + ", or see why with `kubectl get crd " + crdName +
+             " -o yaml`";
+    case CrdPhase::kSettling:
+      return text + " yet: the CRD " + crdName + " is Established but new (" + view.detail +
+             "; the API server answered: " + status.message() +
+             "). Run the command again in a few seconds";
+    case CrdPhase::kEstablished:
+      return text + ", although the CRD " + crdName +
+             " is Established (the API server answered: " + status.message() + "). Check with " +
+             check + " and `kubectl api-resources --api-group=execution.ayatori.ddupan.top`";
+    case CrdPhase::kUnreadable:
+      break;
+  }
+  return text + " (the API server answered: " + status.message() +
+         "). Is Ayatori installed, and its CRD Established? Check with " + check + " and " + wait +
+         ", or ask your cluster administrator (reading CRDs was refused: " + view.detail + ")";
 }
 
 int Execute(const Invocation& inv, const std::string& ns, KubeClient& client,

@@ -2,6 +2,7 @@
 // same code runs against the test control plane (test/kubectl-ayatori/plugin_test.cc).
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <iosfwd>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 #include <string_view>
 
 #include "api/types.h"
+#include "ayatori/clock.h"
 #include "ayatori/kube_client.h"
 #include "options.h"
 
@@ -33,11 +35,27 @@ std::string LogPath(std::string_view ns, std::string_view name, const LogOptions
 using PathStreamer = std::function<Status(std::string_view path, const std::stop_token& stop,
                                           const std::function<bool(std::string_view)>& onData)>;
 
+// How the plugin waits between attempts while a just-installed CRD settles (see
+// ServedKindRetry in commands.cc); a test passes a fake clock whose sleep advances it.
+struct Pacing {
+  const Clock* clock = &SystemClock::Instance();
+  std::function<void(std::chrono::milliseconds)> sleep;  // empty: std::this_thread::sleep_for
+};
+
 struct Io {
   std::ostream& out;
   std::ostream& err;
   std::istream& in;
+  Pacing pacing = {};
 };
+
+// The CRD that serves the Job kind, named in the plugin's messages when the kind is not served.
+inline constexpr const char* kJobsCrdName = "jobs.execution.ayatori.ddupan.top";
+// How long the plugin retries a request that the API server refused because the Job kind is not
+// served yet, when its CRD was just created (not Established, or younger than this): right
+// after `kubectl apply` of the CRDs, kube-apiserver's admission learns a new kind within ~5 s
+// (hack/wait-crds.sh says why).
+inline constexpr std::chrono::seconds kCrdSettleTime{15};
 
 // The value of the confirm-backend-lost annotation for a Job (docs/api.md):
 // "<episode>:<who/why>", naming the ResultUnknown episode it confirms (status.resultUnknownEpisode,
@@ -57,5 +75,16 @@ int Execute(const Invocation& inv, const std::string& ns, KubeClient& client,
 
 // An error for the user: the server's message and what to do about it.
 std::string ExplainError(const Status& status, std::string_view what);
+
+// True when the API server's answer means that it does not serve the Job kind (yet): a 404 for
+// the resource path (no CRD, or one not Established), or the 503 "Resource kind ... not found"
+// of its admission policies, which learn a new CRD's schema a few seconds after it is Established.
+bool KindNotServed(const Status& status);
+
+// What to tell the user when KindNotServed(status): which CRD, its state as `crd` (the CRD
+// object as read, or the error reading it) shows it, and how to check; `what` is the request.
+std::string ExplainKindNotServed(const Status& status, std::string_view what,
+                                 const StatusOr<nlohmann::json>& crd,
+                                 std::chrono::system_clock::time_point now);
 
 }  // namespace ayatori::plugin

@@ -268,10 +268,12 @@ class InstallTest : public ::testing::Test {
       setupError_ = "kubectl apply -f " + installYaml_ + ": " + r.err;
       return;
     }
-    r = Kubectl({"wait", "--for=condition=established", "--timeout=60s", "crd", "-l",
-                 "app.kubernetes.io/part-of=ayatori"});
+    // Established, served and known to admission (the install path's wait, issue 33).
+    r = RunProcess({Source("hack/wait-crds.sh"), "-f", Source("config/crd")}, "",
+                   std::vector<std::string>{"KUBECTL=" + testing::Kubectl(),
+                                            "KUBECONFIG=" + TestenvVar("KUBECONFIG")});
     if (r.exitCode != 0) {
-      setupError_ = "CRDs of install.yaml not established: " + r.err;
+      setupError_ = "CRDs of install.yaml not served: " + r.err;
       return;
     }
     // The ServiceAccount's token through the TokenRequest API, as a kubelet would mount it.

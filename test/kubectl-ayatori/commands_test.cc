@@ -12,6 +12,8 @@
 
 #include "api/json.h"
 #include "controller/kinds.h"
+#include "kube/resource.h"
+#include "kube/testing/fake_clock.h"
 #include "kube/testing/fake_kube_client.h"
 
 namespace ayatori::plugin {
@@ -136,6 +138,142 @@ TEST_F(CommandsTest, WaitStartsAgainWhenItsResourceVersionExpired) {
   EXPECT_LE(client_.CountActions("watch", "jobs.execution.ayatori.ddupan.top"), 4u);
 }
 
+// Right after `kubectl apply` of the install manifest (issue 33): the Job kind is not served
+// yet, or kube-apiserver's admission does not know it yet (503 "Resource kind ... not found").
+class UnservedKindTest : public ::testing::Test {
+ protected:
+  static constexpr const char* kJobsResource = "jobs.execution.ayatori.ddupan.top";
+  static Status NotYetAdmitted() {
+    return Status(StatusCode::kServerError,
+                  "Resource kind execution.ayatori.ddupan.top/v1alpha1, Kind=Job not found. There "
+                  "can be a delay between when CustomResourceDefinitions are created and when "
+                  "they are available.");
+  }
+  static Status NotServed() {
+    return Status(StatusCode::kNotFound, "the server could not find the requested resource");
+  }
+
+  void SetUp() override {
+    client_.SetClock(&clock_);
+    client_.DisableStatusSubresource(kube::CustomResourceDefinitionsResource());
+  }
+
+  // The Job CRD, created now (the fake clock's), with this Established condition.
+  void InstallCrd(const std::string& established, const std::string& message = "") {
+    nlohmann::json crd = {
+        {"apiVersion", "apiextensions.k8s.io/v1"},
+        {"kind", "CustomResourceDefinition"},
+        {"metadata", {{"name", kJobsCrdName}}},
+        {"status",
+         {{"conditions",
+           {{{"type", "Established"}, {"status", established}, {"message", message}}}}}}};
+    ASSERT_TRUE(client_.Create(kube::CustomResourceDefinitionsResource(), "", crd, {}).ok());
+  }
+
+  Outcome Run(const std::vector<std::string>& args) {
+    ParseOutcome parsed = ParseArgs(args);
+    EXPECT_TRUE(parsed.invocation.has_value()) << parsed.err;
+    std::ostringstream out, err;
+    std::istringstream in;
+    Pacing pacing{&clock_, [this](std::chrono::milliseconds d) {
+                    slept_ += d;
+                    clock_.Advance(d);
+                  }};
+    Outcome r;
+    r.exitCode = Execute(*parsed.invocation, "ci", client_, {}, {out, err, in, pacing});
+    r.out = out.str();
+    r.err = err.str();
+    return r;
+  }
+
+  kube::testing::FakeClock clock_;
+  kube::testing::FakeKubeClient client_;
+  std::chrono::milliseconds slept_{0};
+};
+
+TEST_F(UnservedKindTest, RunRetriesWhileTheNewCrdSettles) {
+  InstallCrd("True");
+  client_.FailNext("create", kJobsResource, NotYetAdmitted(), 3);
+  Outcome r = Run({"run", "hello", "--image", "busybox", "--", "echo", "hi"});
+  EXPECT_EQ(r.exitCode, kExitOk) << r.err;
+  EXPECT_EQ(r.out, "job.execution.ayatori.ddupan.top/hello created\n");
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(client_.CountActions("create", kJobsResource), 4u);
+  EXPECT_GT(slept_.count(), 0);
+  EXPECT_LT(slept_, kCrdSettleTime);
+}
+
+TEST_F(UnservedKindTest, ACrdNotEstablishedYetIsWaitedForThenNamed) {
+  InstallCrd("False", "the initial names have not been accepted");
+  client_.FailNext("get", kJobsResource, NotServed(), 1000);
+  Outcome r = Run({"get", "j"});
+  EXPECT_EQ(r.exitCode, kExitError);
+  // Retried for kCrdSettleTime, no longer.
+  EXPECT_GE(slept_, kCrdSettleTime - std::chrono::milliseconds(250));
+  EXPECT_LE(slept_, kCrdSettleTime);
+  EXPECT_EQ(
+      r.err,
+      "error: get job \"j\": the API server does not serve Ayatori Jobs "
+      "(jobs.execution.ayatori.ddupan.top) yet: the CRD jobs.execution.ayatori.ddupan.top "
+      "exists but is not Established (its condition Established is False: the initial names "
+      "have not been accepted). Wait for it with `kubectl wait --for condition=established "
+      "--timeout=60s crd/jobs.execution.ayatori.ddupan.top`, or see why with `kubectl get crd "
+      "jobs.execution.ayatori.ddupan.top -o yaml`\n");
+}
+
+TEST_F(UnservedKindTest, AMissingCrdIsNamedAtOnce) {
+  client_.FailNext("create", kJobsResource, NotServed());
+  Outcome r = Run({"run", "hello", "--image", "busybox"});
+  EXPECT_EQ(r.exitCode, kExitError);
+  EXPECT_EQ(slept_.count(), 0);
+  EXPECT_EQ(client_.CountActions("create", kJobsResource), 1u);
+  EXPECT_EQ(r.err,
+            "error: create job \"hello\": the API server does not serve Ayatori Jobs "
+            "(jobs.execution.ayatori.ddupan.top): the CRD jobs.execution.ayatori.ddupan.top is not "
+            "installed in this cluster. Install Ayatori (docs/install.md: kubectl apply -f "
+            "dist/install.yaml, or kubectl apply -k config/crd); `kubectl get crd "
+            "jobs.execution.ayatori.ddupan.top` shows it once it is there\n");
+  EXPECT_THAT(r.err, ::testing::Not(HasSubstr("Is the cluster running")));
+}
+
+TEST_F(UnservedKindTest, AnOldEstablishedCrdIsNotRetried) {
+  InstallCrd("True");
+  clock_.Advance(std::chrono::minutes(5));
+  client_.FailNext("create", kJobsResource, NotYetAdmitted());
+  Outcome r = Run({"run", "hello", "--image", "busybox"});
+  EXPECT_EQ(r.exitCode, kExitError);
+  EXPECT_EQ(slept_.count(), 0);
+  EXPECT_THAT(r.err, HasSubstr("although the CRD jobs.execution.ayatori.ddupan.top is Established "
+                               "(the API server answered: Resource kind"));
+  EXPECT_THAT(r.err, HasSubstr("`kubectl get crd jobs.execution.ayatori.ddupan.top`"));
+}
+
+TEST_F(UnservedKindTest, AUserWhoMayNotReadCrdsIsToldWhatToCheck) {
+  client_.FailNext("get", "customresourcedefinitions.apiextensions.k8s.io",
+                   Status(StatusCode::kForbidden, "cannot get customresourcedefinitions"), 1000);
+  client_.FailNext("create", kJobsResource, NotYetAdmitted(), 2);
+  Outcome r = Run({"run", "hello", "--image", "busybox"});
+  EXPECT_EQ(r.exitCode, kExitOk) << r.err;  // the server's 503 says it is a delay: retried
+  client_.FailNext("create", kJobsResource, NotServed());
+  r = Run({"run", "again", "--image", "busybox"});
+  EXPECT_EQ(r.exitCode, kExitError);
+  EXPECT_THAT(r.err, HasSubstr("Is Ayatori installed, and its CRD Established? Check with `kubectl "
+                               "get crd jobs.execution.ayatori.ddupan.top` and `kubectl wait "
+                               "--for condition=established"));
+}
+
+TEST(KindNotServedTest, OnlyTheKindsAbsenceCounts) {
+  EXPECT_TRUE(KindNotServed(
+      Status(StatusCode::kNotFound, "the server could not find the requested resource")));
+  EXPECT_TRUE(KindNotServed(Status(
+      StatusCode::kServerError,
+      "Resource kind execution.ayatori.ddupan.top/v1alpha1, Kind=Job not found. There can be")));
+  EXPECT_FALSE(KindNotServed(
+      Status(StatusCode::kNotFound, "jobs.execution.ayatori.ddupan.top \"j\" not found")));
+  EXPECT_FALSE(KindNotServed(Status(StatusCode::kServerError, "etcdserver: request timed out")));
+  EXPECT_FALSE(KindNotServed(Status(StatusCode::kUnavailable, "connection refused")));
+}
+
 TEST(FinishedExitCodeTest, MapsTheOutcome) {
   EXPECT_EQ(FinishedExitCode(JobIn("Completed")), kExitOk);
   EXPECT_EQ(FinishedExitCode(JobIn("ProcessFailed")), kExitJobFailed);
@@ -152,7 +290,8 @@ TEST(ExplainErrorTest, SaysWhatToDo) {
   EXPECT_THAT(ExplainError(
                   Status(StatusCode::kNotFound, "the server could not find the requested resource"),
                   "list jobs"),
-              HasSubstr("install its CRDs"));
+              HasSubstr("is the CRD jobs.execution.ayatori.ddupan.top installed and Established? "
+                        "Check with `kubectl get crd jobs.execution.ayatori.ddupan.top`"));
   EXPECT_THAT(ExplainError(Status(StatusCode::kUnauthorized, "Unauthorized"), "list jobs"),
               HasSubstr("check the user of your kubeconfig"));
   EXPECT_THAT(ExplainError(Status(StatusCode::kUnavailable, "connection refused"), "list jobs"),
