@@ -184,6 +184,9 @@ json BuildBatchJob(const ExecutionRequest& request, const KubernetesExecutionPar
   annotations[kJobNameAnnotation] = meta.name;
   json podAnnotations = annotations;
   if (!request.acceptance.empty()) annotations[kAcceptanceAnnotation] = request.acceptance;
+  if (!meta.resourceVersion.empty()) {
+    annotations[kConfirmedVersionAnnotation] = meta.resourceVersion;
+  }
 
   json env = json::array();
   for (const auto& var : task.env) {

@@ -23,6 +23,11 @@ inline constexpr const char* kJobNameAnnotation = "execution.ayatori.ddupan.top/
 // The Ayatori Job's acceptance (ExecutionRequest::acceptance), on a batch Job created before the
 // controller wrote it: read back by KubernetesAdapter::RecordedAcceptance after a restart.
 inline constexpr const char* kAcceptanceAnnotation = "execution.ayatori.ddupan.top/acceptance";
+// The Ayatori Job's resourceVersion the create was decided and confirmed on
+// (ExecutionRequest::confirmCreate): for diagnosis and for the test that a create racing a
+// cancel was decided on the latest state (docs/api.md § Decisions on the spec).
+inline constexpr const char* kConfirmedVersionAnnotation =
+    "execution.ayatori.ddupan.top/confirmed-job-resource-version";
 
 // "ayj-" + the Ayatori Job UID: unique per UID (the idempotency key), 40 characters for a UUID,
 // so the pod names the Job controller derives from it stay valid.
