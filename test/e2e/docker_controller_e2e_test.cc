@@ -33,6 +33,7 @@ class DockerControllerE2ETest : public ControllerTest {
     json none = params, hostNet = params;
     none["networkMode"] = "none";
     hostNet["networkMode"] = "host";
+    hostNet["allowHostNetwork"] = true;
     ASSERT_TRUE(ApplyDockerClass(kClassNone, none));
     ASSERT_TRUE(ApplyDockerClass(kClassHost, hostNet));
     ASSERT_NO_FATAL_FAILURE(

@@ -151,7 +151,8 @@ TEST_F(DockerE2ETest, NetworkNoneBlocksEgressToTheHostAndHostModeDoesNot) {
   std::string port = std::to_string(listener.port());
   auto none = Request({"/bin/nc", "127.0.0.1", port});
   Observation blocked = Run(none);
-  auto host = Request({"/bin/nc", "127.0.0.1", port}, {}, {{"networkMode", "host"}});
+  auto host = Request({"/bin/nc", "127.0.0.1", port}, {},
+                      {{"networkMode", "host"}, {"allowHostNetwork", true}});
   Observation reached = Run(host);
   listener.Stop();
 
