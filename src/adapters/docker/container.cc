@@ -178,7 +178,6 @@ std::string CancelledContainerName(std::string_view uid) {
 void AddSecurityProfile(const DockerExecutionParameters& p, const std::string& workingDir,
                         nlohmann::json& host) {
   const SecurityProfile& sp = p.securityProfile;
-  host["User"] = std::to_string(sp.runAsUser) + ":" + std::to_string(sp.runAsGroup);
   host["CapDrop"] = json::array({"ALL"});
   host["CapAdd"] = sp.addCapabilities;
   json securityOpt = json::array();
@@ -229,6 +228,9 @@ StatusOr<nlohmann::json> BuildCreateBody(const ExecutionRequest& request,
   labels[api::kJobNameLabel] = meta.name;
   body["Labels"] = std::move(labels);
   body["StopTimeout"] = p.stopGracePeriodSeconds;
+  // The container's user is a field of the container, not of its HostConfig.
+  body["User"] = std::to_string(p.securityProfile.runAsUser) + ":" +
+                 std::to_string(p.securityProfile.runAsGroup);
   body["Tty"] = false;
   body["OpenStdin"] = false;
   body["AttachStdin"] = false;

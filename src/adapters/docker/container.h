@@ -64,8 +64,8 @@ std::string ContainerName(std::string_view uid);
 // after create; the name can, so it durably records that the stop was ours.
 std::string CancelledContainerName(std::string_view uid);
 
-// The parameters' securityProfile and init as HostConfig fields of `host` (docs/security.md):
-//   runAsUser:runAsGroup -> User; CapDrop ["ALL"] + addCapabilities -> CapAdd;
+// The parameters' securityProfile and init as HostConfig fields of `host` (docs/security.md;
+// runAsUser:runAsGroup is the container's User, which BuildCreateBody sets): CapDrop ["ALL"] + addCapabilities -> CapAdd;
 //   allowPrivilegeEscalation false -> SecurityOpt no-new-privileges; seccompProfile Unconfined
 //   -> seccomp=unconfined; pidsLimit -> PidsLimit; readOnlyRootFilesystem -> ReadonlyRootfs;
 //   Tmpfs /tmp (and `workingDir` on a read-only root) of tmpSizeMiB; openFilesLimit -> Ulimits

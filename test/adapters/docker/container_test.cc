@@ -158,8 +158,10 @@ TEST(CreateBodyTest, ResourcesNetworkAndRuntime) {
 
 TEST(CreateBodyTest, RestrictedProfileByDefault) {
   auto r = Request();
-  const json h = Body(r)["HostConfig"];
-  EXPECT_EQ(h["User"], "65534:65534");
+  const json b = Body(r);
+  EXPECT_EQ(b["User"], "65534:65534") << "a field of the container, not of HostConfig";
+  const json& h = b["HostConfig"];
+  EXPECT_FALSE(h.contains("User"));
   EXPECT_EQ(h["CapDrop"], json({"ALL"}));
   EXPECT_EQ(h["CapAdd"], json::array());
   EXPECT_EQ(h["SecurityOpt"], json({"no-new-privileges"}));
@@ -195,12 +197,13 @@ TEST(CreateBodyTest, WorkingDirIsAWritableTmpfsOnAReadOnlyRoot) {
 
 TEST(CreateBodyTest, RelaxedProfileFieldByField) {
   auto r = Request();
-  const json h = Body(r, json::parse(R"({"spec": {"init": false, "securityProfile": {
+  const json b = Body(r, json::parse(R"({"spec": {"init": false, "securityProfile": {
       "runAsUser": 0, "runAsGroup": 0, "runAsRoot": true,
       "addCapabilities": ["NET_BIND_SERVICE", "CHOWN"], "allowPrivilegeEscalation": true,
       "seccompProfile": "Unconfined", "pidsLimit": 4096, "openFilesLimit": 65536,
-      "logMaxBytes": 1048576}}})"))["HostConfig"];
-  EXPECT_EQ(h["User"], "0:0");
+      "logMaxBytes": 1048576}}})"));
+  EXPECT_EQ(b["User"], "0:0");
+  const json& h = b["HostConfig"];
   EXPECT_EQ(h["CapDrop"], json({"ALL"}));
   EXPECT_EQ(h["CapAdd"], json({"NET_BIND_SERVICE", "CHOWN"}));
   EXPECT_EQ(h["SecurityOpt"], json({"seccomp=unconfined"}));
