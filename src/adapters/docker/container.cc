@@ -125,11 +125,6 @@ Status ValidateRequest(const ExecutionRequest& request, const DockerExecutionPar
     return Invalid("DockerExecutionParameters networkMode \"" + p.networkMode +
                    "\" is not supported: use none (no network) or host");
   }
-  if (p.networkMode == "host" && !p.allowHostNetwork) {
-    return Invalid(
-        "DockerExecutionParameters networkMode host shares the engine host's network with the "
-        "task (no egress control): set allowHostNetwork: true to ask for it on purpose");
-  }
   if (auto st = ValidateProfile(p.securityProfile); !st.ok()) return st;
   const std::string& workingDir = request.job.spec.task.workingDir;
   if (!workingDir.empty() &&
@@ -165,6 +160,15 @@ Status ValidateRequest(const ExecutionRequest& request, const DockerExecutionPar
   if (r.requests.memory && r.limits.memory && *r.requests.memory > *r.limits.memory) {
     return Invalid("requests.memory " + r.requests.memory->str() + " exceeds limits.memory " +
                    r.limits.memory->str());
+  }
+  return Status::Ok();
+}
+
+Status HostNetworkAllowed(const DockerExecutionParameters& p) {
+  if (p.networkMode == "host" && !p.allowHostNetwork) {
+    return Invalid(
+        "DockerExecutionParameters networkMode host shares the engine host's network with the "
+        "task (no egress control): set allowHostNetwork: true to ask for it on purpose");
   }
   return Status::Ok();
 }

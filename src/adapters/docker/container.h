@@ -58,6 +58,12 @@ std::optional<Refusal> InsecureEndpointRefusal(const DockerExecutionParameters& 
 // a container name). Pure; no engine round trip.
 Status ValidateRequest(const ExecutionRequest& request, const DockerExecutionParameters& p);
 
+// kInvalidArgument: networkMode host without allowHostNetwork: true. Checked at acceptance
+// (DockerAdapter::Validate) only: networkMode is pinned then, and a later edit of the parameters
+// (allowHostNetwork is read at each call) does not change the network an accepted Job was
+// accepted with.
+Status HostNetworkAllowed(const DockerExecutionParameters& p);
+
 // "ayatori-<uid>": deterministic, so a second create for the same Job conflicts (409).
 std::string ContainerName(std::string_view uid);
 // The name a container gets when we stop it on request (Cancel). Docker labels cannot change
@@ -65,7 +71,8 @@ std::string ContainerName(std::string_view uid);
 std::string CancelledContainerName(std::string_view uid);
 
 // The parameters' securityProfile and init as HostConfig fields of `host` (docs/security.md;
-// runAsUser:runAsGroup is the container's User, which BuildCreateBody sets): CapDrop ["ALL"] + addCapabilities -> CapAdd;
+// runAsUser:runAsGroup is the container's User, which BuildCreateBody sets): CapDrop ["ALL"] +
+// addCapabilities -> CapAdd;
 //   allowPrivilegeEscalation false -> SecurityOpt no-new-privileges; seccompProfile Unconfined
 //   -> seccomp=unconfined; pidsLimit -> PidsLimit; readOnlyRootFilesystem -> ReadonlyRootfs;
 //   Tmpfs /tmp (and `workingDir` on a read-only root) of tmpSizeMiB; openFilesLimit -> Ulimits

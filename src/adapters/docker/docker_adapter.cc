@@ -246,6 +246,7 @@ Status DockerAdapter::Validate(const ExecutionRequest& request) {
   }
   if (auto parsed = ParseEngineEndpoint(endpoint, tls); !parsed.ok()) return parsed.status();
   if (auto st = ValidateRequest(request, *params); !st.ok()) return st;
+  if (auto st = HostNetworkAllowed(*params); !st.ok()) return st;
   if (!params->runtime.empty()) return CheckRuntime(request.parameters, params->runtime);
   return Status::Ok();
 }
