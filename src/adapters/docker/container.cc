@@ -192,7 +192,12 @@ void AddSecurityProfile(const DockerExecutionParameters& p, const std::string& w
   host["ReadonlyRootfs"] = sp.readOnlyRootFilesystem;
   // tmpfs pages are charged to the container's memory cgroup: each mount can use up to its size
   // of limits.memory (docs/security.md).
-  const std::string tmpfs = "rw,nosuid,nodev,mode=1777,size=" + std::to_string(sp.tmpSizeMiB) + "m";
+  // Owned by the task's user: the engine copies the mode of the directory it covers (a directory
+  // the image lacks is created 0755 for root) and ignores a mode= option. noexec is the engine's
+  // default for tmpfs, written out here so that it shows.
+  const std::string tmpfs = "rw,nosuid,nodev,noexec,uid=" + std::to_string(sp.runAsUser) +
+                            ",gid=" + std::to_string(sp.runAsGroup) +
+                            ",size=" + std::to_string(sp.tmpSizeMiB) + "m";
   json mounts = json::object();
   mounts["/tmp"] = tmpfs;
   if (sp.readOnlyRootFilesystem && !workingDir.empty() && workingDir != "/" &&

@@ -167,7 +167,7 @@ TEST(CreateBodyTest, RestrictedProfileByDefault) {
   EXPECT_EQ(h["SecurityOpt"], json({"no-new-privileges"}));
   EXPECT_EQ(h["PidsLimit"], 256);
   EXPECT_EQ(h["ReadonlyRootfs"], true);
-  EXPECT_EQ(h["Tmpfs"], json({{"/tmp", "rw,nosuid,nodev,mode=1777,size=64m"}}));
+  EXPECT_EQ(h["Tmpfs"], json({{"/tmp", "rw,nosuid,nodev,noexec,uid=65534,gid=65534,size=64m"}}));
   EXPECT_EQ(h["Ulimits"], json::parse(R"([{"Name": "nofile", "Soft": 1024, "Hard": 1024}])"));
   EXPECT_EQ(h["Init"], true);
   EXPECT_EQ(h["LogConfig"], json::parse(R"({"Type": "json-file",
@@ -180,8 +180,9 @@ TEST(CreateBodyTest, WorkingDirIsAWritableTmpfsOnAReadOnlyRoot) {
   r.job.spec.task.workingDir = "/workspace";
   json h =
       Body(r, json::parse(R"({"spec": {"securityProfile": {"tmpSizeMiB": 8}}})"))["HostConfig"];
-  EXPECT_EQ(h["Tmpfs"], json({{"/tmp", "rw,nosuid,nodev,mode=1777,size=8m"},
-                              {"/workspace", "rw,nosuid,nodev,mode=1777,size=8m"}}));
+  EXPECT_EQ(h["Tmpfs"],
+            json({{"/tmp", "rw,nosuid,nodev,noexec,uid=65534,gid=65534,size=8m"},
+                  {"/workspace", "rw,nosuid,nodev,noexec,uid=65534,gid=65534,size=8m"}}));
   r.job.spec.task.workingDir = "/tmp/build";
   h = Body(r)["HostConfig"];
   EXPECT_EQ(h["Tmpfs"].size(), 1u) << "below /tmp: already writable";

@@ -85,13 +85,17 @@ TEST_F(DockerE2ETest, NonZeroExitFailsWithProcessFailedAndTheExitCode) {
   EXPECT_TRUE(o.finishedAt.has_value());
 }
 
+// Under init (the default) the engine starts docker-init, which reports the failed exec and exits
+// 127 a moment later: Ensure may still see it running.
 TEST_F(DockerE2ETest, MissingEntrypointFailsWithStartFailedAndIsNotRetried) {
   auto r = Request({"/does/not/exist"});
-  Observation o = adapter_.Ensure(r);
+  Observation o = Run(r);
   ASSERT_EQ(o.phase, ExecutionPhase::kFailed) << PhaseName(o);
   EXPECT_EQ(o.reason, "StartFailed");
   EXPECT_NE(o.message.find("/does/not/exist"), std::string::npos) << o.message;
-  EXPECT_EQ(adapter_.Ensure(r).phase, ExecutionPhase::kFailed);
+  Observation again = adapter_.Ensure(r);
+  EXPECT_EQ(again.phase, ExecutionPhase::kFailed);
+  EXPECT_EQ(again.reason, "StartFailed");
   EXPECT_EQ(e2e::CountContainers(endpoint_, r.job.metadata.uid), 1);
 }
 
@@ -207,6 +211,17 @@ TEST_F(DockerE2ETest, EnvWorkingDirAndJobIdentityReachTheProcess) {
   }
 }
 
+// The sample Job's working directory (/workspace, which the image does not have) is a writable
+// tmpfs of the restricted profile: the task, not root, writes there while / stays read-only.
+TEST_F(DockerE2ETest, AWorkingDirectoryTheImageLacksIsWritableOnAReadOnlyRoot) {
+  auto r = Request({"/bin/sh", "-c",
+                    "echo hello > greeting && cat greeting && pwd && id -u && "
+                    "(touch /x 2>&1 || true)"});
+  r.job.spec.task.workingDir = "/workspace";
+  ASSERT_EQ(Run(r).phase, ExecutionPhase::kSucceeded) << Output(r);
+  EXPECT_EQ(Output(r), "hello\n/workspace\n65534\ntouch: /x: Read-only file system\n");
+}
+
 TEST_F(DockerE2ETest, LimitsAndRequestsReachTheContainer) {
   auto r = Request({"/bin/sh", "-c",
                     "cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/cpu/cpu.shares "
@@ -280,6 +295,32 @@ TEST_F(DockerE2ETest, EnsureAdoptsAndStartsAContainerCreatedBeforeALostResponse)
   EXPECT_EQ(o.phase, ExecutionPhase::kSucceeded) << PhaseName(o);
   EXPECT_EQ(Output(r), "adopted\n");
   EXPECT_EQ(e2e::CountContainers(endpoint_, r.job.metadata.uid), 1);
+}
+
+// Every answer read from the engine is bounded (docs/security.md § Bounded reads): beyond the
+// limit a JSON answer is an error, not read further; a progress stream keeps its tail.
+TEST_F(DockerE2ETest, EngineAnswersAreReadOnlyUpToTheirLimit) {
+  auto ep = ParseEngineEndpoint(endpoint_, false);
+  ASSERT_TRUE(ep.ok());
+  EngineClient client(*ep, {}, "1.41", {});
+  // The image's inspect answer: the same at every call.
+  const std::string path = "/images/" + EngineClient::Escape(kBusybox) + "/json";
+  auto whole = client.Call("GET", path);
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  ASSERT_GT(whole->body.size(), 1000u) << "the check below could not fail";
+  ASSERT_EQ(whole->status, 200) << whole->body;
+  auto capped = client.Call("GET", path, "", {}, 0ms, BodyLimit{512, false});
+  ASSERT_FALSE(capped.ok());
+  EXPECT_EQ(capped.status().code(), StatusCode::kInternal);
+  EXPECT_NE(capped.status().message().find("exceeds 512 bytes"), std::string::npos)
+      << capped.status().message();
+  auto tail = client.Call("GET", path, "", {}, 0ms, BodyLimit{256, true});
+  ASSERT_TRUE(tail.ok()) << tail.status().ToString();
+  EXPECT_LE(tail->body.size(), 2 * 256u);
+  EXPECT_TRUE(whole->body.ends_with(tail->body)) << "the tail is the answer's end";
+  // The client is usable again after an answer it cut short.
+  auto again = client.Call("GET", "/_ping");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
 }
 
 TEST_F(DockerE2ETest, DeleteRemovesTheContainerAndIsRepeatable) {
