@@ -391,11 +391,14 @@ std::optional<Observation> DockerAdapter::EnsureImage(
   const std::string& image = request.job.spec.task.image;
   auto ref = ParseImageReference(image);
   if (!ref.ok()) return Failed(kReasonImagePullFailed, ref.status().message());
-  const std::string engineKey = EndpointOf(params, options_.defaultEndpoint) + "\n" + image;
+  // By repository: another tag or a digest of a private repository is private too.
+  const std::string engineKey =
+      EndpointOf(params, options_.defaultEndpoint) + "\n" + ref->registry + "/" + ref->path;
   // The engine's image cache is shared by every Job on it. A Job may use a cached image only if
   // its own credentials can pull it: a Job with pull credentials always pulls (the registry
   // checks them), and so does any Job whose image this adapter once pulled with credentials
-  // (a private image: without its own, the pull fails). pullPolicy Never trusts the cache whole.
+  // (a private image: without its own, the pull fails). pullPolicy Never trusts the cache whole,
+  // but, like IfNotPresent, only an image found by its name (ImageNamedBy).
   bool mustPull = params.pullPolicy == PullPolicy::kAlways;
   if (params.pullPolicy == PullPolicy::kIfNotPresent) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -404,8 +407,11 @@ std::optional<Observation> DockerAdapter::EnsureImage(
   if (!mustPull) {
     auto r = client.Call("GET", "/images/" + EngineClient::Escape(image) + "/json");
     if (!r.ok()) return Unreachable(r.status());
-    if (r->status == 200) return std::nullopt;
-    if (r->status != 404) return Unreachable(EngineError("inspect image", *r));
+    // Found by name, not by (a prefix of) the ID of some other cached image.
+    if (r->status == 200 && ImageNamedBy(json::parse(r->body, nullptr, false), *ref)) {
+      return std::nullopt;
+    }
+    if (r->status != 200 && r->status != 404) return Unreachable(EngineError("inspect image", *r));
     if (params.pullPolicy == PullPolicy::kNever) {
       return Failed(kReasonImagePullFailed, "The image \"" + image +
                                                 "\" is not present on the engine and pullPolicy is "

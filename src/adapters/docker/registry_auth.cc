@@ -165,6 +165,21 @@ StatusOr<ImageReference> ParseImageReference(std::string_view image) {
   return ref;
 }
 
+bool ImageNamedBy(const nlohmann::json& inspect, const ImageReference& ref) {
+  auto matches = [&](const char* field, bool byDigest) {
+    auto it = inspect.find(field);
+    if (!inspect.is_object() || it == inspect.end() || !it->is_array()) return false;
+    for (const auto& entry : *it) {
+      if (!entry.is_string()) continue;
+      auto named = ParseImageReference(entry.get<std::string>());
+      if (!named.ok() || named->registry != ref.registry || named->path != ref.path) continue;
+      if (byDigest ? named->digest == ref.digest : named->PullTag() == ref.PullTag()) return true;
+    }
+    return false;
+  };
+  return ref.digest.empty() ? matches("RepoTags", false) : matches("RepoDigests", true);
+}
+
 RegistryKey NormalizeRegistryKey(std::string_view key) {
   for (std::string_view scheme : {"https://", "http://"}) {
     if (key.substr(0, scheme.size()) == scheme) {

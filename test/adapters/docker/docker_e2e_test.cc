@@ -297,6 +297,33 @@ TEST_F(DockerE2ETest, EnsureAdoptsAndStartsAContainerCreatedBeforeALostResponse)
   EXPECT_EQ(e2e::CountContainers(endpoint_, r.job.metadata.uid), 1);
 }
 
+// The engine finds an image by a prefix of its ID too; a Job that names one does not get that
+// image (it might be another tenant's private image): only an image known under the name the Job
+// gives counts as present.
+TEST_F(DockerE2ETest, AnImageIdPrefixIsNotAnImageName) {
+  auto ep = ParseEngineEndpoint(endpoint_, false);
+  ASSERT_TRUE(ep.ok());
+  EngineClient client(*ep, {}, "1.41", {});
+  auto inspect = client.Call("GET", "/images/" + EngineClient::Escape(kBusybox) + "/json");
+  ASSERT_TRUE(inspect.ok());
+  ASSERT_EQ(inspect->status, 200);
+  const std::string id = json::parse(inspect->body).value("Id", "");
+  ASSERT_EQ(id.rfind("sha256:", 0), 0u) << id;
+  const std::string prefix = id.substr(7, 12);
+  // The control: the engine itself resolves the prefix to the image.
+  auto byId = client.Call("GET", "/images/" + prefix + "/json");
+  ASSERT_TRUE(byId.ok());
+  ASSERT_EQ(byId->status, 200) << "the engine no longer resolves ID prefixes: the check below "
+                                  "could not fail";
+
+  auto r = Request({"/bin/echo", "ran"}, {}, {{"pullPolicy", "Never"}}, prefix);
+  Observation o = adapter_.Ensure(r);
+  EXPECT_EQ(o.phase, ExecutionPhase::kFailed) << PhaseName(o);
+  EXPECT_EQ(o.reason, "ImagePullFailed");
+  EXPECT_NE(o.message.find("is not present on the engine"), std::string::npos) << o.message;
+  EXPECT_EQ(e2e::CountContainers(endpoint_, r.job.metadata.uid), 0);
+}
+
 // Every answer read from the engine is bounded (docs/security.md § Bounded reads): beyond the
 // limit a JSON answer is an error, not read further; a progress stream keeps its tail.
 TEST_F(DockerE2ETest, EngineAnswersAreReadOnlyUpToTheirLimit) {

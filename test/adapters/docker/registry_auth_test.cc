@@ -98,6 +98,25 @@ TEST(ImageReferenceTest, FollowsTheOciReferenceGrammar) {
   }
 }
 
+// A cached image counts as the one a Job names only when the engine knows it under that name;
+// the engine also resolves (prefixes of) image IDs, which name no repository.
+TEST(ImageNamedByTest, OnlyATagOrDigestOfTheSameRepositoryMatches) {
+  const nlohmann::json inspect = {{"Id", "sha256:" + std::string(64, 'c')},
+                                  {"RepoTags", {"alpine:3.22", "127.0.0.1:5000/team/app:1"}},
+                                  {"RepoDigests", {"127.0.0.1:5000/team/app@" + kDigest}}};
+  EXPECT_TRUE(ImageNamedBy(inspect, Ref("alpine:3.22")));
+  EXPECT_TRUE(ImageNamedBy(inspect, Ref("docker.io/library/alpine:3.22")));
+  EXPECT_TRUE(ImageNamedBy(inspect, Ref("127.0.0.1:5000/team/app:1")));
+  EXPECT_TRUE(ImageNamedBy(inspect, Ref("127.0.0.1:5000/team/app@" + kDigest)));
+  EXPECT_FALSE(ImageNamedBy(inspect, Ref("alpine"))) << "latest is another tag";
+  EXPECT_FALSE(ImageNamedBy(inspect, Ref("127.0.0.1:5000/team/other:1")));
+  EXPECT_FALSE(ImageNamedBy(inspect, Ref("cccccccccccc"))) << "an ID prefix names no repository";
+  EXPECT_FALSE(ImageNamedBy(inspect, Ref("sha256:" + std::string(64, 'c'))));
+  EXPECT_FALSE(ImageNamedBy(inspect, Ref("alpine@" + kDigest))) << "a digest of another repo";
+  EXPECT_FALSE(ImageNamedBy(nlohmann::json::object(), Ref("alpine:3.22")));
+  EXPECT_FALSE(ImageNamedBy(nlohmann::json(), Ref("alpine:3.22")));
+}
+
 TEST(RegistryKeyTest, NormalisesDockerConfigKeys) {
   EXPECT_EQ(NormalizeRegistryKey("https://index.docker.io/v1/").host, "docker.io");
   EXPECT_EQ(NormalizeRegistryKey("https://index.docker.io/v1/").pathPrefix, "");
