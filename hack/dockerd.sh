@@ -17,6 +17,10 @@
 # (--tlsverify; a CA, server and client certificate are made in DIR/pki): env.sh then exports
 # AYATORI_DOCKER_TLS_HOST and AYATORI_DOCKER_CERT_PATH (ca.pem, cert.pem, key.pem of a client).
 #
+# The engine has a second OCI runtime, runc-alt (runc under another name, for the tests of classes
+# that name a runtime), and crun when /usr/bin/crun exists; env.sh exports
+# AYATORI_DOCKER_ALT_RUNTIME=runc-alt.
+#
 # DIR is $AYATORI_DOCKERD_DIR (the CTest fixture passes a directory of the build tree), default
 # /tmp/ayatori-dockerd-$(id -u). The data root lives outside DIR so that images survive between
 # runs: /var/lib/ayatori-docker/<basename of DIR>-<hash of DIR>, one per DIR, so the tests of
@@ -37,6 +41,8 @@ SOCK=$D/docker.sock
 PIDFILE=$D/dockerd.pid
 LOG=$D/dockerd.log
 STOP_SECONDS=${AYATORI_DOCKERD_STOP_SECONDS:-30}
+# The name of the second runtime registered with the engine (runc again): env.sh exports it.
+ALT_RUNTIME=runc-alt
 
 log() { printf 'dockerd.sh: %s\n' "$*" >&2; }
 # What a restart found and did about a crash's leftovers: one line each, under a fixed prefix that
@@ -116,7 +122,7 @@ tls_certs() {
 }
 
 up() {
-  local p i tls_args=() stale_shims=""
+  local p i tls_args=() stale_shims="" runtimes
   preflight
   p=$(running_pid)
   if [ -n "$p" ] && ping; then
@@ -130,7 +136,13 @@ up() {
     fi
     mkdir -p "$DATA" "$D/exec"
     rm -f "$SOCK" "$PIDFILE"
-    echo '{}' >"$D/daemon.json"  # never pick up the host's /etc/docker/daemon.json
+    # Never the host's /etc/docker/daemon.json. A second OCI runtime for the tests of classes that
+    # name one (docs/security.md): runc under a second name (it proves the runtime is passed and
+    # checked; it adds no isolation), and crun when installed (on cgroup v1 hybrid hosts crun
+    # refuses to start containers: /work/shared/reference/runtimes.md).
+    runtimes="\"$ALT_RUNTIME\": {\"path\": \"$(command -v runc || echo /usr/sbin/runc)\"}"
+    if [ -x /usr/bin/crun ]; then runtimes="$runtimes, \"crun\": {\"path\": \"/usr/bin/crun\"}"; fi
+    echo "{\"runtimes\": {$runtimes}}" >"$D/daemon.json"
     rm -f "$D/tls-port"
     if [ -n "${AYATORI_DOCKERD_TLS:-}" ]; then
       tls_certs
@@ -167,6 +179,7 @@ up() {
   cat >"$D/env.sh" <<EOF
 export DOCKER_HOST=unix://$SOCK
 export AYATORI_DOCKER_DATA_ROOT=$DATA
+export AYATORI_DOCKER_ALT_RUNTIME=$ALT_RUNTIME
 EOF
   if [ -f "$D/tls-port" ]; then
     echo "export AYATORI_DOCKER_TLS_HOST=tcp://127.0.0.1:$(cat "$D/tls-port")" >>"$D/env.sh"

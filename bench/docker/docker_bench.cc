@@ -6,10 +6,15 @@
 //               `kubectl wait` would see it.
 //   docker run  `docker run --rm --network none IMAGE /bin/true` with the docker CLI: wall time
 //               of the whole command (create, start, wait, remove), as a user would see it.
+//   hardened    the same `docker run --rm` with the flags of the restricted security profile that
+//               Ayatori's Jobs get by default (docs/security.md): --user, --cap-drop ALL,
+//               --security-opt no-new-privileges, --pids-limit, --read-only, --tmpfs, --ulimit,
+//               --init, --log-opt (target: Ayatori p50 <= 1.2x hardened docker run p50; and
+//               <= 1.5x the bare one).
 //
-// One at a time, never concurrently, so latency is measured and not throughput; the two kinds
-// alternate (A B, then B A, ...) so that drift of the machine affects both alike. The first
-// `--warmup` pairs are not counted.
+// One at a time, never concurrently, so latency is measured and not throughput; the kinds rotate
+// (A B C, then B C A, then C A B, ...) so that drift of the machine affects all alike. The first
+// `--warmup` rounds are not counted.
 //
 // Then under concurrency (target: Ayatori p50 <= 1.2x docker run p50): `--concurrent` Jobs
 // created at once (one thread each, each measured from its own create to its Succeeded) against
@@ -29,6 +34,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -181,6 +187,20 @@ double Percentile(std::vector<double> v, double p) {
   return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
 }
 
+// The wall time of `command` (a docker run), nullopt on failure.
+std::optional<double> TimeDockerRun(const Options& o, const std::vector<std::string>& command,
+                                    const char* what) {
+  auto start = Steady::now();
+  int rc = RunQuietly(command);
+  double ms = Millis(Steady::now() - start).count();
+  if (rc != 0) {
+    std::cerr << "bench_docker: " << what << " exited " << rc << " (is DOCKER_HOST set?)\n";
+    return std::nullopt;
+  }
+  if (o.verbose) std::cout << what << " " << ms << " ms\n";
+  return ms;
+}
+
 std::string RandomSuffix() {
   std::mt19937 rng{std::random_device{}()};
   std::string s;
@@ -267,33 +287,51 @@ int main(int argc, char** argv) {
     if (o.verbose) std::cout << "ayatori " << name << " " << ms << " ms\n";
     return ms;
   };
-  auto dockerOnce = [&]() -> std::optional<double> {
-    auto start = Steady::now();
-    int rc = RunQuietly({o.docker, "run", "--rm", "--network", "none", o.image, "/bin/true"});
-    double ms = Millis(Steady::now() - start).count();
-    if (rc != 0) {
-      std::cerr << "bench_docker: docker run exited " << rc << " (is DOCKER_HOST set?)\n";
-      return std::nullopt;
-    }
-    if (o.verbose) std::cout << "docker-run " << ms << " ms\n";
-    return ms;
-  };
+  const std::vector<std::string> bare = {o.docker, "run",   "--rm",     "--network",
+                                         "none",   o.image, "/bin/true"};
+  // The restricted profile's defaults (DockerExecutionParameters securityProfile and init,
+  // docs/security.md) as docker run flags.
+  const std::vector<std::string> hardened = {
+      o.docker,
+      "run",
+      "--rm",
+      "--network",
+      "none",
+      "--user",
+      "65534:65534",
+      "--cap-drop",
+      "ALL",
+      "--security-opt",
+      "no-new-privileges",
+      "--pids-limit",
+      "256",
+      "--read-only",
+      "--tmpfs",
+      "/tmp:rw,nosuid,nodev,noexec,uid=65534,gid=65534,size=64m",
+      "--ulimit",
+      "nofile=1024:1024",
+      "--init",
+      "--log-driver",
+      "json-file",
+      "--log-opt",
+      "max-size=10485760",
+      "--log-opt",
+      "max-file=1",
+      o.image,
+      "/bin/true"};
+  auto dockerOnce = [&]() { return TimeDockerRun(o, bare, "docker-run"); };
+  auto hardenedOnce = [&]() { return TimeDockerRun(o, hardened, "docker-run-hardened"); };
 
-  std::vector<double> ayatori, docker;
+  std::vector<double> ayatori, docker, hardenedDocker;
+  const std::function<std::optional<double>()> kinds[] = {ayatoriOnce, dockerOnce, hardenedOnce};
+  std::vector<double>* samples[] = {&ayatori, &docker, &hardenedDocker};
   for (int i = 0; i < o.warmup + o.jobs; ++i) {
-    bool ayatoriFirst = i % 2 == 0;
-    std::optional<double> a, d;
-    if (ayatoriFirst) {
-      a = ayatoriOnce();
-      d = dockerOnce();
-    } else {
-      d = dockerOnce();
-      a = ayatoriOnce();
+    for (int k = 0; k < 3; ++k) {
+      const int kind = (i + k) % 3;
+      std::optional<double> ms = kinds[kind]();
+      if (!ms) return 1;
+      if (i >= o.warmup) samples[kind]->push_back(*ms);
     }
-    if (!a || !d) return 1;
-    if (i < o.warmup) continue;
-    ayatori.push_back(*a);
-    docker.push_back(*d);
   }
 
   // Under concurrency: all of a round at once, one thread each.
@@ -328,6 +366,11 @@ int main(int argc, char** argv) {
   double ratio = a50 / d50;
   std::printf("  ratio Ayatori/docker: p50 %.2f   p99 %.2f   (target p50 <= 1.50)  %s\n", ratio,
               a99 / d99, ratio <= 1.5 ? "MET" : "MISSED");
+  double h50 = Percentile(hardenedDocker, 50), h99 = Percentile(hardenedDocker, 99);
+  std::printf("  %-38s p50 %8.1f ms   p99 %8.1f ms\n", "docker run --rm, same hardening flags", h50,
+              h99);
+  std::printf("  ratio Ayatori/hardened docker: p50 %.2f   p99 %.2f   (target p50 <= 1.20)  %s\n",
+              a50 / h50, a99 / h99, a50 / h50 <= 1.2 ? "MET" : "MISSED");
   if (o.concurrent > 0) {
     double ca50 = Percentile(ayatoriAtOnce, 50), ca99 = Percentile(ayatoriAtOnce, 99);
     double cd50 = Percentile(dockerAtOnce, 50), cd99 = Percentile(dockerAtOnce, 99);

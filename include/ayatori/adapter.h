@@ -242,7 +242,9 @@ class Adapter {
   // Checks, before the Job is accepted, that the backend can honour the request (resources,
   // image auth, parameters). A non-OK status is a permanent refusal with a clear message, under
   // the reason BackendRejected; refusals with a reason of their own are the descriptor's
-  // (AdapterDescriptor::refuseParameters), checked before this.
+  // (AdapterDescriptor::refuseParameters), checked before this. kFailedPrecondition means the
+  // backend as it is cannot enforce what the class asks (e.g. Docker: an OCI runtime the engine
+  // does not have) and is refused under the reason NotEnforceable instead.
   virtual Status Validate(const ExecutionRequest& request) = 0;
 
   // The fields of the parameters' spec that decide which backend holds a Job's execution and

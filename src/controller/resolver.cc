@@ -179,8 +179,9 @@ StatusOr<Resolution> ResolveJob(const api::Job& job, const ClusterCache& cache,
   // A backend that resolves the references itself (descriptor resolvesEnvReferences, e.g. a
   // kubelet on its node) gets them unread: only their existence is checked, in the metadata
   // cache (spec: the controller does not read them; a missing key is the kubelet's to find, and
-  // the Job then waits as Scheduling with CreateContainerConfigError, docs/api.md). Other adapters get the values from the controller: each object is read once here to
-  // check its keys, and again when the request is built.
+  // the Job then waits as Scheduling with CreateContainerConfigError, docs/api.md). Other adapters
+  // get the values from the controller: each object is read once here to check its keys, and again
+  // when the request is built.
   const bool passesReferences = descriptor->resolvesEnvReferences;
   ReferenceReader* keyReader = passesReferences ? nullptr : &reader;
   for (const auto& env : job.spec.task.env) {
@@ -231,7 +232,11 @@ StatusOr<Resolution> ResolveJob(const api::Job& job, const ClusterCache& cache,
   request.parameters = parameters;
   request.resources = *resources;
   if (Status s = adapter->Validate(request); !s.ok()) {
-    return Resolution::Rejected("BackendRejected", s.message());
+    // kFailedPrecondition: the backend cannot enforce what the class asks (Adapter::Validate).
+    return Resolution::Rejected(s.code() == StatusCode::kFailedPrecondition
+                                    ? adapters::kReasonNotEnforceable
+                                    : "BackendRejected",
+                                s.message());
   }
   // Written with the class, once: from now on the Job talks to this backend, whatever becomes of
   // the parameters object (JobReconciler::ParametersFor). The status names the snapshot only;

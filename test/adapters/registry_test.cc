@@ -217,7 +217,8 @@ TEST(ShippedDescriptorsTest, RegisterTogetherAndListOnlyFieldsOfTheirKind) {
   dockerModel.runtime = "runc";
   dockerModel.extraLabels = {{"a", "b"}};
   dockerModel.tlsSecretRef = api::SecretKeyReference{"ns", "n", "k"};
-  dockerModel.insecure = true;  // encoded only when set
+  dockerModel.insecure = true;          // encoded only when set
+  dockerModel.allowHostNetwork = true;  // encoded only when set
   kubernetes::KubernetesExecutionParameters k8sModel;
   k8sModel.serviceAccountName = "sa";
   k8sModel.nodeSelector = {{"a", "b"}};

@@ -205,6 +205,7 @@ TEST_F(ResolverTest, ResolvedDockerJobPinsEndpointNetworkModeAndRuntime) {
                          {{"endpoint", "tcp://127.0.0.1:2376"},
                           {"tlsSecretRef", {{"namespace", "ayatori-system"}, {"name", "tls"}}},
                           {"networkMode", "host"},
+                          {"allowHostNetwork", true},
                           {"runtime", "runsc"},
                           {"stopGracePeriodSeconds", 5},
                           {"extraLabels", {{"team", "a"}}}}}});
@@ -641,6 +642,19 @@ TEST_F(ResolverTest, BackendRejected) {
   Resolution r = Resolve(job);
   EXPECT_REJECTED(r, "BackendRejected");
   EXPECT_NE(r.message.find("no GPUs here"), std::string::npos) << r.message;
+}
+
+// An adapter whose backend cannot enforce what the class asks (Validate's kFailedPrecondition,
+// e.g. Docker: an OCI runtime the engine does not have) refuses as NotEnforceable.
+TEST_F(ResolverTest, ValidateFailedPreconditionIsNotEnforceable) {
+  api::Job job = Job("test");
+  api::EnvVar refuse;
+  refuse.name = "AYATORI_TEST_NOT_ENFORCEABLE";
+  refuse.value = "no such runtime";
+  job.spec.task.env.push_back(refuse);
+  Resolution r = Resolve(job);
+  EXPECT_REJECTED(r, "NotEnforceable");
+  EXPECT_NE(r.message.find("no such runtime"), std::string::npos) << r.message;
 }
 
 TEST_F(ResolverTest, WaitingReasonsComeBeforeValidation) {

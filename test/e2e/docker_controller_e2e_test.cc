@@ -33,6 +33,7 @@ class DockerControllerE2ETest : public ControllerTest {
     json none = params, hostNet = params;
     none["networkMode"] = "none";
     hostNet["networkMode"] = "host";
+    hostNet["allowHostNetwork"] = true;
     ASSERT_TRUE(ApplyDockerClass(kClassNone, none));
     ASSERT_TRUE(ApplyDockerClass(kClassHost, hostNet));
     ASSERT_NO_FATAL_FAILURE(
@@ -152,6 +153,45 @@ TEST_F(DockerControllerE2ETest, CancellingARunningJobStopsItsContainer) {
   EXPECT_TRUE(job.contains("/status/completionTime"_json_pointer)) << Describe(job);
   EXPECT_FALSE(ContainerRunning(id)) << "Cancelled was reported while the container still runs";
   EXPECT_EQ(ContainersOf(host_, uid).size(), 1u) << "a cancel must not create anything";
+}
+
+// A class that names an OCI runtime: the container runs under it (runc-alt, runc registered under
+// a second name by hack/dockerd.sh: it proves the runtime is passed and checked, not that it
+// isolates more); a runtime the engine does not list is refused at acceptance as NotEnforceable,
+// never replaced by the engine's default.
+TEST_F(DockerControllerE2ETest, TheClassRuntimeRunsTheTaskAndAMissingOneIsNotEnforceable) {
+  auto vars =
+      adapters::docker::e2e::ReadEnvFile(testing::RequiredEnv("AYATORI_DOCKERD_DIR") + "/env.sh");
+  const std::string alt = vars["AYATORI_DOCKER_ALT_RUNTIME"];
+  ASSERT_FALSE(alt.empty()) << "hack/dockerd.sh registers a second runtime";
+  ASSERT_TRUE(ApplyDockerClass("e2e-docker-runtime", {{"endpoint", host_}, {"runtime", alt}}));
+  ASSERT_TRUE(
+      ApplyDockerClass("e2e-docker-no-runtime", {{"endpoint", host_}, {"runtime", "no-such-oci"}}));
+  std::string uid =
+      CreateJob("alt-runtime", "e2e-docker-runtime", Task(kBusybox, {"/bin/echo", "ran"}));
+  std::string missing =
+      CreateJob("no-runtime", "e2e-docker-no-runtime", Task(kBusybox, {"/bin/echo", "ran"}));
+  ASSERT_FALSE(uid.empty() || missing.empty());
+  json job = WaitForFinished(ns_, "alt-runtime");
+  EXPECT_EQ(ConditionSummary(job, "Succeeded"), "True/Completed") << Describe(job);
+  std::string id = OnlyContainer(uid);
+  ASSERT_FALSE(id.empty());
+  auto c = InspectContainer(host_, id);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->value("/HostConfig/Runtime"_json_pointer, ""), alt);
+  EXPECT_EQ(ContainerLogs(host_, id), "ran\n");
+
+  json refused = WaitForJob(
+      ns_, "no-runtime",
+      [](const json& j) { return ConditionSummary(j, "Accepted") == "False/NotEnforceable"; }, 60s,
+      "Accepted=False/NotEnforceable");
+  const json* accepted = FindCondition(refused, "Accepted");
+  ASSERT_NE(accepted, nullptr);
+  const std::string message = accepted->value("message", "");
+  EXPECT_NE(message.find("\"no-such-oci\""), std::string::npos) << message;
+  EXPECT_NE(message.find(alt), std::string::npos) << "the runtimes the engine has: " << message;
+  EXPECT_EQ(message.find(host_), std::string::npos) << "never the endpoint: " << message;
+  EXPECT_TRUE(ContainersOf(host_, missing).empty());
 }
 
 TEST_F(DockerControllerE2ETest, MemoryLimitOverrunIsOOMKilled) {

@@ -39,8 +39,10 @@ class DockerOutageE2ETest : public ControllerTest {
     ASSERT_EQ(host_, "unix://" + dir_ + "/docker.sock");
     ASSERT_TRUE(InstallCrds());
     // Host network: the Jobs block on a TCP connection to this test until it lets them end.
-    ASSERT_TRUE(ApplyDockerClass(
-        kClass, {{"endpoint", host_}, {"networkMode", "host"}, {"stopGracePeriodSeconds", 1}}));
+    ASSERT_TRUE(ApplyDockerClass(kClass, {{"endpoint", host_},
+                                          {"networkMode", "host"},
+                                          {"allowHostNetwork", true},
+                                          {"stopGracePeriodSeconds", 1}}));
     ASSERT_NO_FATAL_FAILURE(StartControllerAndNamespace("e2e-outage", {}));
   }
 

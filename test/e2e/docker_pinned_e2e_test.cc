@@ -81,7 +81,10 @@ json BlockingTask(int port, const std::string& then) {
 
 json Params(const std::string& endpoint) {
   // Host network: the Jobs block on a TCP connection to this test until it lets them end.
-  return {{"endpoint", endpoint}, {"networkMode", "host"}, {"stopGracePeriodSeconds", 1}};
+  return {{"endpoint", endpoint},
+          {"networkMode", "host"},
+          {"allowHostNetwork", true},
+          {"stopGracePeriodSeconds", 1}};
 }
 
 bool IsResultUnknown(const json& j) {

@@ -132,5 +132,39 @@ TEST_F(DockerRegistryE2ETest, AWrongPullSecretOrNoneFailsWithImagePullFailed) {
   ExpectNoCredentialLeak("wrong-secret", wrong);
 }
 
+// A private image cached on a shared engine (pullPolicy IfNotPresent) is used only by Jobs whose
+// own credentials can pull it: a Job with pull credentials always pulls, and a Job without any
+// pulls too once the image is known to be private (it came with credentials).
+TEST_F(DockerRegistryE2ETest, ACachedPrivateImageIsNotUsedWithoutAccess) {
+  constexpr const char* kCachedClass = "e2e-docker-registry-cached";
+  ASSERT_TRUE(ApplyDockerClass(kCachedClass, {{"endpoint", host_},
+                                              {"networkMode", "none"},
+                                              {"pullPolicy", "IfNotPresent"},
+                                              {"stopGracePeriodSeconds", 1}}));
+  auto pullJob = [&](const std::string& name, const std::string& pullSecret) {
+    json task = {{"image", image_}};
+    if (!pullSecret.empty()) task["imagePullSecrets"] = {{{"name", pullSecret}}};
+    EXPECT_FALSE(CreateJob(name, kCachedClass, task).empty());
+    return WaitForFinished(ns_, name, 180s);
+  };
+  ApplyPullSecret("registry-ok", password_);
+  const std::string wrong = "wrong-" + RandomToken();
+  ApplyPullSecret("registry-wrong", wrong);
+  json first = pullJob("first", "registry-ok");
+  ASSERT_EQ(ConditionSummary(first, "Succeeded"), "True/Completed") << Describe(first);
+  ASSERT_EQ(Docker(host_, {"image", "inspect", image_}).exitCode, 0) << "the image is cached";
+
+  for (const auto& [name, secret] :
+       {std::pair<std::string, std::string>{"cached-wrong", "registry-wrong"},
+        {"cached-none", ""}}) {
+    json job = pullJob(name, secret);
+    EXPECT_EQ(ConditionSummary(job, "Succeeded"), "False/ImagePullFailed") << Describe(job);
+    EXPECT_FALSE(job.contains("/status/startTime"_json_pointer)) << Describe(job);
+  }
+  json again = pullJob("again", "registry-ok");
+  EXPECT_EQ(ConditionSummary(again, "Succeeded"), "True/Completed") << Describe(again);
+  ExpectNoCredentialLeak("cached-wrong", wrong);
+}
+
 }  // namespace
 }  // namespace ayatori::e2e

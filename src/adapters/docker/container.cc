@@ -40,6 +40,46 @@ bool IsValidUid(std::string_view uid) {
   return true;
 }
 
+bool IsCapabilityName(std::string_view name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
+// The limits a profile may not go below: a value that small is a typo, not a policy.
+constexpr int64_t kMinOpenFiles = 16;
+constexpr int64_t kMinLogBytes = 4096;
+
+Status ValidateProfile(const SecurityProfile& sp) {
+  const std::string where = "DockerExecutionParameters securityProfile.";
+  if (sp.runAsUser < 0 || sp.runAsGroup < 0 || sp.runAsUser > 0x7fffffff ||
+      sp.runAsGroup > 0x7fffffff) {
+    return Invalid(where + "runAsUser and runAsGroup must be between 0 and 2147483647");
+  }
+  if (sp.runAsUser == 0 && !sp.runAsRoot) {
+    return Invalid(where +
+                   "runAsUser is 0 (root) but runAsRoot is not true: running as root must be "
+                   "asked for explicitly with runAsRoot: true");
+  }
+  for (const auto& cap : sp.addCapabilities) {
+    if (!IsCapabilityName(cap)) {
+      return Invalid(where + "addCapabilities: \"" + cap +
+                     "\" is not a capability name such as NET_BIND_SERVICE");
+    }
+  }
+  if (sp.pidsLimit < 1) return Invalid(where + "pidsLimit must be at least 1");
+  if (sp.tmpSizeMiB < 1) return Invalid(where + "tmpSizeMiB must be at least 1");
+  if (sp.openFilesLimit < kMinOpenFiles) {
+    return Invalid(where + "openFilesLimit must be at least " + std::to_string(kMinOpenFiles));
+  }
+  if (sp.logMaxBytes < kMinLogBytes) {
+    return Invalid(where + "logMaxBytes must be at least " + std::to_string(kMinLogBytes));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<DockerExecutionParameters> ParseDockerParameters(const nlohmann::json& parameters) {
@@ -85,6 +125,12 @@ Status ValidateRequest(const ExecutionRequest& request, const DockerExecutionPar
     return Invalid("DockerExecutionParameters networkMode \"" + p.networkMode +
                    "\" is not supported: use none (no network) or host");
   }
+  if (auto st = ValidateProfile(p.securityProfile); !st.ok()) return st;
+  const std::string& workingDir = request.job.spec.task.workingDir;
+  if (!workingDir.empty() &&
+      (workingDir.front() != '/' || workingDir.find(',') != std::string::npos)) {
+    return Invalid("workingDir \"" + workingDir + "\" must be an absolute path without commas");
+  }
   for (char c : p.runtime) {
     if (!IsNameChar(c)) {
       return Invalid("DockerExecutionParameters runtime \"" + p.runtime +
@@ -118,10 +164,53 @@ Status ValidateRequest(const ExecutionRequest& request, const DockerExecutionPar
   return Status::Ok();
 }
 
+Status HostNetworkAllowed(const DockerExecutionParameters& p) {
+  if (p.networkMode == "host" && !p.allowHostNetwork) {
+    return Invalid(
+        "DockerExecutionParameters networkMode host shares the engine host's network with the "
+        "task (no egress control): set allowHostNetwork: true to ask for it on purpose");
+  }
+  return Status::Ok();
+}
+
 std::string ContainerName(std::string_view uid) { return "ayatori-" + std::string(uid); }
 
 std::string CancelledContainerName(std::string_view uid) {
   return ContainerName(uid) + "-cancelled";
+}
+
+void AddSecurityProfile(const DockerExecutionParameters& p, const std::string& workingDir,
+                        nlohmann::json& host) {
+  const SecurityProfile& sp = p.securityProfile;
+  host["CapDrop"] = json::array({"ALL"});
+  host["CapAdd"] = sp.addCapabilities;
+  json securityOpt = json::array();
+  if (!sp.allowPrivilegeEscalation) securityOpt.push_back("no-new-privileges");
+  if (sp.seccompProfile == SeccompProfile::kUnconfined) securityOpt.push_back("seccomp=unconfined");
+  host["SecurityOpt"] = std::move(securityOpt);
+  host["PidsLimit"] = sp.pidsLimit;
+  host["ReadonlyRootfs"] = sp.readOnlyRootFilesystem;
+  // tmpfs pages are charged to the container's memory cgroup: each mount can use up to its size
+  // of limits.memory (docs/security.md).
+  // Owned by the task's user: the engine copies the mode of the directory it covers (a directory
+  // the image lacks is created 0755 for root) and ignores a mode= option. noexec is the engine's
+  // default for tmpfs, written out here so that it shows.
+  const std::string tmpfs = "rw,nosuid,nodev,noexec,uid=" + std::to_string(sp.runAsUser) +
+                            ",gid=" + std::to_string(sp.runAsGroup) +
+                            ",size=" + std::to_string(sp.tmpSizeMiB) + "m";
+  json mounts = json::object();
+  mounts["/tmp"] = tmpfs;
+  if (sp.readOnlyRootFilesystem && !workingDir.empty() && workingDir != "/" &&
+      workingDir != "/tmp" && !workingDir.starts_with("/tmp/")) {
+    mounts[workingDir] = tmpfs;
+  }
+  host["Tmpfs"] = std::move(mounts);
+  host["Ulimits"] =
+      json::array({{{"Name", "nofile"}, {"Soft", sp.openFilesLimit}, {"Hard", sp.openFilesLimit}}});
+  host["Init"] = p.init;
+  host["LogConfig"] = {
+      {"Type", "json-file"},
+      {"Config", {{"max-size", std::to_string(sp.logMaxBytes)}, {"max-file", "1"}}}};
 }
 
 StatusOr<nlohmann::json> BuildCreateBody(const ExecutionRequest& request,
@@ -148,6 +237,9 @@ StatusOr<nlohmann::json> BuildCreateBody(const ExecutionRequest& request,
   labels[api::kJobNameLabel] = meta.name;
   body["Labels"] = std::move(labels);
   body["StopTimeout"] = p.stopGracePeriodSeconds;
+  // The container's user is a field of the container, not of its HostConfig.
+  body["User"] = std::to_string(p.securityProfile.runAsUser) + ":" +
+                 std::to_string(p.securityProfile.runAsGroup);
   body["Tty"] = false;
   body["OpenStdin"] = false;
   body["AttachStdin"] = false;
@@ -159,6 +251,7 @@ StatusOr<nlohmann::json> BuildCreateBody(const ExecutionRequest& request,
   if (!p.runtime.empty()) host["Runtime"] = p.runtime;
   host["AutoRemove"] = false;
   host["RestartPolicy"] = {{"Name", "no"}};
+  AddSecurityProfile(p, task.workingDir, host);
   const auto& r = request.resources;
   if (r.limits.cpu) host["NanoCpus"] = r.limits.cpu->MilliValue() * 1000000;
   if (r.limits.memory) {
@@ -232,6 +325,19 @@ bool StartFailedForMemory(std::string_view error) {
   // runc: "container init was OOM-killed (memory limit too low?)". The task's own memory limit
   // is too small for it to start: the user's to fix, and retrying would not help.
   return error.find("OOM-killed") != std::string_view::npos;
+}
+
+std::optional<std::string> InitExecFailure(std::string_view stderrTail) {
+  constexpr std::string_view kTini = "[FATAL tini (";
+  const size_t at = stderrTail.rfind(kTini);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view line = stderrTail.substr(at);
+  line = line.substr(0, line.find('\n'));
+  const size_t exec = line.find(")] exec ");
+  if (exec == std::string_view::npos || line.find(" failed: ", exec) == std::string_view::npos) {
+    return std::nullopt;
+  }
+  return std::string(line.substr(exec + 3, 512));
 }
 
 bool MayStart(const nlohmann::json& inspect) {

@@ -58,18 +58,35 @@ std::optional<Refusal> InsecureEndpointRefusal(const DockerExecutionParameters& 
 // a container name). Pure; no engine round trip.
 Status ValidateRequest(const ExecutionRequest& request, const DockerExecutionParameters& p);
 
+// kInvalidArgument: networkMode host without allowHostNetwork: true. Checked at acceptance
+// (DockerAdapter::Validate) only: networkMode is pinned then, and a later edit of the parameters
+// (allowHostNetwork is read at each call) does not change the network an accepted Job was
+// accepted with.
+Status HostNetworkAllowed(const DockerExecutionParameters& p);
+
 // "ayatori-<uid>": deterministic, so a second create for the same Job conflicts (409).
 std::string ContainerName(std::string_view uid);
 // The name a container gets when we stop it on request (Cancel). Docker labels cannot change
 // after create; the name can, so it durably records that the stop was ours.
 std::string CancelledContainerName(std::string_view uid);
 
+// The parameters' securityProfile and init as HostConfig fields of `host` (docs/security.md;
+// runAsUser:runAsGroup is the container's User, which BuildCreateBody sets): CapDrop ["ALL"] +
+// addCapabilities -> CapAdd;
+//   allowPrivilegeEscalation false -> SecurityOpt no-new-privileges; seccompProfile Unconfined
+//   -> seccomp=unconfined; pidsLimit -> PidsLimit; readOnlyRootFilesystem -> ReadonlyRootfs;
+//   Tmpfs /tmp (and `workingDir` on a read-only root) of tmpSizeMiB; openFilesLimit -> Ulimits
+//   nofile; init -> Init; logMaxBytes -> LogConfig json-file max-size, max-file 1.
+void AddSecurityProfile(const DockerExecutionParameters& p, const std::string& workingDir,
+                        nlohmann::json& host);
+
 // The body of POST /containers/create. Holds resolved env values (Secrets): never log it.
 //   command -> Entrypoint (replaces the image's; empty keeps it), args -> Cmd (replaces the
 //   image's CMD; with a command set the image's CMD is not used either, as in Kubernetes),
 //   limits.cpu -> NanoCpus, limits.memory -> Memory = MemorySwap (no swap),
 //   requests.cpu -> CpuShares (milli * 1024 / 1000, at least 2),
-//   requests.memory -> MemoryReservation, networkMode/runtime from the parameters.
+//   requests.memory -> MemoryReservation, networkMode/runtime from the parameters, and the
+//   security profile (AddSecurityProfile).
 StatusOr<nlohmann::json> BuildCreateBody(const ExecutionRequest& request,
                                          const DockerExecutionParameters& p);
 
@@ -92,6 +109,13 @@ bool EngineRefusedCommand(int64_t exitCode);
 // A failed start whose error says the container's init was OOM-killed (runc: "container init was
 // OOM-killed (memory limit too low?)"): the task's memory limit is too small to start it.
 bool StartFailedForMemory(std::string_view error);
+
+// With init (HostConfig.Init), the engine starts the container even when the task's command
+// cannot run: docker-init (tini) reports the failed exec on stderr ("[FATAL tini (7)] exec
+// /x failed: No such file or directory") and exits 127 (not found) or 126 (not executable).
+// The detail of that report when the last lines of stderr in `stderrTail` hold one; nullopt
+// otherwise.
+std::optional<std::string> InitExecFailure(std::string_view stderrTail);
 
 // A container Ensure may (re)start: `created`, not cancelled by us, and no start was refused for
 // the task's own command (EngineRefusedCommand) or memory limit (StartFailedForMemory).

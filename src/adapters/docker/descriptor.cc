@@ -9,12 +9,13 @@ namespace ayatori::adapters::docker {
 AdapterDescriptor Descriptor(const std::string& endpointOverride) {
   AdapterDescriptor d;
   d.controllerName = kControllerName;
-  d.parameters = ParametersKind{api::kGroup,
-                                api::kVersion,
-                                kParametersKind,
-                                "dockerexecutionparameters",
-                                {"endpoint", "networkMode", "runtime", "pullPolicy", "extraLabels",
-                                 "stopGracePeriodSeconds", "tlsSecretRef", "insecure"}};
+  d.parameters = ParametersKind{
+      api::kGroup,
+      api::kVersion,
+      kParametersKind,
+      "dockerexecutionparameters",
+      {"endpoint", "networkMode", "runtime", "pullPolicy", "extraLabels", "stopGracePeriodSeconds",
+       "tlsSecretRef", "insecure", "allowHostNetwork", "init", "securityProfile"}};
   d.resolvesEnvReferences = false;
   d.enforces = {.memoryLimit = true,
                 .cpuLimit = true,
@@ -25,7 +26,8 @@ AdapterDescriptor Descriptor(const std::string& endpointOverride) {
     Enforcement ask;
     const auto spec = parameters.is_object() ? parameters.value("spec", nlohmann::json::object())
                                              : nlohmann::json::object();
-    // networkMode defaults to none: no network unless the parameters say host.
+    // networkMode defaults to none: no network unless the parameters say host (which also needs
+    // allowHostNetwork: true); then egress is not denied, and a class that asks for it refused.
     ask.egressDeny = !spec.is_object() || spec.value("networkMode", "none") == "none";
     ask.isolation = true;  // a container of its own, whatever the runtime
     return ask;

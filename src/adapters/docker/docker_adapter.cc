@@ -8,6 +8,7 @@
 #include "adapters/docker/json_get.h"
 #include "adapters/docker/registry_auth.h"
 #include "adapters/docker/stream.h"
+#include "adapters/task_messages.h"
 
 namespace ayatori::adapters::docker {
 
@@ -89,6 +90,12 @@ struct DockerAdapter::Pulls {
 };
 
 namespace {
+
+// How long an engine's runtime list is trusted before it is asked again.
+constexpr std::chrono::seconds kRuntimesKept{10};
+
+// A pull answers with a progress stream whose verdict comes last: only its tail is kept.
+constexpr BodyLimit kPullAnswerLimit{size_t{1} << 20, true};
 
 // A finished pull's result is kept for the Jobs that waited on it, at most this long.
 constexpr std::chrono::minutes kPullResultKept{10};
@@ -238,7 +245,48 @@ Status DockerAdapter::Validate(const ExecutionRequest& request) {
     return Status(StatusCode::kInvalidArgument, refused->message);
   }
   if (auto parsed = ParseEngineEndpoint(endpoint, tls); !parsed.ok()) return parsed.status();
-  return ValidateRequest(request, *params);
+  if (auto st = ValidateRequest(request, *params); !st.ok()) return st;
+  if (auto st = HostNetworkAllowed(*params); !st.ok()) return st;
+  if (!params->runtime.empty()) return CheckRuntime(request.parameters, params->runtime);
+  return Status::Ok();
+}
+
+Status DockerAdapter::CheckRuntime(const nlohmann::json& parameters, const std::string& runtime) {
+  // An engine that cannot be asked now is not a refusal: the create names the runtime too, and
+  // the engine refuses one it does not have (BackendRejected), never running the task under
+  // its default runtime instead.
+  auto target = TargetFor(parameters);
+  if (!target.ok()) return Status::Ok();
+  const std::string endpoint = EndpointOf(target->params, options_.defaultEndpoint);
+  const auto now = std::chrono::steady_clock::now();
+  std::set<std::string> names;
+  bool cached = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = runtimes_.find(endpoint);
+        it != runtimes_.end() && now - it->second.at < kRuntimesKept) {
+      names = it->second.names;
+      cached = true;
+    }
+  }
+  if (!cached) {
+    auto r = target->client->Call("GET", "/info");
+    if (!r.ok() || r->status != 200) return Status::Ok();
+    auto info = json::parse(r->body, nullptr, false);
+    const json* list = GetObject(info, "Runtimes");
+    if (list == nullptr) return Status::Ok();
+    for (const auto& [name, value] : list->items()) names.insert(name);
+    std::lock_guard<std::mutex> lock(mu_);
+    runtimes_[endpoint] = Runtimes{now, names};
+  }
+  if (names.contains(runtime)) return Status::Ok();
+  std::string known;
+  for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+  return Status(StatusCode::kFailedPrecondition,
+                "the class's DockerExecutionParameters name the OCI runtime \"" + runtime +
+                    "\", which the engine does not have (it has: " + known +
+                    "); register it with dockerd (--add-runtime, or runtimes in daemon.json) or "
+                    "name another: a Job never runs under a runtime its class did not name");
 }
 
 std::map<std::string, std::string> DockerAdapter::PinnedParameters(
@@ -318,7 +366,7 @@ std::optional<Observation> DockerAdapter::PullInBackground(
   std::thread([pulls = pulls_, client, key, path, headers = std::move(headers), image,
                timeout = options_.pullTimeout] {
     std::optional<Observation> result =
-        PullResult(client->Call("POST", path, "", headers, timeout), image);
+        PullResult(client->Call("POST", path, "", headers, timeout, kPullAnswerLimit), image);
     NotifyFn notify;
     std::set<std::pair<std::string, std::string>> waiters;
     {
@@ -343,11 +391,27 @@ std::optional<Observation> DockerAdapter::EnsureImage(
   const std::string& image = request.job.spec.task.image;
   auto ref = ParseImageReference(image);
   if (!ref.ok()) return Failed(kReasonImagePullFailed, ref.status().message());
-  if (params.pullPolicy != PullPolicy::kAlways) {
-    auto r = client.Call("GET", "/images/" + image + "/json");
+  // By repository: another tag or a digest of a private repository is private too.
+  const std::string engineKey =
+      EndpointOf(params, options_.defaultEndpoint) + "\n" + ref->registry + "/" + ref->path;
+  // The engine's image cache is shared by every Job on it. A Job may use a cached image only if
+  // its own credentials can pull it: a Job with pull credentials always pulls (the registry
+  // checks them), and so does any Job whose image this adapter once pulled with credentials
+  // (a private image: without its own, the pull fails). pullPolicy Never trusts the cache whole,
+  // but, like IfNotPresent, only an image found by its name (ImageNamedBy).
+  bool mustPull = params.pullPolicy == PullPolicy::kAlways;
+  if (params.pullPolicy == PullPolicy::kIfNotPresent) {
+    std::lock_guard<std::mutex> lock(mu_);
+    mustPull = !request.imagePullConfigs.empty() || privateImages_.contains(engineKey);
+  }
+  if (!mustPull) {
+    auto r = client.Call("GET", "/images/" + EngineClient::Escape(image) + "/json");
     if (!r.ok()) return Unreachable(r.status());
-    if (r->status == 200) return std::nullopt;
-    if (r->status != 404) return Unreachable(EngineError("inspect image", *r));
+    // Found by name, not by (a prefix of) the ID of some other cached image.
+    if (r->status == 200 && ImageNamedBy(json::parse(r->body, nullptr, false), *ref)) {
+      return std::nullopt;
+    }
+    if (r->status != 200 && r->status != 404) return Unreachable(EngineError("inspect image", *r));
     if (params.pullPolicy == PullPolicy::kNever) {
       return Failed(kReasonImagePullFailed, "The image \"" + image +
                                                 "\" is not present on the engine and pullPolicy is "
@@ -357,7 +421,11 @@ std::optional<Observation> DockerAdapter::EnsureImage(
   auto creds = SelectRegistryCredentials(request.imagePullConfigs, *ref);
   if (!creds.ok()) return Failed(kReasonImagePullFailed, creds.status().message());
   std::vector<std::string> headers;
-  if (*creds) headers.push_back("X-Registry-Auth: " + RegistryAuthHeaderValue(**creds).reveal());
+  if (*creds) {
+    headers.push_back("X-Registry-Auth: " + RegistryAuthHeaderValue(**creds).reveal());
+    std::lock_guard<std::mutex> lock(mu_);
+    if (privateImages_.size() < kMaxPrivateImages) privateImages_.insert(engineKey);
+  }
   const std::string path = "/images/create?fromImage=" + EngineClient::Escape(ref->name) +
                            "&tag=" + EngineClient::Escape(ref->PullTag());
   bool started = false;
@@ -372,7 +440,33 @@ std::optional<Observation> DockerAdapter::EnsureImage(
         "\n" + std::to_string(std::hash<std::string>{}(headers.empty() ? "" : headers[0]));
     return PullInBackground(clientPtr, request, key, path, std::move(headers));
   }
-  return PullResult(client.Call("POST", path, "", headers, options_.pullTimeout), image);
+  return PullResult(client.Call("POST", path, "", headers, options_.pullTimeout, kPullAnswerLimit),
+                    image);
+}
+
+Observation DockerAdapter::Observed(EngineClient& client, const nlohmann::json& inspect,
+                                    bool resultUnknown) {
+  Observation o = ObservationFromInspect(inspect, resultUnknown);
+  if (o.phase != ExecutionPhase::kFailed || o.reason != kReasonProcessFailed || !o.exitCode ||
+      !EngineRefusedCommand(*o.exitCode)) {
+    return o;
+  }
+  const json* host = GetObject(inspect, "HostConfig");
+  if (host == nullptr || !GetBool(*host, "Init")) return o;
+  // The last lines of stderr, bounded: a task that printed more is not looked at further.
+  auto r = client.Call(
+      "GET",
+      "/containers/" + EngineClient::Escape(GetString(inspect, "Id")) + "/logs?stderr=1&tail=3", "",
+      {}, std::chrono::milliseconds(0), BodyLimit{size_t{64} * 1024, false});
+  if (!r.ok() || r->status != 200) return o;
+  std::string stderrTail;
+  LogDemuxer demux([&](LogStream, std::string_view bytes) { stderrTail.append(bytes); });
+  if (!demux.Feed(r->body).ok()) return o;
+  if (auto detail = InitExecFailure(stderrTail)) {
+    o.reason = kReasonStartFailed;
+    o.message = TaskCouldNotStartMessage(*detail);
+  }
+  return o;
 }
 
 Observation DockerAdapter::StartAndObserve(EngineClient& client, const std::string& uid,
@@ -385,7 +479,7 @@ Observation DockerAdapter::StartAndObserve(EngineClient& client, const std::stri
   auto found = FindContainer(client, uid, {{kContainerReferenceType, id}});
   if (!found.ok()) return Unreachable(found.status());
   if (!*found) return Absent();
-  return ObservationFromInspect(**found, resultUnknown);
+  return Observed(client, **found, resultUnknown);
 }
 
 Observation DockerAdapter::Ensure(const ExecutionRequest& request) {
@@ -421,7 +515,7 @@ Observation DockerAdapter::EnsureExecution(const ExecutionRequest& request) {
     if (MayStart(inspect)) {
       return StartAndObserve(client, uid, GetString(inspect, "Id"), request.resultUnknown);
     }
-    return ObservationFromInspect(inspect, request.resultUnknown);
+    return Observed(client, inspect, request.resultUnknown);
   };
 
   auto found = FindContainer(client, uid, refs);
@@ -479,7 +573,7 @@ Observation DockerAdapter::Observe(const ExecutionKey& key) {
   auto found = FindContainer(*target->client, key.uid, key.references);
   if (!found.ok()) return Unreachable(found.status());
   if (!*found) return Absent();
-  return ObservationFromInspect(**found, key.resultUnknown);
+  return Observed(*target->client, **found, key.resultUnknown);
 }
 
 Observation DockerAdapter::Cancel(const ExecutionKey& key) {
@@ -489,7 +583,7 @@ Observation DockerAdapter::Cancel(const ExecutionKey& key) {
   auto found = FindContainer(client, key.uid, key.references);
   if (!found.ok()) return Unreachable(found.status());
   if (!*found) return Absent();
-  Observation before = ObservationFromInspect(**found, key.resultUnknown);
+  Observation before = Observed(client, **found, key.resultUnknown);
   // It ended by itself first: its true result, or an end whose result the engine lost (nothing
   // to stop, and marking it cancelled now would report a cancel that stopped nothing).
   if (IsStopped(before.phase) || before.ended) return before;
@@ -516,7 +610,7 @@ Observation DockerAdapter::Cancel(const ExecutionKey& key) {
   auto after = Inspect(client, id);
   if (!after.ok()) return Unreachable(after.status());
   if (!*after) return Absent();
-  return ObservationFromInspect(**after, key.resultUnknown);
+  return Observed(client, **after, key.resultUnknown);
 }
 
 Status DockerAdapter::Delete(const ExecutionKey& key) {

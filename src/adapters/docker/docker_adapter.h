@@ -20,6 +20,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "adapters/docker/engine.h"
@@ -60,6 +61,8 @@ class DockerAdapter final : public Adapter, public LogSource {
   std::string Name() const override { return "docker"; }
   Status Start(std::function<void(const std::string&, const std::string&)> notify) override;
   void Stop() override;
+  // Parameters and request (ValidateRequest); a runtime the engine does not list is
+  // kFailedPrecondition, which the controller refuses as NotEnforceable.
   Status Validate(const ExecutionRequest& request) override;
   // endpoint (the default one when the parameters name none), networkMode, runtime: where the
   // container lives and the isolation it was accepted with. tlsSecretRef, pullPolicy,
@@ -81,6 +84,9 @@ class DockerAdapter final : public Adapter, public LogSource {
     DockerExecutionParameters params;
   };
   Observation EnsureExecution(const ExecutionRequest& request);
+  // kFailedPrecondition (NotEnforceable at acceptance) when the engine's runtime list (GET /info,
+  // kept for a few seconds) lacks `runtime`; OK when it has it or cannot be asked now.
+  Status CheckRuntime(const nlohmann::json& parameters, const std::string& runtime);
   // The engine client of the parameters. kInvalidArgument: the parameters can never work;
   // anything else (the TLS Secret cannot be read) may pass.
   StatusOr<Target> TargetFor(const nlohmann::json& parameters);
@@ -103,6 +109,9 @@ class DockerAdapter final : public Adapter, public LogSource {
                                               const ExecutionRequest& request,
                                               const std::string& key, const std::string& path,
                                               std::vector<std::string> headers);
+  // ObservationFromInspect, and a task whose command could not run under init (exit 126/127
+  // with docker-init's report on stderr, InitExecFailure) reported as StartFailed.
+  Observation Observed(EngineClient& client, const nlohmann::json& inspect, bool resultUnknown);
   // Starts a created container and reports what it then is.
   Observation StartAndObserve(EngineClient& client, const std::string& uid, const std::string& id,
                               bool resultUnknown);
@@ -116,6 +125,16 @@ class DockerAdapter final : public Adapter, public LogSource {
   std::map<std::string, Client> clients_;                          // by ClientKey
   NotifyFn notify_;                                                // set by Start
   std::map<std::string, std::unique_ptr<EventWatcher>> watchers_;  // by ClientKey
+  // Images (endpoint + "\n" + reference) this adapter pulled with credentials: private, so
+  // every Job that uses them pulls with its own (EnsureImage). In memory: lost at a restart.
+  static constexpr size_t kMaxPrivateImages = 10000;
+  std::set<std::string> privateImages_;
+  // The engines' runtime lists (GET /info Runtimes), by endpoint, for a short while.
+  struct Runtimes {
+    std::chrono::steady_clock::time_point at;
+    std::set<std::string> names;
+  };
+  std::map<std::string, Runtimes> runtimes_;
   // Background pulls, shared with their threads (which may outlive the adapter: a pull is not
   // cancellable, so Stop() does not wait for one; it only stops their notifications).
   struct Pulls;

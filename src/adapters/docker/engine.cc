@@ -16,9 +16,28 @@ void GlobalInit() {
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
+struct BoundedBody {
+  std::string* body = nullptr;
+  BodyLimit limit;
+  bool exceeded = false;
+};
+
 size_t AppendBody(char* data, size_t size, size_t n, void* user) {
-  static_cast<std::string*>(user)->append(data, size * n);
-  return size * n;
+  auto* sink = static_cast<BoundedBody*>(user);
+  const size_t bytes = size * n;
+  std::string& body = *sink->body;
+  if (!sink->limit.keepTail) {
+    if (body.size() + bytes > sink->limit.maxBytes) {
+      sink->exceeded = true;
+      return 0;  // libcurl ends the transfer (CURLE_WRITE_ERROR)
+    }
+    body.append(data, bytes);
+    return bytes;
+  }
+  body.append(data, bytes);
+  // Trim in batches so that many small pieces stay linear.
+  if (body.size() > 2 * sink->limit.maxBytes) body.erase(0, body.size() - sink->limit.maxBytes);
+  return bytes;
 }
 
 // The engine or our TLS material failed the handshake: said as such, since waiting will not fix
@@ -205,13 +224,14 @@ void EngineClient::Configure(Handle& h, std::chrono::milliseconds timeout) const
 StatusOr<HttpResponse> EngineClient::Perform(Handle& h, std::string_view method,
                                              const std::string& url, const std::string& body,
                                              const std::vector<std::string>& headers,
-                                             std::chrono::milliseconds timeout) {
+                                             std::chrono::milliseconds timeout, BodyLimit limit) {
   Configure(h, timeout.count() > 0 ? timeout : timeouts_.request);
   CURL* c = h.curl;
   HttpResponse response;
+  BoundedBody sink{&response.body, limit};
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, AppendBody);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &response.body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
   curl_slist* list = curl_slist_append(nullptr, "Expect:");
   if (method == "GET") {
     curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
@@ -229,6 +249,11 @@ StatusOr<HttpResponse> EngineClient::Perform(Handle& h, std::string_view method,
   curl_slist_free_all(list);
   // The body was handed to libcurl by pointer; drop the reference before the handle is reused.
   curl_easy_setopt(c, CURLOPT_POSTFIELDS, nullptr);
+  if (sink.exceeded) {
+    return Status(StatusCode::kInternal, "docker engine: the answer exceeds " +
+                                             std::to_string(limit.maxBytes) +
+                                             " bytes and was not read");
+  }
   if (rc != CURLE_OK) return TransportError(rc, h.error);
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &response.status);
   return response;
@@ -240,7 +265,7 @@ StatusOr<std::string> EngineClient::ApiVersion() {
     if (!apiVersion_.empty()) return apiVersion_;
   }
   auto h = Acquire();
-  auto r = Perform(*h, "GET", endpoint_.baseUrl + "/version", "", {}, timeouts_.request);
+  auto r = Perform(*h, "GET", endpoint_.baseUrl + "/version", "", {}, timeouts_.request, {});
   Release(std::move(h));
   if (!r.ok()) return r.status();
   if (r->status != 200) {
@@ -261,12 +286,12 @@ StatusOr<std::string> EngineClient::ApiVersion() {
 StatusOr<HttpResponse> EngineClient::Call(std::string_view method, const std::string& pathAndQuery,
                                           const std::string& jsonBody,
                                           const std::vector<std::string>& extraHeaders,
-                                          std::chrono::milliseconds timeout) {
+                                          std::chrono::milliseconds timeout, BodyLimit limit) {
   auto version = ApiVersion();
   if (!version.ok()) return version.status();
   auto h = Acquire();
   auto r = Perform(*h, method, endpoint_.baseUrl + "/v" + *version + pathAndQuery, jsonBody,
-                   extraHeaders, timeout);
+                   extraHeaders, timeout, limit);
   Release(std::move(h));
   return r;
 }

@@ -65,6 +65,15 @@ class StreamStop {
   void* multi_ = nullptr;  // the CURLM* of the stream in progress, woken up by Cancel()
 };
 
+// How much of an answer Call() keeps. The engine is trusted less than the controller's memory:
+// a JSON answer beyond maxBytes is an error (kInternal), never read whole; keepTail keeps only
+// the last maxBytes instead (progress streams such as a pull's, whose verdict comes last).
+inline constexpr size_t kMaxEngineAnswerBytes = size_t{8} * 1024 * 1024;
+struct BodyLimit {
+  size_t maxBytes = kMaxEngineAnswerBytes;
+  bool keepTail = false;
+};
+
 struct EngineTimeouts {
   std::chrono::milliseconds connect{5000};
   std::chrono::milliseconds request{30000};
@@ -81,11 +90,13 @@ class EngineClient {
   EngineClient& operator=(const EngineClient&) = delete;
 
   // One request to /v<version><pathAndQuery>. Transport failures are kUnavailable (or
-  // kDeadlineExceeded on timeout); any HTTP answer is returned as a response.
+  // kDeadlineExceeded on timeout); any HTTP answer is returned as a response, its body bounded
+  // by `limit` (kInternal when a body exceeds it without keepTail).
   StatusOr<HttpResponse> Call(std::string_view method, const std::string& pathAndQuery,
                               const std::string& jsonBody = "",
                               const std::vector<std::string>& extraHeaders = {},
-                              std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+                              std::chrono::milliseconds timeout = std::chrono::milliseconds(0),
+                              BodyLimit limit = {});
 
   // A streaming GET: `onData` receives the body in chunks as they arrive and returns false to
   // end the stream. `onStatus` is called once with the HTTP status before any data. Returns OK
@@ -106,7 +117,7 @@ class EngineClient {
   void Configure(Handle& h, std::chrono::milliseconds timeout) const;
   StatusOr<HttpResponse> Perform(Handle& h, std::string_view method, const std::string& url,
                                  const std::string& body, const std::vector<std::string>& headers,
-                                 std::chrono::milliseconds timeout);
+                                 std::chrono::milliseconds timeout, BodyLimit limit);
 
   EngineEndpoint endpoint_;
   TlsMaterial tls_;

@@ -39,6 +39,12 @@ std::optional<ContainerEvent> ParseContainerEvent(std::string_view line) {
 }
 
 void EventStreamDecoder::Feed(std::string_view data) {
+  if (skipping_) {
+    const size_t nl = data.find('\n');
+    if (nl == std::string_view::npos) return;
+    skipping_ = false;
+    data.remove_prefix(nl + 1);
+  }
   pending_.append(data);
   size_t start = 0;
   for (size_t nl = pending_.find('\n'); nl != std::string::npos; nl = pending_.find('\n', start)) {
@@ -48,6 +54,10 @@ void EventStreamDecoder::Feed(std::string_view data) {
     start = nl + 1;
   }
   pending_.erase(0, start);
+  if (pending_.size() > kMaxEventLineBytes) {
+    pending_.clear();
+    skipping_ = true;
+  }
 }
 
 EventWatcher::EventWatcher(std::shared_ptr<EngineClient> client, NotifyFn notify,

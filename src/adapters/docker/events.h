@@ -46,8 +46,13 @@ class EventStreamDecoder {
 
  private:
   std::function<void(ContainerEvent&&)> onEvent_;
-  std::string pending_;  // bytes of an incomplete line
+  std::string pending_;    // bytes of an incomplete line
+  bool skipping_ = false;  // inside a line longer than kMaxEventLineBytes: dropped up to its end
 };
+
+// An event line longer than this is dropped unread (a container's labels, which events carry,
+// are the image author's to choose); the state change it reported is still seen by Observe.
+inline constexpr size_t kMaxEventLineBytes = size_t{1} << 20;
 
 class EventWatcher {
  public:

@@ -11,6 +11,10 @@
 //   spec.pullPolicy                  "IfNotPresent" | "Always" | "Never" (absent = IfNotPresent)
 //   spec.extraLabels                 {T: T}
 //   spec.stopGracePeriodSeconds      int64 (absent = 10)
+//   spec.allowHostNetwork            bool (absent = false; networkMode host needs it true)
+//   spec.init                        bool (absent = true: an init process reaps and forwards)
+//   spec.securityProfile             SecurityProfile (absent = the restricted defaults below;
+//                                    docs/security.md)
 // Fields that have a default are always written.
 #pragma once
 
@@ -19,6 +23,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "api/json_codec.h"
 #include "api/types.h"
@@ -29,6 +34,27 @@ namespace ayatori::adapters::docker {
 inline constexpr const char* kParametersKind = "DockerExecutionParameters";
 
 enum class PullPolicy { kIfNotPresent, kAlways, kNever };
+enum class SeccompProfile { kRuntimeDefault, kUnconfined };
+
+inline constexpr int64_t kMiB = int64_t{1024} * 1024;
+
+// How much of the host the task's process may use: restricted by default, relaxed only by a
+// class that says so field by field (docs/security.md). The same field names serve every
+// backend's parameters kind.
+struct SecurityProfile {
+  int64_t runAsUser = 65534;                 // uid of the task's process; 0 only with runAsRoot
+  int64_t runAsGroup = 65534;                // its gid
+  bool runAsRoot = false;                    // running as uid 0 must be said explicitly
+  std::vector<std::string> addCapabilities;  // all others are dropped
+  bool allowPrivilegeEscalation = false;     // false = no-new-privileges
+  SeccompProfile seccompProfile = SeccompProfile::kRuntimeDefault;
+  int64_t pidsLimit = 256;             // processes and threads of the container
+  bool readOnlyRootFilesystem = true;  // writable: /tmp and the working directory (tmpfs)
+  int64_t tmpSizeMiB = 64;             // size of each tmpfs (counts against limits.memory)
+  int64_t openFilesLimit = 1024;       // RLIMIT_NOFILE, soft and hard
+  int64_t logMaxBytes = 10 * kMiB;     // the engine keeps at most this much of the output
+  bool operator==(const SecurityProfile&) const = default;
+};
 
 struct DockerExecutionParameters {
   api::ObjectMeta metadata;
@@ -44,6 +70,10 @@ struct DockerExecutionParameters {
   PullPolicy pullPolicy = PullPolicy::kIfNotPresent;
   std::map<std::string, std::string> extraLabels;
   int64_t stopGracePeriodSeconds = 10;
+  // networkMode host shares the engine host's network (no egress control): only on purpose.
+  bool allowHostNetwork = false;
+  bool init = true;  // docker run --init: PID 1 reaps zombies and forwards signals
+  SecurityProfile securityProfile;
   bool operator==(const DockerExecutionParameters&) const = default;
 };
 
@@ -55,9 +85,13 @@ StatusOr<DockerExecutionParameters> DockerExecutionParametersFromJson(const nloh
 
 // Codec hooks (api/json_codec.h; nlohmann's ADL hooks throw json::type_error on bad input).
 api::Decoded Decode(const nlohmann::json& j, PullPolicy& out);
+api::Decoded Decode(const nlohmann::json& j, SeccompProfile& out);
+api::Decoded Decode(const nlohmann::json& j, SecurityProfile& out);
 api::Decoded Decode(const nlohmann::json& j, DockerExecutionParameters& out);
 void to_json(nlohmann::json& j, PullPolicy v);
 void from_json(const nlohmann::json& j, PullPolicy& v);
+void to_json(nlohmann::json& j, SeccompProfile v);
+void to_json(nlohmann::json& j, const SecurityProfile& v);
 void to_json(nlohmann::json& j, const DockerExecutionParameters& v);
 void from_json(const nlohmann::json& j, DockerExecutionParameters& v);
 

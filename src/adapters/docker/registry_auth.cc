@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 namespace ayatori::adapters::docker {
 
@@ -68,6 +69,31 @@ bool IsRegistryComponent(std::string_view c) {
          c == "localhost";
 }
 
+// The OCI distribution reference grammar (github.com/distribution/reference, regexp.go), piece
+// by piece: ParseImageReference splits the reference, these check each piece.
+const std::regex& DomainPattern() {
+  static const std::regex re(
+      R"((?:(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\.(?:[a-zA-Z0-9]|)"
+      R"([a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*|\[[a-fA-F0-9:]+\])(?::[0-9]+)?)");
+  return re;
+}
+const std::regex& RemoteNamePattern() {
+  static const std::regex re(R"([a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)"
+                             R"((?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*)");
+  return re;
+}
+const std::regex& TagPattern() {
+  static const std::regex re(R"([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})");
+  return re;
+}
+const std::regex& DigestPattern() {
+  static const std::regex re(
+      R"([A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})");
+  return re;
+}
+
+constexpr size_t kMaxNameLength = 255;
+
 }  // namespace
 
 std::string ImageReference::PullTag() const {
@@ -106,19 +132,52 @@ StatusOr<ImageReference> ParseImageReference(std::string_view image) {
       rest.find("//") != std::string_view::npos) {
     return invalid("empty name component");
   }
+  if (rest.size() > kMaxNameLength) {
+    return invalid("the repository name is longer than " + std::to_string(kMaxNameLength));
+  }
   ref.name = std::string(rest);
   auto first = rest.find('/');
   if (first != std::string_view::npos && IsRegistryComponent(rest.substr(0, first))) {
-    ref.registry = NormalizeHost(rest.substr(0, first));
+    const std::string domain(rest.substr(0, first));
+    if (!std::regex_match(domain, DomainPattern())) {
+      return invalid("\"" + domain + "\" is not a registry host[:port]");
+    }
+    ref.registry = NormalizeHost(domain);
     ref.path = std::string(rest.substr(first + 1));
   } else {
     ref.registry = "docker.io";
     ref.path = std::string(rest);
   }
+  if (!std::regex_match(ref.path, RemoteNamePattern())) {
+    return invalid(
+        "the repository path must be lower-case letters and digits, separated by '.', '_', "
+        "'__', '-' within a component and '/' between components");
+  }
+  if (!ref.tag.empty() && !std::regex_match(ref.tag, TagPattern())) {
+    return invalid("the tag must be 1-128 of [A-Za-z0-9_.-], not starting with '.' or '-'");
+  }
+  if (!ref.digest.empty() && !std::regex_match(ref.digest, DigestPattern())) {
+    return invalid("the digest must be algorithm:hex (e.g. sha256: and 64 hex digits)");
+  }
   if (ref.registry == "docker.io" && ref.path.find('/') == std::string::npos) {
     ref.path = "library/" + ref.path;
   }
   return ref;
+}
+
+bool ImageNamedBy(const nlohmann::json& inspect, const ImageReference& ref) {
+  auto matches = [&](const char* field, bool byDigest) {
+    auto it = inspect.find(field);
+    if (!inspect.is_object() || it == inspect.end() || !it->is_array()) return false;
+    for (const auto& entry : *it) {
+      if (!entry.is_string()) continue;
+      auto named = ParseImageReference(entry.get<std::string>());
+      if (!named.ok() || named->registry != ref.registry || named->path != ref.path) continue;
+      if (byDigest ? named->digest == ref.digest : named->PullTag() == ref.PullTag()) return true;
+    }
+    return false;
+  };
+  return ref.digest.empty() ? matches("RepoTags", false) : matches("RepoDigests", true);
 }
 
 RegistryKey NormalizeRegistryKey(std::string_view key) {

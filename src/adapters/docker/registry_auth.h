@@ -4,6 +4,7 @@
 // Secret contents.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,6 +25,13 @@ struct ImageReference {
   std::string PullTag() const;
 };
 StatusOr<ImageReference> ParseImageReference(std::string_view image);
+
+// Whether the engine's image inspect answer (GET /images/{name}/json) is the image `ref` names
+// by name: one of its RepoTags (same registry, path and tag, "latest" when none) or, for a digest
+// reference, RepoDigests (same registry, path and digest). The engine also finds images by
+// (a prefix of) their ID, which names no repository: such a match is not `ref`'s image, and using
+// it would let a Job run a cached image it has no access to.
+bool ImageNamedBy(const nlohmann::json& inspect, const ImageReference& ref);
 
 // A registry as named by a dockerconfigjson key ("https://index.docker.io/v1/", "docker.io",
 // "127.0.0.1:5000", "registry.example.com/team"): host (normalised as above) and optional

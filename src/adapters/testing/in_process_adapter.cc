@@ -91,7 +91,11 @@ void InProcessTestAdapter::AdvanceLocked(Execution& e) {
 Status InProcessTestAdapter::Validate(const ExecutionRequest& request) {
   for (const auto& env : request.job.spec.task.env) {
     if (env.name == "AYATORI_TEST_REJECT" && env.value) {
-      return {StatusCode::kFailedPrecondition, "the test backend rejects this Job: " + *env.value};
+      return {StatusCode::kInvalidArgument, "the test backend rejects this Job: " + *env.value};
+    }
+    if (env.name == "AYATORI_TEST_NOT_ENFORCEABLE" && env.value) {
+      return {StatusCode::kFailedPrecondition,
+              "the test backend cannot enforce this Job's class: " + *env.value};
     }
   }
   return Status::Ok();

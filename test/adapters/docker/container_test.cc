@@ -148,12 +148,107 @@ TEST(CreateBodyTest, ResourcesNetworkAndRuntime) {
 
   r.resources = {};
   r.resources.requests.cpu = Quantity::MustParse("1m");
-  b = Body(r, json::parse(R"({"spec": {"networkMode": "host"}})"));
+  b = Body(r, json::parse(R"({"spec": {"networkMode": "host", "allowHostNetwork": true}})"));
   EXPECT_EQ(b["HostConfig"]["CpuShares"], 2) << "Docker's minimum";
   EXPECT_FALSE(b["HostConfig"].contains("Memory"));
   EXPECT_FALSE(b["HostConfig"].contains("NanoCpus"));
   EXPECT_FALSE(b["HostConfig"].contains("Runtime"));
   EXPECT_EQ(b["HostConfig"]["NetworkMode"], "host");
+}
+
+TEST(CreateBodyTest, RestrictedProfileByDefault) {
+  auto r = Request();
+  const json b = Body(r);
+  EXPECT_EQ(b["User"], "65534:65534") << "a field of the container, not of HostConfig";
+  const json& h = b["HostConfig"];
+  EXPECT_FALSE(h.contains("User"));
+  EXPECT_EQ(h["CapDrop"], json({"ALL"}));
+  EXPECT_EQ(h["CapAdd"], json::array());
+  EXPECT_EQ(h["SecurityOpt"], json({"no-new-privileges"}));
+  EXPECT_EQ(h["PidsLimit"], 256);
+  EXPECT_EQ(h["ReadonlyRootfs"], true);
+  EXPECT_EQ(h["Tmpfs"], json({{"/tmp", "rw,nosuid,nodev,noexec,uid=65534,gid=65534,size=64m"}}));
+  EXPECT_EQ(h["Ulimits"], json::parse(R"([{"Name": "nofile", "Soft": 1024, "Hard": 1024}])"));
+  EXPECT_EQ(h["Init"], true);
+  EXPECT_EQ(h["LogConfig"], json::parse(R"({"Type": "json-file",
+      "Config": {"max-size": "10485760", "max-file": "1"}})"));
+  EXPECT_EQ(h["NetworkMode"], "none");
+}
+
+TEST(CreateBodyTest, WorkingDirIsAWritableTmpfsOnAReadOnlyRoot) {
+  auto r = Request();
+  r.job.spec.task.workingDir = "/workspace";
+  json h =
+      Body(r, json::parse(R"({"spec": {"securityProfile": {"tmpSizeMiB": 8}}})"))["HostConfig"];
+  EXPECT_EQ(h["Tmpfs"],
+            json({{"/tmp", "rw,nosuid,nodev,noexec,uid=65534,gid=65534,size=8m"},
+                  {"/workspace", "rw,nosuid,nodev,noexec,uid=65534,gid=65534,size=8m"}}));
+  r.job.spec.task.workingDir = "/tmp/build";
+  h = Body(r)["HostConfig"];
+  EXPECT_EQ(h["Tmpfs"].size(), 1u) << "below /tmp: already writable";
+  r.job.spec.task.workingDir = "/workspace";
+  h = Body(
+      r, json::parse(
+             R"({"spec": {"securityProfile": {"readOnlyRootFilesystem": false}}})"))["HostConfig"];
+  EXPECT_EQ(h["ReadonlyRootfs"], false);
+  EXPECT_EQ(h["Tmpfs"].size(), 1u) << "a writable root keeps the image's working directory";
+  r.job.spec.task.workingDir = "relative";
+  EXPECT_FALSE(ValidateRequest(r, *ParseDockerParameters(nullptr)).ok());
+}
+
+TEST(CreateBodyTest, RelaxedProfileFieldByField) {
+  auto r = Request();
+  const json b = Body(r, json::parse(R"({"spec": {"init": false, "securityProfile": {
+      "runAsUser": 0, "runAsGroup": 0, "runAsRoot": true,
+      "addCapabilities": ["NET_BIND_SERVICE", "CHOWN"], "allowPrivilegeEscalation": true,
+      "seccompProfile": "Unconfined", "pidsLimit": 4096, "openFilesLimit": 65536,
+      "logMaxBytes": 1048576}}})"));
+  EXPECT_EQ(b["User"], "0:0");
+  const json& h = b["HostConfig"];
+  EXPECT_EQ(h["CapDrop"], json({"ALL"}));
+  EXPECT_EQ(h["CapAdd"], json({"NET_BIND_SERVICE", "CHOWN"}));
+  EXPECT_EQ(h["SecurityOpt"], json({"seccomp=unconfined"}));
+  EXPECT_EQ(h["PidsLimit"], 4096);
+  EXPECT_EQ(h["Ulimits"][0]["Hard"], 65536);
+  EXPECT_EQ(h["Init"], false);
+  EXPECT_EQ(h["LogConfig"]["Config"]["max-size"], "1048576");
+}
+
+TEST(InitExecFailureTest, FindsDockerInitsReportOfAFailedExec) {
+  EXPECT_EQ(InitExecFailure("[FATAL tini (7)] exec /does/not/exist failed: No such file or "
+                            "directory\n"),
+            "exec /does/not/exist failed: No such file or directory");
+  EXPECT_EQ(InitExecFailure("x\n[FATAL tini (1)] exec ./a failed: Permission denied"),
+            "exec ./a failed: Permission denied");
+  EXPECT_EQ(InitExecFailure("sh: foo: not found\n"), std::nullopt) << "a shell's 127 ran";
+  EXPECT_EQ(InitExecFailure("[FATAL tini (7)] something else\n"), std::nullopt);
+  EXPECT_EQ(InitExecFailure(""), std::nullopt);
+}
+
+TEST(ValidateRequestTest, RefusesAProfileThatIsNotSaidOnPurpose) {
+  auto refusal = [](const char* spec) {
+    auto p = ParseDockerParameters(json::parse(spec));
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    Status st = ValidateRequest(Request(), *p);
+    return st.ok() ? std::string() : st.message();
+  };
+  EXPECT_NE(refusal(R"({"spec": {"securityProfile": {"runAsUser": 0}}})").find("runAsRoot: true"),
+            std::string::npos);
+  EXPECT_EQ(refusal(R"({"spec": {"securityProfile": {"runAsUser": 0, "runAsRoot": true}}})"), "");
+  auto host = [](const char* spec) {
+    Status st = HostNetworkAllowed(*ParseDockerParameters(json::parse(spec)));
+    return st.ok() ? std::string() : st.message();
+  };
+  EXPECT_NE(host(R"({"spec": {"networkMode": "host"}})").find("allowHostNetwork: true"),
+            std::string::npos);
+  EXPECT_EQ(host(R"({"spec": {"networkMode": "host", "allowHostNetwork": true}})"), "");
+  EXPECT_EQ(host(R"({"spec": {}})"), "");
+  EXPECT_NE(refusal(R"({"spec": {"securityProfile": {"addCapabilities": ["net raw"]}}})"), "");
+  EXPECT_NE(refusal(R"({"spec": {"securityProfile": {"pidsLimit": 0}}})"), "");
+  EXPECT_NE(refusal(R"({"spec": {"securityProfile": {"tmpSizeMiB": 0}}})"), "");
+  EXPECT_NE(refusal(R"({"spec": {"securityProfile": {"openFilesLimit": 3}}})"), "");
+  EXPECT_NE(refusal(R"({"spec": {"securityProfile": {"logMaxBytes": 10}}})"), "");
+  EXPECT_NE(refusal(R"({"spec": {"securityProfile": {"runAsGroup": -1}}})"), "");
 }
 
 TEST(ValidateRequestTest, RefusesWhatDockerCannotHonour) {

@@ -85,13 +85,17 @@ TEST_F(DockerE2ETest, NonZeroExitFailsWithProcessFailedAndTheExitCode) {
   EXPECT_TRUE(o.finishedAt.has_value());
 }
 
+// Under init (the default) the engine starts docker-init, which reports the failed exec and exits
+// 127 a moment later: Ensure may still see it running.
 TEST_F(DockerE2ETest, MissingEntrypointFailsWithStartFailedAndIsNotRetried) {
   auto r = Request({"/does/not/exist"});
-  Observation o = adapter_.Ensure(r);
+  Observation o = Run(r);
   ASSERT_EQ(o.phase, ExecutionPhase::kFailed) << PhaseName(o);
   EXPECT_EQ(o.reason, "StartFailed");
   EXPECT_NE(o.message.find("/does/not/exist"), std::string::npos) << o.message;
-  EXPECT_EQ(adapter_.Ensure(r).phase, ExecutionPhase::kFailed);
+  Observation again = adapter_.Ensure(r);
+  EXPECT_EQ(again.phase, ExecutionPhase::kFailed);
+  EXPECT_EQ(again.reason, "StartFailed");
   EXPECT_EQ(e2e::CountContainers(endpoint_, r.job.metadata.uid), 1);
 }
 
@@ -151,7 +155,8 @@ TEST_F(DockerE2ETest, NetworkNoneBlocksEgressToTheHostAndHostModeDoesNot) {
   std::string port = std::to_string(listener.port());
   auto none = Request({"/bin/nc", "127.0.0.1", port});
   Observation blocked = Run(none);
-  auto host = Request({"/bin/nc", "127.0.0.1", port}, {}, {{"networkMode", "host"}});
+  auto host = Request({"/bin/nc", "127.0.0.1", port}, {},
+                      {{"networkMode", "host"}, {"allowHostNetwork", true}});
   Observation reached = Run(host);
   listener.Stop();
 
@@ -204,6 +209,17 @@ TEST_F(DockerE2ETest, EnvWorkingDirAndJobIdentityReachTheProcess) {
         "AYATORI_JOB_UID=" + r.job.metadata.uid}) {
     EXPECT_NE(out.find("\n" + line + "\n"), std::string::npos) << line << " missing in:\n" << out;
   }
+}
+
+// The sample Job's working directory (/workspace, which the image does not have) is a writable
+// tmpfs of the restricted profile: the task, not root, writes there while / stays read-only.
+TEST_F(DockerE2ETest, AWorkingDirectoryTheImageLacksIsWritableOnAReadOnlyRoot) {
+  auto r = Request({"/bin/sh", "-c",
+                    "echo hello > greeting && cat greeting && pwd && id -u && "
+                    "(touch /x 2>&1 || true)"});
+  r.job.spec.task.workingDir = "/workspace";
+  ASSERT_EQ(Run(r).phase, ExecutionPhase::kSucceeded) << Output(r);
+  EXPECT_EQ(Output(r), "hello\n/workspace\n65534\ntouch: /x: Read-only file system\n");
 }
 
 TEST_F(DockerE2ETest, LimitsAndRequestsReachTheContainer) {
@@ -279,6 +295,59 @@ TEST_F(DockerE2ETest, EnsureAdoptsAndStartsAContainerCreatedBeforeALostResponse)
   EXPECT_EQ(o.phase, ExecutionPhase::kSucceeded) << PhaseName(o);
   EXPECT_EQ(Output(r), "adopted\n");
   EXPECT_EQ(e2e::CountContainers(endpoint_, r.job.metadata.uid), 1);
+}
+
+// The engine finds an image by a prefix of its ID too; a Job that names one does not get that
+// image (it might be another tenant's private image): only an image known under the name the Job
+// gives counts as present.
+TEST_F(DockerE2ETest, AnImageIdPrefixIsNotAnImageName) {
+  auto ep = ParseEngineEndpoint(endpoint_, false);
+  ASSERT_TRUE(ep.ok());
+  EngineClient client(*ep, {}, "1.41", {});
+  auto inspect = client.Call("GET", "/images/" + EngineClient::Escape(kBusybox) + "/json");
+  ASSERT_TRUE(inspect.ok());
+  ASSERT_EQ(inspect->status, 200);
+  const std::string id = json::parse(inspect->body).value("Id", "");
+  ASSERT_EQ(id.rfind("sha256:", 0), 0u) << id;
+  const std::string prefix = id.substr(7, 12);
+  // The control: the engine itself resolves the prefix to the image.
+  auto byId = client.Call("GET", "/images/" + prefix + "/json");
+  ASSERT_TRUE(byId.ok());
+  ASSERT_EQ(byId->status, 200) << "the engine no longer resolves ID prefixes: the check below "
+                                  "could not fail";
+
+  auto r = Request({"/bin/echo", "ran"}, {}, {{"pullPolicy", "Never"}}, prefix);
+  Observation o = adapter_.Ensure(r);
+  EXPECT_EQ(o.phase, ExecutionPhase::kFailed) << PhaseName(o);
+  EXPECT_EQ(o.reason, "ImagePullFailed");
+  EXPECT_NE(o.message.find("is not present on the engine"), std::string::npos) << o.message;
+  EXPECT_EQ(e2e::CountContainers(endpoint_, r.job.metadata.uid), 0);
+}
+
+// Every answer read from the engine is bounded (docs/security.md § Bounded reads): beyond the
+// limit a JSON answer is an error, not read further; a progress stream keeps its tail.
+TEST_F(DockerE2ETest, EngineAnswersAreReadOnlyUpToTheirLimit) {
+  auto ep = ParseEngineEndpoint(endpoint_, false);
+  ASSERT_TRUE(ep.ok());
+  EngineClient client(*ep, {}, "1.41", {});
+  // The image's inspect answer: the same at every call.
+  const std::string path = "/images/" + EngineClient::Escape(kBusybox) + "/json";
+  auto whole = client.Call("GET", path);
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  ASSERT_GT(whole->body.size(), 1000u) << "the check below could not fail";
+  ASSERT_EQ(whole->status, 200) << whole->body;
+  auto capped = client.Call("GET", path, "", {}, 0ms, BodyLimit{512, false});
+  ASSERT_FALSE(capped.ok());
+  EXPECT_EQ(capped.status().code(), StatusCode::kInternal);
+  EXPECT_NE(capped.status().message().find("exceeds 512 bytes"), std::string::npos)
+      << capped.status().message();
+  auto tail = client.Call("GET", path, "", {}, 0ms, BodyLimit{256, true});
+  ASSERT_TRUE(tail.ok()) << tail.status().ToString();
+  EXPECT_LE(tail->body.size(), 2 * 256u);
+  EXPECT_TRUE(whole->body.ends_with(tail->body)) << "the tail is the answer's end";
+  // The client is usable again after an answer it cut short.
+  auto again = client.Call("GET", "/_ping");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
 }
 
 TEST_F(DockerE2ETest, DeleteRemovesTheContainerAndIsRepeatable) {

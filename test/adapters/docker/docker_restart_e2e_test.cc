@@ -87,10 +87,10 @@ TEST_F(DockerRestartE2ETest, EngineCrashIsUnknownAndTheTrueResultsAreFoundAfterR
   auto a = e2e::MakeRequest(
       endpoint_, "ends-during-outage", "ayatori.local/busybox:1",
       {"/bin/sh", "-c", "nc 127.0.0.1 " + std::to_string(listenA.port()) + "; exit 7"}, {},
-      {{"networkMode", "host"}});
+      {{"networkMode", "host"}, {"allowHostNetwork", true}});
   auto b = e2e::MakeRequest(endpoint_, "runs-through-outage", "ayatori.local/busybox:1",
                             {"/bin/sh", "-c", "nc 127.0.0.1 " + std::to_string(listenB.port())}, {},
-                            {{"networkMode", "host"}});
+                            {{"networkMode", "host"}, {"allowHostNetwork", true}});
   Observation oa = adapter.Ensure(a);
   Observation ob = adapter.Ensure(b);
   ASSERT_EQ(oa.phase, ExecutionPhase::kRunning) << PhaseName(oa);

@@ -69,5 +69,17 @@ TEST(EventStreamDecoderTest, HandsOutTheChangesOfCompleteLinesHoweverTheStreamIs
   }
 }
 
+// A line longer than kMaxEventLineBytes is dropped up to its end, never held whole; the
+// lines after it are decoded as usual.
+TEST(EventStreamDecoderTest, DropsAnOverlongLineAndKeepsDecodingAfterIt) {
+  std::vector<std::string> got;
+  EventStreamDecoder decoder([&](ContainerEvent&& e) { got.push_back(e.action + " " + e.uid); });
+  decoder.Feed(Line("container", "start", "u1") + "\n{\"Type\":\"container\",\"x\":\"");
+  const std::string chunk(size_t{64} * 1024, 'a');
+  for (size_t sent = 0; sent <= kMaxEventLineBytes; sent += chunk.size()) decoder.Feed(chunk);
+  decoder.Feed(chunk + "\"}\n" + Line("container", "die", "u2") + "\n");
+  EXPECT_THAT(got, ElementsAre("start u1", "die u2"));
+}
+
 }  // namespace
 }  // namespace ayatori::adapters::docker

@@ -21,6 +21,8 @@ ImageReference Ref(const std::string& image) {
   return r.ok() ? *r : ImageReference{};
 }
 
+const std::string kDigest = "sha256:" + std::string(64, 'a');
+
 TEST(ImageReferenceTest, NormalisesLikeDocker) {
   struct Case {
     std::string image, name, registry, path, pullTag;
@@ -34,9 +36,11 @@ TEST(ImageReferenceTest, NormalisesLikeDocker) {
       {"127.0.0.1:5000/ayatori/private:1", "127.0.0.1:5000/ayatori/private", "127.0.0.1:5000",
        "ayatori/private", "1"},
       {"localhost/x", "localhost/x", "localhost", "x", "latest"},
-      {"Registry.Example.COM/a/b/c@sha256:abcd", "Registry.Example.COM/a/b/c",
-       "registry.example.com", "a/b/c", "sha256:abcd"},
-      {"r.io/a:tag@sha256:abcd", "r.io/a", "r.io", "a", "sha256:abcd"},
+      {"Registry.Example.COM/a/b/c@" + kDigest, "Registry.Example.COM/a/b/c",
+       "registry.example.com", "a/b/c", kDigest},
+      {"r.io/a:tag@" + kDigest, "r.io/a", "r.io", "a", kDigest},
+      {"[::1]:5000/a_b__c-d--e.f/g:v1.0-rc_1", "[::1]:5000/a_b__c-d--e.f/g", "[::1]:5000",
+       "a_b__c-d--e.f/g", "v1.0-rc_1"},
   };
   for (const auto& c : cases) {
     auto r = ParseImageReference(c.image);
@@ -52,6 +56,65 @@ TEST(ImageReferenceTest, RejectsMalformedReferences) {
   for (const char* bad : {"", "a b", "x:", "/x", "x/", "a//b", "x@nodigest"}) {
     EXPECT_FALSE(ParseImageReference(bad).ok()) << "\"" << bad << "\"";
   }
+}
+
+// The OCI reference grammar (distribution/reference): what the Engine URL would otherwise carry
+// (query, fragment, path traversal) is refused before any request.
+TEST(ImageReferenceTest, FollowsTheOciReferenceGrammar) {
+  for (const std::string& bad : std::vector<std::string>{"Alpine",
+                                                         "team/App",
+                                                         "a/../../containers/x",
+                                                         "busybox?x=1",
+                                                         "busybox#frag",
+                                                         "a/.b",
+                                                         "a_",
+                                                         "a-",
+                                                         "-a",
+                                                         "a___b",
+                                                         "busybox:.tag",
+                                                         "busybox:-tag",
+                                                         "busybox:" + std::string(129, 't'),
+                                                         "bad_host:5000/x",
+                                                         "r.io:port/x",
+                                                         "a.-b.io/x",
+                                                         "x@sha256:abcd",
+                                                         "x@sha256:" + std::string(64, 'g'),
+                                                         "x@256:" + std::string(64, 'a'),
+                                                         std::string(256, 'a'),
+                                                         "a/b%2Fc",
+                                                         "a\\b"}) {
+    auto r = ParseImageReference(bad);
+    EXPECT_FALSE(r.ok()) << "\"" << bad << "\"";
+    if (!r.ok()) {
+      EXPECT_NE(r.status().message().find("invalid image reference"), std::string::npos);
+    }
+  }
+  for (const std::string& good : std::vector<std::string>{
+           "a", "a0/b1", "a.b_c__d-e---f", "localhost:5000/x", "[2001:db8::1]/x", "x:_tag",
+           "x:TAG.1-2_3", "x@sha512:" + std::string(128, 'F'),
+           "x@sha256+b64:" + std::string(32, '0'), std::string(255, 'a')}) {
+    auto r = ParseImageReference(good);
+    EXPECT_TRUE(r.ok()) << "\"" << good << "\": " << r.status().ToString();
+  }
+}
+
+// A cached image counts as the one a Job names only when the engine knows it under that name;
+// the engine also resolves (prefixes of) image IDs, which name no repository.
+TEST(ImageNamedByTest, OnlyATagOrDigestOfTheSameRepositoryMatches) {
+  const nlohmann::json inspect = {{"Id", "sha256:" + std::string(64, 'c')},
+                                  {"RepoTags", {"alpine:3.22", "127.0.0.1:5000/team/app:1"}},
+                                  {"RepoDigests", {"127.0.0.1:5000/team/app@" + kDigest}}};
+  EXPECT_TRUE(ImageNamedBy(inspect, Ref("alpine:3.22")));
+  EXPECT_TRUE(ImageNamedBy(inspect, Ref("docker.io/library/alpine:3.22")));
+  EXPECT_TRUE(ImageNamedBy(inspect, Ref("127.0.0.1:5000/team/app:1")));
+  EXPECT_TRUE(ImageNamedBy(inspect, Ref("127.0.0.1:5000/team/app@" + kDigest)));
+  EXPECT_FALSE(ImageNamedBy(inspect, Ref("alpine"))) << "latest is another tag";
+  EXPECT_FALSE(ImageNamedBy(inspect, Ref("127.0.0.1:5000/team/other:1")));
+  EXPECT_FALSE(ImageNamedBy(inspect, Ref("cccccccccccc"))) << "an ID prefix names no repository";
+  EXPECT_FALSE(ImageNamedBy(inspect, Ref("sha256:" + std::string(64, 'c'))));
+  EXPECT_FALSE(ImageNamedBy(inspect, Ref("alpine@" + kDigest))) << "a digest of another repo";
+  EXPECT_FALSE(ImageNamedBy(nlohmann::json::object(), Ref("alpine:3.22")));
+  EXPECT_FALSE(ImageNamedBy(nlohmann::json(), Ref("alpine:3.22")));
 }
 
 TEST(RegistryKeyTest, NormalisesDockerConfigKeys) {
