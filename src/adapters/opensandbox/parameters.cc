@@ -15,7 +15,8 @@ api::Decoded Decode(const json& j, OpenSandboxExecutionParameters& out) {
                "sandboxTimeoutSeconds", out.sandboxTimeoutSeconds)("sandboxTimeoutMarginSeconds",
                                                                    out.sandboxTimeoutMarginSeconds)(
                "pollIntervalSeconds", out.pollIntervalSeconds)(
-               "useServerProxy", out.useServerProxy)("extraMetadata", out.extraMetadata)
+               "useServerProxy", out.useServerProxy)("extraMetadata", out.extraMetadata)(
+               "insecure", out.insecure)("caBundle", out.caBundle)
         .Done();
   });
 }
@@ -29,6 +30,8 @@ void to_json(json& j, const OpenSandboxExecutionParameters& v) {
   spec["pollIntervalSeconds"] = v.pollIntervalSeconds;
   spec["useServerProxy"] = v.useServerProxy;
   api::PutNonEmpty(spec, "extraMetadata", v.extraMetadata);
+  spec["insecure"] = v.insecure;
+  api::PutString(spec, "caBundle", v.caBundle);
   j = api::ParametersToJson(kParametersKind, v.metadata, std::move(spec));
 }
 

@@ -10,6 +10,8 @@
 //   spec.pollIntervalSeconds         int64 (absent = 2)
 //   spec.useServerProxy              bool (absent = false)
 //   spec.extraMetadata               {T: T}
+//   spec.insecure                    bool (absent = false: an http:// endpoint is refused)
+//   spec.caBundle                    T (PEM; absent = the system's trusted CAs)
 // Fields that have a default are always written.
 #pragma once
 
@@ -39,6 +41,11 @@ struct OpenSandboxExecutionParameters {
   int64_t pollIntervalSeconds = 2;
   bool useServerProxy = false;  // reach execd through the server's proxy route
   std::map<std::string, std::string> extraMetadata;
+  // Plain HTTP to the server (http://) is refused at acceptance (InsecureEndpoint) and at every
+  // call unless this says so: the create request carries the task's env, forwarded Secrets too.
+  bool insecure = false;
+  // PEM CA certificates that alone are trusted for an https:// endpoint (empty: the system's).
+  std::string caBundle;
   bool operator==(const OpenSandboxExecutionParameters&) const = default;
 };
 

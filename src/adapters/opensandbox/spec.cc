@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
+#include <cstdio>
 #include <set>
 
 #include "adapters/docker/container.h"
@@ -122,7 +124,9 @@ const std::vector<std::string>& EnforcedParameterFields() {
                                                    "sandboxTimeoutMarginSeconds",
                                                    "pollIntervalSeconds",
                                                    "useServerProxy",
-                                                   "extraMetadata"};
+                                                   "extraMetadata",
+                                                   "insecure",
+                                                   "caBundle"};
   return kFields;
 }
 
@@ -161,7 +165,29 @@ StatusOr<OpenSandboxExecutionParameters> ParseParameters(const nlohmann::json& p
                    "\" must be an http:// or https:// URL such as http://127.0.0.1:8080/v1");
   }
   while (!p->endpoint.empty() && p->endpoint.back() == '/') p->endpoint.pop_back();
+  if (!p->caBundle.empty()) {
+    if (e.rfind("https://", 0) != 0) {
+      return Invalid(
+          "OpenSandboxExecutionParameters spec.caBundle is only used with an https:// endpoint");
+    }
+    if (p->caBundle.find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
+      return Invalid(
+          "OpenSandboxExecutionParameters spec.caBundle must hold PEM certificates "
+          "(-----BEGIN CERTIFICATE-----)");
+    }
+  }
   return p;
+}
+
+std::optional<Refusal> InsecureEndpointRefusal(const OpenSandboxExecutionParameters& params) {
+  if (params.endpoint.rfind("http://", 0) != 0 || params.insecure) return std::nullopt;
+  // The message never quotes the endpoint (backend configuration stays out of Job status).
+  return Refusal{kReasonInsecureEndpoint,
+                 "the OpenSandboxExecutionParameters spec.endpoint is plain HTTP (http://): the "
+                 "sandbox create request carries the task's environment, forwarded Secret values "
+                 "included, and the API key. Use an https:// endpoint (spec.caBundle for a private "
+                 "CA), or set spec.insecure: true to accept plain HTTP (a loopback-only server, "
+                 "an encrypted tunnel)"};
 }
 
 std::map<std::string, std::string> PinnedFields(const nlohmann::json& parameters) {
@@ -527,6 +553,20 @@ std::vector<std::pair<std::string, std::string>> EndpointHeaders(
     }
   }
   return headers;
+}
+
+std::string Escape(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      char buf[4];
+      snprintf(buf, sizeof(buf), "%%%02X", c);
+      out += buf;
+    }
+  }
+  return out;
 }
 
 }  // namespace ayatori::adapters::opensandbox

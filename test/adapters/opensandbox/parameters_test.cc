@@ -24,13 +24,14 @@ TEST(ParametersTest, OpenSandboxExecutionParametersRoundTrip) {
   p.pollIntervalSeconds = 5;
   p.useServerProxy = true;
   p.extraMetadata = {{"owner", "ci"}};
+  p.insecure = true;
   const json j = ToJson(p);
   EXPECT_EQ(j["kind"], "OpenSandboxExecutionParameters");
   EXPECT_EQ(j["spec"], json::parse(R"({
     "endpoint": "http://127.0.0.1:8080/v1",
     "apiKeySecretRef": {"namespace": "ayatori-system", "name": "opensandbox", "key": "api-key"},
     "sandboxTimeoutSeconds": 3600, "sandboxTimeoutMarginSeconds": 120, "pollIntervalSeconds": 5,
-    "useServerProxy": true, "extraMetadata": {"owner": "ci"}})"));
+    "useServerProxy": true, "extraMetadata": {"owner": "ci"}, "insecure": true})"));
   StatusOr<OpenSandboxExecutionParameters> back = OpenSandboxExecutionParametersFromJson(j);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(*back, p);
