@@ -726,19 +726,25 @@ StatusOr<uint64_t> OpenSandboxAdapter::ReadOutputFrom(
   }
 }
 
+StatusOr<uint64_t> OpenSandboxAdapter::ReadTail(const OutputSource& source, size_t maxBytes,
+                                                std::string& window) {
+  // A window over the output as it streams past: never more than maxBytes + one read.
+  window.clear();
+  auto end = ReadOutputFrom(source, 0, [&](std::string_view d) {
+    window.append(d);
+    if (window.size() > maxBytes + kLogChunkBytes) window.erase(0, window.size() - maxBytes);
+    return true;
+  });
+  if (window.size() > maxBytes) window.erase(0, window.size() - maxBytes);
+  return end;
+}
+
 StatusOr<std::string> OpenSandboxAdapter::Logs(const ExecutionKey& key, size_t tailBytes) {
   auto source = OutputOf(key);
   if (!source.ok()) return source.status();
-  tailBytes = std::min(tailBytes, kMaxLogsTailBytes);
-  // A window over the output as it streams past: never more than tailBytes + one read.
   std::string window;
-  auto end = ReadOutputFrom(*source, 0, [&](std::string_view d) {
-    window.append(d);
-    if (window.size() > tailBytes + kLogChunkBytes) window.erase(0, window.size() - tailBytes);
-    return true;
-  });
+  auto end = ReadTail(*source, std::min(tailBytes, kMaxLogsTailBytes), window);
   if (!end.ok()) return end.status();
-  if (window.size() > tailBytes) window.erase(0, window.size() - tailBytes);
   return window;
 }
 
@@ -762,15 +768,8 @@ Status OpenSandboxAdapter::StreamLogs(const ExecutionKey& key, const LogOptions&
     last = !options.follow || IsStopped(Observe(key).phase);
     // The last lines come from a bounded window over the output read once.
     std::string window;
-    auto end = ReadOutputFrom(*source, 0, [&](std::string_view d) {
-      window.append(d);
-      if (window.size() > kMaxLogsTailBytes + kLogChunkBytes) {
-        window.erase(0, window.size() - kMaxLogsTailBytes);
-      }
-      return true;
-    });
+    auto end = ReadTail(*source, kMaxLogsTailBytes, window);
     if (!end.ok()) return end.status();
-    if (window.size() > kMaxLogsTailBytes) window.erase(0, window.size() - kMaxLogsTailBytes);
     const size_t from = LastLinesOffset(window, *options.tailLines);
     if (window.size() > from && !write(std::string_view(window).substr(from))) return Status::Ok();
     cursor = *end;

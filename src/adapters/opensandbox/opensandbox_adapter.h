@@ -132,6 +132,10 @@ class OpenSandboxAdapter final : public Adapter, public docker::LogSource {
   // to `onData` (false: stop); returns the cursor after what was handed over.
   static StatusOr<uint64_t> ReadOutputFrom(const OutputSource& source, uint64_t cursor,
                                            const std::function<bool(std::string_view)>& onData);
+  // The last `maxBytes` of the whole output into `window` (held: at most maxBytes plus one
+  // read); returns the cursor at its end.
+  static StatusOr<uint64_t> ReadTail(const OutputSource& source, size_t maxBytes,
+                                     std::string& window);
   Observation EnsureExecution(const ExecutionRequest& request);
   // The Job's sandbox: by the reference when there is one, else by metadata (the oldest when
   // there are several). nullopt when there is none.

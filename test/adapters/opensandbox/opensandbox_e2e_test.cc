@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <fstream>
 #include <mutex>
+#include <vector>
 
 #include "adapters/opensandbox/opensandbox_adapter.h"
 #include "adapters/opensandbox/spec.h"
@@ -211,9 +212,18 @@ TEST_F(OpenSandboxE2ETest, FiftyMiBOfOutputIsStreamedWithBoundedMemory) {
   Observation done = WaitStopped(key, 120s);
   ASSERT_EQ(done.phase, ExecutionPhase::kSucceeded) << PhaseName(done);
 
+  // The measure itself works here: touching 32 MiB shows in the peak after a reset.
+  ASSERT_TRUE(ResetPeakRss());
+  const int64_t probeBase = PeakRssBytes();
+  {
+    std::vector<char> touched(size_t{32} << 20, 1);
+    ASSERT_EQ(touched[touched.size() / 2], 1);
+    ASSERT_GE(PeakRssBytes() - probeBase, int64_t{30} << 20) << "VmHWM does not follow the RSS";
+  }
   ASSERT_TRUE(ResetPeakRss());
   const int64_t before = PeakRssBytes();
   ASSERT_GT(before, 0);
+  ASSERT_LT(before, probeBase + (int64_t{30} << 20)) << "the peak was not reset";
   int64_t streamed = 0;
   int64_t newlines = 0;
   size_t largestPiece = 0;
