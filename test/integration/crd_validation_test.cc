@@ -902,6 +902,18 @@ std::vector<Case> OpenSandboxParametersCases() {
        .object = Sandbox("{endpoint: 'http://127.0.0.1:8080/v1', insecure: true, caBundle: "
                          "'-----BEGIN CERTIFICATE-----'}"),
        .error = "spec.caBundle is only used with an https:// endpoint"},
+      {.description = "OpenSandbox parameters run the task as nobody by default",
+       .object = Sandbox("{endpoint: 'https://sandbox.example.com'}"),
+       .expect = {{"{.spec.securityProfile.runAsUser}", "65534"},
+                  {"{.spec.securityProfile.runAsGroup}", "65534"}}},
+      {.description = "OpenSandbox runAsUser 0 without runAsRoot rejected",
+       .object =
+           Sandbox("{endpoint: 'https://sandbox.example.com', securityProfile: {runAsUser: 0}}"),
+       .error = "spec.securityProfile.runAsUser 0 is root: set spec.securityProfile.runAsRoot"},
+      {.description = "OpenSandbox securityProfile field it cannot carry rejected",
+       .object = Sandbox("{endpoint: 'https://sandbox.example.com', securityProfile: "
+                         "{readOnlyRootFilesystem: true}}"),
+       .error = R"(unknown field "spec.securityProfile.readOnlyRootFilesystem")"},
       {.description = "unknown OpenSandbox parameters field rejected",
        .object = Sandbox("{endpoint: 'http://127.0.0.1:8080/v1', insecure: true, apiKey: secret}"),
        .error = R"(unknown field "spec.apiKey")"},

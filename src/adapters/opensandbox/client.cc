@@ -80,12 +80,18 @@ StatusOr<kube::HttpResponse> ServerClient::Execd(const ExecdTarget& target,
   return Checked(transport_.Do(r), r);
 }
 
-StatusOr<std::string> ServerClient::RunBackground(const ExecdTarget& target,
-                                                  const std::string& command) const {
+StatusOr<std::string> ServerClient::RunBackground(
+    const ExecdTarget& target, const std::string& command,
+    std::optional<std::pair<int64_t, int64_t>> runAs) const {
   kube::HttpRequest r;
   r.method = "POST";
   r.url = target.baseUrl + "/command";
-  r.body = nlohmann::json{{"command", command}, {"background", true}}.dump();
+  nlohmann::json body = {{"command", command}, {"background", true}};
+  if (runAs) {
+    body["uid"] = runAs->first;
+    body["gid"] = runAs->second;
+  }
+  r.body = body.dump();
   r.timeout = timeouts_.request;
   r.headers = target.headers;
   r.headers.emplace_back("Content-Type", "application/json");

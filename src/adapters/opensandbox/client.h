@@ -65,7 +65,10 @@ class ServerClient {
   // period, and older ones may drop the final chunk). Returns the command id of the init event.
   // A non-200 answer is kFailedPrecondition with the server's message; a stream without init is
   // kInternal; transport failures are kUnavailable (the command may or may not run).
-  StatusOr<std::string> RunBackground(const ExecdTarget& target, const std::string& command) const;
+  // `runAs`: the uid and gid execd runs the command as (nullopt: execd's own, root).
+  StatusOr<std::string> RunBackground(
+      const ExecdTarget& target, const std::string& command,
+      std::optional<std::pair<int64_t, int64_t>> runAs = std::nullopt) const;
 
   // GET /command/{id}/logs?cursor=<cursor>: hands at most `maxBytes` of the output from byte
   // offset `cursor` on to `onData` as it arrives (nothing is buffered here) and returns how many

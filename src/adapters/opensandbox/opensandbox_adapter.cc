@@ -361,7 +361,19 @@ Observation OpenSandboxAdapter::RunOrFind(const Target& target, const ExecutionR
     std::this_thread::sleep_for(milliseconds(100));
   }
   if (commandId.empty()) {
-    auto id = client.RunBackground(*execd, TaskCommand(request));
+    // The task runs as the profile's ids; its working directory is made for it first (as execd,
+    // root): the task could not create it under a directory that only root may write.
+    const SecurityProfile& sec = target.params.securityProfile;
+    if (const std::string prepare = PrepareWorkingDirCommand(request, sec); !prepare.empty()) {
+      auto out = RunToCompletion(client, *execd, prepare);
+      if (!out.ok()) {
+        return Unreachable("preparing the working directory in sandbox " + sandboxId + ": " +
+                           out.status().message());
+      }
+    }
+    std::optional<std::pair<int64_t, int64_t>> runAs;
+    if (sec.runAsUser != 0 || sec.runAsGroup != 0) runAs = {{sec.runAsUser, sec.runAsGroup}};
+    auto id = client.RunBackground(*execd, TaskCommand(request), runAs);
     if (!id.ok()) {
       if (id.status().code() == StatusCode::kFailedPrecondition) {
         return Failed(kReasonBackendRejected, id.status().message());

@@ -12,6 +12,8 @@
 //   spec.extraMetadata               {T: T}
 //   spec.insecure                    bool (absent = false: an http:// endpoint is refused)
 //   spec.caBundle                    T (PEM; absent = the system's trusted CAs)
+//   spec.securityProfile             {runAsUser, runAsGroup: int64 (65534), runAsRoot: bool
+//                                    (false)}: the task's ids, given to execd per command
 // Fields that have a default are always written.
 #pragma once
 
@@ -28,6 +30,16 @@
 namespace ayatori::adapters::opensandbox {
 
 inline constexpr const char* kParametersKind = "OpenSandboxExecutionParameters";
+
+// The part of the shared securityProfile (docs/security.md) that OpenSandbox can carry: execd
+// runs each command as a given uid/gid. The rest of the profile is the server's configuration;
+// a parameters object that sets it is refused (NotEnforceable, descriptor.cc).
+struct SecurityProfile {
+  int64_t runAsUser = 65534;
+  int64_t runAsGroup = 65534;
+  bool runAsRoot = false;  // uid 0 needs it
+  bool operator==(const SecurityProfile&) const = default;
+};
 
 struct OpenSandboxExecutionParameters {
   api::ObjectMeta metadata;
@@ -46,6 +58,7 @@ struct OpenSandboxExecutionParameters {
   bool insecure = false;
   // PEM CA certificates that alone are trusted for an https:// endpoint (empty: the system's).
   std::string caBundle;
+  SecurityProfile securityProfile;
   bool operator==(const OpenSandboxExecutionParameters&) const = default;
 };
 
@@ -57,7 +70,9 @@ StatusOr<OpenSandboxExecutionParameters> OpenSandboxExecutionParametersFromJson(
     const nlohmann::json& j);
 
 // Codec hooks (api/json_codec.h; nlohmann's ADL hooks throw json::type_error on bad input).
+api::Decoded Decode(const nlohmann::json& j, SecurityProfile& out);
 api::Decoded Decode(const nlohmann::json& j, OpenSandboxExecutionParameters& out);
+void to_json(nlohmann::json& j, const SecurityProfile& v);
 void to_json(nlohmann::json& j, const OpenSandboxExecutionParameters& v);
 void from_json(const nlohmann::json& j, OpenSandboxExecutionParameters& v);
 

@@ -126,7 +126,8 @@ const std::vector<std::string>& EnforcedParameterFields() {
                                                    "useServerProxy",
                                                    "extraMetadata",
                                                    "insecure",
-                                                   "caBundle"};
+                                                   "caBundle",
+                                                   "securityProfile"};
   return kFields;
 }
 
@@ -165,6 +166,18 @@ StatusOr<OpenSandboxExecutionParameters> ParseParameters(const nlohmann::json& p
                    "\" must be an http:// or https:// URL such as http://127.0.0.1:8080/v1");
   }
   while (!p->endpoint.empty() && p->endpoint.back() == '/') p->endpoint.pop_back();
+  const SecurityProfile& sec = p->securityProfile;
+  if (sec.runAsUser < 0 || sec.runAsUser > 2147483647 || sec.runAsGroup < 0 ||
+      sec.runAsGroup > 2147483647) {
+    return Invalid(
+        "OpenSandboxExecutionParameters spec.securityProfile.runAsUser and runAsGroup must be "
+        "0-2147483647");
+  }
+  if (sec.runAsUser == 0 && !sec.runAsRoot) {
+    return Invalid(
+        "OpenSandboxExecutionParameters spec.securityProfile.runAsUser 0 is root: set "
+        "spec.securityProfile.runAsRoot: true to run the task as root");
+  }
   if (!p->caBundle.empty()) {
     if (e.rfind("https://", 0) != 0) {
       return Invalid(
@@ -177,6 +190,24 @@ StatusOr<OpenSandboxExecutionParameters> ParseParameters(const nlohmann::json& p
     }
   }
   return p;
+}
+
+std::optional<Refusal> SecurityProfileRefusal(const nlohmann::json& parameters) {
+  const json* spec = GetObject(parameters, "spec");
+  const json* profile = spec != nullptr ? GetObject(*spec, "securityProfile") : nullptr;
+  if (profile == nullptr) return std::nullopt;
+  for (const auto& [field, value] : profile->items()) {
+    if (value.is_null() || field == "runAsUser" || field == "runAsGroup" || field == "runAsRoot") {
+      continue;
+    }
+    return Refusal{"NotEnforceable",
+                   "OpenSandboxExecutionParameters spec.securityProfile." + field +
+                       " is not enforced by the adapter for execution.ayatori.ddupan.top/"
+                       "opensandbox: the sandbox create API cannot carry it (the OpenSandbox "
+                       "server's own [docker] settings decide it); only runAsUser, runAsGroup "
+                       "and runAsRoot are (execd runs the task with those ids)"};
+  }
+  return std::nullopt;
 }
 
 std::optional<Refusal> InsecureEndpointRefusal(const OpenSandboxExecutionParameters& params) {
@@ -383,6 +414,15 @@ std::string TaskCommand(const ExecutionRequest& request) {
   s += "echo " + ShellQuote(GuardLine(request.job.metadata.uid)) + " >&2; exit " +
        std::to_string(kGuardExitCode);
   return s;
+}
+
+std::string PrepareWorkingDirCommand(const ExecutionRequest& request,
+                                     const SecurityProfile& profile) {
+  const std::string& dir = request.job.spec.task.workingDir;
+  if (dir.empty() || profile.runAsUser == 0) return "";
+  const std::string wd = ShellQuote(dir);
+  return "mkdir -p -- " + wd + " && chown " + std::to_string(profile.runAsUser) + ":" +
+         std::to_string(profile.runAsGroup) + " -- " + wd;
 }
 
 std::string ProbeCommand(std::string_view uid) {

@@ -69,6 +69,17 @@ inline constexpr const char* kReasonInsecureEndpoint = "InsecureEndpoint";
 // otherwise. Checked at acceptance (the descriptor) and at every call (TargetFor).
 std::optional<Refusal> InsecureEndpointRefusal(const OpenSandboxExecutionParameters& params);
 
+// NotEnforceable when the parameters object ({"spec": {...}}) sets a securityProfile field other
+// than runAsUser, runAsGroup and runAsRoot (the shared profile's other fields are the server's
+// configuration, which a sandbox create request cannot carry); nullopt otherwise.
+std::optional<Refusal> SecurityProfileRefusal(const nlohmann::json& parameters);
+
+// The shell command that makes the task's working directory (when it sets one) and gives it to
+// the task's uid/gid: run by execd as itself (root) right before the task, which runs as the
+// profile's ids and could not create it. Empty when nothing is needed (no workingDir, or root).
+std::string PrepareWorkingDirCommand(const ExecutionRequest& request,
+                                     const SecurityProfile& profile);
+
 // Checks, without any server round trip, that the request can be honoured as asked: parameters,
 // a command to run, resource limits the server parses (it silently drops values it cannot),
 // sandbox metadata within the server's label rules, timeouts within its range.

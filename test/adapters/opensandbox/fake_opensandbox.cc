@@ -172,6 +172,8 @@ kube::HttpResponse FakeOpenSandbox::Execd(const std::string& method, const std::
       c.running = false;
       auto m = markers_.find(uid);
       c.output = m == markers_.end() ? "absent" : "started:/tmp/" + m->second + ".output\n";
+    } else {
+      c.running = false;  // any other command (e.g. preparing the working directory) succeeds
     }
     commands_[id] = c;
     const std::string prefix = dataPrefix_ ? "data: " : "";

@@ -540,5 +540,71 @@ TEST(OpenSandboxParameters, CaBundleIsPemForAnHttpsEndpointOnly) {
   EXPECT_NE(notPem.status().message().find("PEM"), std::string::npos);
 }
 
+// Issue 25: the task runs as the profile's non-root ids (execd's uid/gid), root only when the
+// class says so; a working directory is made for those ids first. What the sandbox create API
+// cannot carry is refused, not dropped.
+TEST_F(OpenSandboxAdapterTest, TheTaskRunsAsTheProfilesIdsAndItsWorkingDirIsMadeForThem) {
+  auto r = Request();
+  r.job.spec.task.workingDir = "/work space";
+  Observation o = adapter_->Ensure(r);
+  ASSERT_EQ(o.phase, ExecutionPhase::kRunning) << Describe(o);
+  std::vector<json> commands;
+  for (const auto& req : fake_->Requests()) {
+    if (req.method == "POST" && req.url.ends_with("/command")) {
+      commands.push_back(json::parse(req.body));
+    }
+  }
+  ASSERT_EQ(commands.size(), 2u);
+  EXPECT_EQ(commands[0]["command"],
+            "mkdir -p -- '/work space' && chown 65534:65534 -- '/work space'");
+  EXPECT_FALSE(commands[0].contains("uid")) << "execd's own ids (root) make the directory";
+  EXPECT_EQ(commands[1]["uid"], 65534);
+  EXPECT_EQ(commands[1]["gid"], 65534);
+  EXPECT_NE(commands[1]["command"].get<std::string>().find("set -C"), std::string::npos);
+
+  auto root = Request();
+  root.job.metadata.uid = "2f0c9a2e-1234-4bcd-9abc-0123456789ab";
+  root.job.spec.task.workingDir = "/work";
+  root.parameters["spec"]["securityProfile"] = {
+      {"runAsUser", 0}, {"runAsGroup", 0}, {"runAsRoot", true}};
+  const size_t before = fake_->Requests().size();
+  ASSERT_EQ(adapter_->Ensure(root).phase, ExecutionPhase::kRunning);
+  const auto requests = fake_->Requests();
+  for (size_t i = before; i < requests.size(); ++i) {
+    if (requests[i].method != "POST" || !requests[i].url.ends_with("/command")) continue;
+    const json body = json::parse(requests[i].body);
+    EXPECT_FALSE(body.contains("uid")) << body.dump();
+    EXPECT_EQ(body["command"].get<std::string>().find("chown"), std::string::npos) << body.dump();
+  }
+}
+
+TEST(OpenSandboxParameters, RootNeedsRunAsRootAndTheRestOfTheProfileIsNotEnforceable) {
+  auto p = [](const json& profile) {
+    return json{
+        {"metadata", {{"name", "p"}}},
+        {"spec", {{"endpoint", "https://sandbox.example.com/v1"}, {"securityProfile", profile}}}};
+  };
+  auto root = ParseParameters(p({{"runAsUser", 0}}));
+  ASSERT_FALSE(root.ok());
+  EXPECT_NE(root.status().message().find("runAsRoot: true"), std::string::npos);
+  auto ok = ParseParameters(p({{"runAsUser", 1000}, {"runAsGroup", 100}}));
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->securityProfile.runAsUser, 1000);
+  EXPECT_EQ(ParseParameters(p(json::object()))->securityProfile.runAsUser, 65534);
+
+  api::Job job;
+  job.spec.task.command = {"/bin/true"};
+  EXPECT_EQ(RefusedAtAcceptance(Descriptor(), "sb", p({{"runAsUser", 1000}}), {}, job),
+            std::nullopt);
+  for (const char* field : {"readOnlyRootFilesystem", "pidsLimit", "addCapabilities"}) {
+    auto refused = RefusedAtAcceptance(Descriptor(), "sb", p({{field, 1}}), {}, job);
+    ASSERT_TRUE(refused.has_value()) << field;
+    EXPECT_EQ(refused->reason, "NotEnforceable");
+    EXPECT_NE(refused->message.find(std::string("spec.securityProfile.") + field),
+              std::string::npos)
+        << refused->message;
+  }
+}
+
 }  // namespace
 }  // namespace ayatori::adapters::opensandbox

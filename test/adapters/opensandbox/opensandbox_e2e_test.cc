@@ -365,6 +365,35 @@ TEST_F(OpenSandboxE2ETest, ArgvIsPassedWithoutAShellAndWorkingDirIsEntered) {
   EXPECT_EQ(Output(KeyOf(r, o)), "/tmp/work dir\n[it's][$HOME][a  b][`x`]\n");
 }
 
+// Issue 25: the task runs as the profile's ids (65534 by default), in a working directory made
+// for it under a directory only root may write, and cannot signal execd (root), which reports
+// its exit code. A class that says runAsRoot runs it as execd's own user.
+TEST_F(OpenSandboxE2ETest, TheTaskRunsAsNobodyAndCannotSignalExecd) {
+  const std::string script =
+      "echo \"$(/bin/busybox id -u):$(/bin/busybox id -g)\"; pwd; : >written || exit 9; "
+      "p=$(/bin/busybox pidof execd); [ -n \"$p\" ] || { echo no-execd; exit 8; }; "
+      "if /bin/busybox kill -0 $p 2>/dev/null; then echo can-signal-execd; "
+      "else echo cannot-signal-execd; fi";
+  auto r = Request({"/bin/sh", "-c", script});
+  r.job.spec.task.workingDir = "/srv/job";
+  Observation o = adapter_->Ensure(r);
+  ASSERT_EQ(o.references.size(), 2u) << PhaseName(o);
+  Observation done = WaitStopped(KeyOf(r, o));
+  EXPECT_EQ(Output(KeyOf(r, o)), "65534:65534\n/srv/job\ncannot-signal-execd\n");
+  EXPECT_EQ(done.phase, ExecutionPhase::kSucceeded) << PhaseName(done);
+  ASSERT_TRUE(adapter_->Delete(KeyOf(r, o)).ok());
+  ASSERT_TRUE(testing::Eventually([&] { return CountSandboxes("") == 0; }, 30s, 100ms));
+
+  auto root = Request({"/bin/sh", "-c", script});
+  root.parameters["spec"]["securityProfile"] = {
+      {"runAsUser", 0}, {"runAsGroup", 0}, {"runAsRoot", true}};
+  root.job.spec.task.workingDir = "/srv/job";
+  o = adapter_->Ensure(root);
+  ASSERT_EQ(o.references.size(), 2u) << PhaseName(o);
+  EXPECT_EQ(WaitStopped(KeyOf(root, o)).phase, ExecutionPhase::kSucceeded);
+  EXPECT_EQ(Output(KeyOf(root, o)), "0:0\n/srv/job\ncan-signal-execd\n");
+}
+
 TEST_F(OpenSandboxE2ETest, CancelInterruptsTheCommandAndDeletesTheSandbox) {
   auto r = Request({"/bin/sleep", "300"});
   Observation o = adapter_->Ensure(r);
