@@ -83,6 +83,7 @@ kind: OpenSandboxExecutionParameters
 metadata: {name: bench-opensandbox}
 spec:
   endpoint: http://$AYATORI_OSB_DOMAIN/v1
+  insecure: true   # plain HTTP to the loopback-only bench server
   apiKeySecretRef: {namespace: ayatori-system, name: bench-opensandbox-key, key: api-key}
 ---
 apiVersion: execution.ayatori.ddupan.top/v1alpha1

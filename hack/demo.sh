@@ -434,6 +434,7 @@ kind: OpenSandboxExecutionParameters
 metadata: {name: demo}
 spec:
   endpoint: http://$AYATORI_OSB_DOMAIN/v1
+  insecure: true   # plain HTTP: the demo's server listens on 127.0.0.1 only
   apiKeySecretRef: {namespace: ayatori-system, name: opensandbox-api-key, key: api-key}
   pollIntervalSeconds: 1
   extraMetadata: {example.com/demo: opensandbox}

@@ -24,22 +24,28 @@ struct Transfer {
   const std::function<bool(std::string_view)>* onData = nullptr;  // streaming only
   bool stoppedByHandler = false;
   std::stop_token stop;
+  size_t maxBody = 0;  // HttpRequest::maxBodyBytes
+  bool tooLarge = false;
 };
+
+// Appends to the collected body unless that would pass the request's limit.
+bool Collect(Transfer* t, const char* ptr, size_t n) {
+  if (t->maxBody > 0 && t->response.body.size() + n > t->maxBody) {
+    t->tooLarge = true;
+    return false;
+  }
+  t->response.body.append(ptr, n);
+  return true;
+}
 
 size_t OnWrite(char* ptr, size_t size, size_t nmemb, void* userdata) {
   auto* t = static_cast<Transfer*>(userdata);
   const size_t n = size * nmemb;
-  if (t->onData == nullptr) {
-    t->response.body.append(ptr, n);
-    return n;
-  }
+  if (t->onData == nullptr) return Collect(t, ptr, n) ? n : 0;
   if (t->stop.stop_requested()) return 0;
   long code = 0;
   curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &code);
-  if (code < 200 || code >= 300) {
-    t->response.body.append(ptr, n);
-    return n;
-  }
+  if (code < 200 || code >= 300) return Collect(t, ptr, n) ? n : 0;
   if (!(*t->onData)(std::string_view(ptr, n))) {
     t->stoppedByHandler = true;
     return 0;
@@ -98,6 +104,7 @@ class CurlTransport final : public HttpTransport {
     curl_easy_setopt(easy, CURLOPT_HTTPHEADER, nullptr);
     curl_slist_free_all(headers);
     Release(easy, rc == CURLE_OK);
+    if (t.tooLarge) return TooLarge(request);
     if (rc != CURLE_OK) return TransportError(rc, errbuf, request);
     t.response.status = static_cast<int>(code);
     return std::move(t.response);
@@ -149,6 +156,7 @@ class CurlTransport final : public HttpTransport {
     if (cancelled) return Status(StatusCode::kCancelled, "watch stopped");
     t.response.status = static_cast<int>(code);
     if (t.stoppedByHandler) return std::move(t.response);
+    if (t.tooLarge) return TooLarge(request);
     if (rc != CURLE_OK) return TransportError(rc, errbuf, request);
     return std::move(t.response);
   }
@@ -244,7 +252,10 @@ class CurlTransport final : public HttpTransport {
 
   // Sets the per-request options; returns the header list to free after the transfer.
   curl_slist* Prepare(CURL* e, const HttpRequest& r, Transfer* t) {
+    t->maxBody = r.maxBodyBytes;
     curl_easy_setopt(e, CURLOPT_URL, r.url.c_str());
+    // Pooled handles: set for every request. nullptr: no Accept-Encoding, no decoding.
+    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, r.identityEncoding ? nullptr : "");
     curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(r.timeout.count()));
@@ -262,8 +273,15 @@ class CurlTransport final : public HttpTransport {
       headers = curl_slist_append(headers, line.c_str());
     }
     if (r.method != "GET") headers = curl_slist_append(headers, "Expect:");  // no 100-continue
+    if (r.identityEncoding) headers = curl_slist_append(headers, "Accept-Encoding: identity");
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
     return headers;
+  }
+
+  static Status TooLarge(const HttpRequest& r) {
+    return Status(StatusCode::kUnavailable, r.method + " " + r.url + ": response body exceeds " +
+                                                std::to_string(r.maxBodyBytes) +
+                                                " bytes; not read further");
   }
 
   static Status TransportError(CURLcode rc, const char* errbuf, const HttpRequest& r) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -23,6 +24,13 @@ struct HttpRequest {
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
   std::chrono::milliseconds timeout{0};  // whole request; 0 = no limit
+  // The most body bytes collected into HttpResponse::body (Do, and Stream's non-2xx answers);
+  // a longer body ends the request with kUnavailable "response body exceeds N bytes". 0 = no
+  // limit. For servers that are not trusted to keep their answers small.
+  size_t maxBodyBytes = 0;
+  // Ask for and accept only an unencoded body (Accept-Encoding: identity, no decompression): a
+  // compressed body is passed on as it came. For servers not trusted with a decompressor.
+  bool identityEncoding = false;
 };
 
 struct HttpResponse {

@@ -233,6 +233,7 @@ TEST(ShippedDescriptorsTest, RegisterTogetherAndListOnlyFieldsOfTheirKind) {
   osModel.endpoint = "http://127.0.0.1:8080/v1";
   osModel.apiKeySecretRef = api::SecretKeyReference{"ns", "n", "k"};
   osModel.extraMetadata = {{"a", "b"}};
+  osModel.caBundle = "-----BEGIN CERTIFICATE-----";
   const std::map<std::string, json> models = {
       {"DockerExecutionParameters", docker::ToJson(dockerModel)},
       {"KubernetesExecutionParameters", kubernetes::ToJson(k8sModel)},

@@ -66,6 +66,7 @@ class OpenSandboxControllerE2ETest : public ControllerTest {
         {"metadata", {{"name", name}}},
         {"spec",
          {{"endpoint", "http://" + domain_ + "/v1"},
+          {"insecure", true},  // the test server listens on loopback only
           {"apiKeySecretRef", {{"namespace", ns_}, {"name", "osb-api-key"}, {"key", "api-key"}}},
           {"pollIntervalSeconds", 1}}}};
     json cls = {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
@@ -176,6 +177,7 @@ TEST_F(OpenSandboxControllerE2ETest, ARunningJobKeepsItsServerWhenTheParametersM
        {"metadata", {{"name", kClass}}},
        {"spec",
         {{"endpoint", "http://127.0.0.1:" + std::to_string(elsewhere.port()) + "/v1"},
+         {"insecure", true},
          {"useServerProxy", true},
          {"apiKeySecretRef", {{"namespace", ns_}, {"name", "osb-api-key"}, {"key", "api-key"}}},
          {"pollIntervalSeconds", 1}}}}));

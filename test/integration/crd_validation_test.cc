@@ -835,6 +835,37 @@ std::vector<Case> KubernetesParametersCases() {
       {.description = "imagePullFailureTimeoutSeconds zero rejected",
        .object = Kube("{imagePullFailureTimeoutSeconds: 0}"),
        .error = "spec.imagePullFailureTimeoutSeconds in body should be greater than or equal to 1"},
+      {.description = "Kubernetes parameters get the restricted security profile by default",
+       .object = Kube(""),
+       .expect = {{"{.spec.securityProfile.runAsUser}", "65534"},
+                  {"{.spec.securityProfile.runAsGroup}", "65534"},
+                  {"{.spec.securityProfile.readOnlyRootFilesystem}", "true"},
+                  {"{.spec.securityProfile.seccompProfile}", "RuntimeDefault"},
+                  {"{.spec.securityProfile.tmpSizeMiB}", "64"},
+                  {"{.spec.automountServiceAccountToken}", "false"}}},
+      {.description = "Kubernetes securityProfile with every field accepted",
+       .object = Kube("{serviceAccountName: runner, automountServiceAccountToken: true, "
+                      "securityProfile: {runAsUser: 1000, runAsGroup: 1000, runAsRoot: false, "
+                      "addCapabilities: [NET_BIND_SERVICE], allowPrivilegeEscalation: false, "
+                      "seccompProfile: Unconfined, readOnlyRootFilesystem: false, tmpSizeMiB: 8, "
+                      "pidsLimit: 256, openFilesLimit: 1024, logMaxBytes: 1048576}}")},
+      {.description = "Kubernetes runAsUser 0 without runAsRoot rejected",
+       .object = Kube("{securityProfile: {runAsUser: 0}}"),
+       .error = "spec.securityProfile.runAsUser 0 is root: set spec.securityProfile.runAsRoot"},
+      {.description = "Kubernetes runAsUser 0 with runAsRoot accepted",
+       .object = Kube("{securityProfile: {runAsUser: 0, runAsRoot: true}}")},
+      {.description = "Kubernetes capability with the CAP_ prefix rejected",
+       .object = Kube("{securityProfile: {addCapabilities: [CAP_NET_ADMIN]}}"),
+       .error = "spec.securityProfile.addCapabilities must be capability names"},
+      {.description = "Kubernetes seccompProfile outside the enum rejected",
+       .object = Kube("{securityProfile: {seccompProfile: Localhost}}"),
+       .error = R"(Unsupported value: "Localhost")"},
+      {.description = "Kubernetes tmpSizeMiB zero rejected",
+       .object = Kube("{securityProfile: {tmpSizeMiB: 0}}"),
+       .error = "spec.securityProfile.tmpSizeMiB in body should be greater than or equal to 1"},
+      {.description = "Kubernetes automountServiceAccountToken without serviceAccountName rejected",
+       .object = Kube("{automountServiceAccountToken: true}"),
+       .error = "spec.automountServiceAccountToken: true needs spec.serviceAccountName"},
       {.description = "unknown Kubernetes parameters field rejected",
        .object = Kube("{namespace: jobs}"),
        .error = R"(unknown field "spec.namespace")"},
@@ -844,7 +875,7 @@ std::vector<Case> KubernetesParametersCases() {
 std::vector<Case> OpenSandboxParametersCases() {
   return {
       {.description = "OpenSandbox parameters accepted with defaults",
-       .object = Sandbox("{endpoint: 'http://127.0.0.1:8080/v1'}"),
+       .object = Sandbox("{endpoint: 'http://127.0.0.1:8080/v1', insecure: true}"),
        .expect = {{"{.spec.pollIntervalSeconds}", "2"},
                   {"{.spec.sandboxTimeoutSeconds}", "0"},
                   {"{.spec.sandboxTimeoutMarginSeconds}", "300"},
@@ -866,25 +897,56 @@ std::vector<Case> OpenSandboxParametersCases() {
                          "ayatori-system, name: opensandbox}}"),
        .error = "spec.apiKeySecretRef.key: Required value"},
       {.description = "OpenSandbox pollIntervalSeconds zero rejected",
-       .object = Sandbox("{endpoint: 'http://127.0.0.1:8080/v1', pollIntervalSeconds: 0}"),
+       .object = Sandbox(
+           "{endpoint: 'http://127.0.0.1:8080/v1', insecure: true, pollIntervalSeconds: 0}"),
        .error = "spec.pollIntervalSeconds in body should be greater than or equal to 1"},
       {.description = "OpenSandbox negative sandboxTimeoutSeconds rejected",
-       .object = Sandbox("{endpoint: 'http://127.0.0.1:8080/v1', sandboxTimeoutSeconds: -1}"),
+       .object = Sandbox(
+           "{endpoint: 'http://127.0.0.1:8080/v1', insecure: true, sandboxTimeoutSeconds: -1}"),
        .error = "spec.sandboxTimeoutSeconds in body should be greater than or equal to 0"},
       {.description = "OpenSandbox sandboxTimeoutSeconds below the server's minimum rejected",
-       .object = Sandbox("{endpoint: 'http://127.0.0.1:8080/v1', sandboxTimeoutSeconds: 30}"),
+       .object = Sandbox(
+           "{endpoint: 'http://127.0.0.1:8080/v1', insecure: true, sandboxTimeoutSeconds: 30}"),
        .error = "spec.sandboxTimeoutSeconds must be 0 (no server-side timeout) or at least 60"},
       {.description = "OpenSandbox sandboxTimeoutSeconds of 60 accepted",
-       .object = Sandbox("{endpoint: 'http://127.0.0.1:8080/v1', sandboxTimeoutSeconds: 60}")},
+       .object = Sandbox(
+           "{endpoint: 'http://127.0.0.1:8080/v1', insecure: true, sandboxTimeoutSeconds: 60}")},
       {.description = "OpenSandbox negative sandboxTimeoutMarginSeconds rejected",
-       .object = Sandbox("{endpoint: 'http://127.0.0.1:8080/v1', sandboxTimeoutMarginSeconds: -1}"),
+       .object = Sandbox("{endpoint: 'http://127.0.0.1:8080/v1', insecure: true, "
+                         "sandboxTimeoutMarginSeconds: -1}"),
        .error = "spec.sandboxTimeoutMarginSeconds in body should be greater than or equal to 0"},
       {.description = "OpenSandbox extraMetadata with the controller prefix rejected",
-       .object = Sandbox("{endpoint: 'http://127.0.0.1:8080/v1', extraMetadata: "
+       .object = Sandbox("{endpoint: 'http://127.0.0.1:8080/v1', insecure: true, extraMetadata: "
                          "{execution.ayatori.ddupan.top/job-uid: x}}"),
        .error = "must not use the prefix execution.ayatori.ddupan.top/"},
+      {.description = "OpenSandbox http endpoint without insecure rejected",
+       .object = Sandbox("{endpoint: 'http://127.0.0.1:8080/v1'}"),
+       .error = "spec.endpoint is plain HTTP (http://): use https://, or set spec.insecure: true"},
+      {.description = "OpenSandbox https endpoint with a caBundle accepted",
+       .object = Sandbox("{endpoint: 'https://sandbox.example.com', caBundle: '-----BEGIN "
+                         "CERTIFICATE-----\\nMIIB\\n-----END CERTIFICATE-----'}"),
+       .expect = {{"{.spec.insecure}", "false"}}},
+      {.description = "OpenSandbox caBundle that is not PEM rejected",
+       .object = Sandbox("{endpoint: 'https://sandbox.example.com', caBundle: hello}"),
+       .error = "spec.caBundle must hold PEM certificates"},
+      {.description = "OpenSandbox caBundle with an http endpoint rejected",
+       .object = Sandbox("{endpoint: 'http://127.0.0.1:8080/v1', insecure: true, caBundle: "
+                         "'-----BEGIN CERTIFICATE-----'}"),
+       .error = "spec.caBundle is only used with an https:// endpoint"},
+      {.description = "OpenSandbox parameters run the task as nobody by default",
+       .object = Sandbox("{endpoint: 'https://sandbox.example.com'}"),
+       .expect = {{"{.spec.securityProfile.runAsUser}", "65534"},
+                  {"{.spec.securityProfile.runAsGroup}", "65534"}}},
+      {.description = "OpenSandbox runAsUser 0 without runAsRoot rejected",
+       .object =
+           Sandbox("{endpoint: 'https://sandbox.example.com', securityProfile: {runAsUser: 0}}"),
+       .error = "spec.securityProfile.runAsUser 0 is root: set spec.securityProfile.runAsRoot"},
+      {.description = "OpenSandbox securityProfile field it cannot carry rejected",
+       .object = Sandbox("{endpoint: 'https://sandbox.example.com', securityProfile: "
+                         "{readOnlyRootFilesystem: true}}"),
+       .error = R"(unknown field "spec.securityProfile.readOnlyRootFilesystem")"},
       {.description = "unknown OpenSandbox parameters field rejected",
-       .object = Sandbox("{endpoint: 'http://127.0.0.1:8080/v1', apiKey: secret}"),
+       .object = Sandbox("{endpoint: 'http://127.0.0.1:8080/v1', insecure: true, apiKey: secret}"),
        .error = R"(unknown field "spec.apiKey")"},
   };
 }

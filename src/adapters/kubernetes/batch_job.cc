@@ -1,6 +1,7 @@
 #include "adapters/kubernetes/batch_job.h"
 
 #include <string>
+#include <utility>
 
 #include "api/json.h"
 
@@ -93,6 +94,47 @@ bool IsAyatoriEnv(std::string_view name) {
   return name == "AYATORI_JOB_NAMESPACE" || name == "AYATORI_JOB_NAME" || name == "AYATORI_JOB_UID";
 }
 
+bool IsCapabilityName(std::string_view s) {
+  if (s.empty() || s.size() > 64 || s.front() < 'A' || s.front() > 'Z') return false;
+  for (char c : s) {
+    if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
+Status ValidateSecurityProfile(const SecurityProfile& p) {
+  const std::string where = "KubernetesExecutionParameters spec.securityProfile.";
+  if (p.runAsUser < 0 || p.runAsUser > 2147483647) {
+    return Status(StatusCode::kInvalidArgument, where + "runAsUser must be 0-2147483647");
+  }
+  if (p.runAsGroup < 0 || p.runAsGroup > 2147483647) {
+    return Status(StatusCode::kInvalidArgument, where + "runAsGroup must be 0-2147483647");
+  }
+  if (p.runAsUser == 0 && !p.runAsRoot) {
+    return Status(StatusCode::kInvalidArgument,
+                  where +
+                      "runAsUser 0 is root: set spec.securityProfile.runAsRoot: true to run "
+                      "the task as root");
+  }
+  if (p.seccompProfile != "RuntimeDefault" && p.seccompProfile != "Unconfined") {
+    return Status(StatusCode::kInvalidArgument,
+                  where + "seccompProfile must be RuntimeDefault or Unconfined, not \"" +
+                      p.seccompProfile + "\"");
+  }
+  if (p.tmpSizeMiB < 1 || p.tmpSizeMiB > 1048576) {
+    return Status(StatusCode::kInvalidArgument, where + "tmpSizeMiB must be 1-1048576");
+  }
+  for (const auto& cap : p.addCapabilities) {
+    if (!IsCapabilityName(cap) || cap.starts_with("CAP_") || cap == "ALL") {
+      return Status(StatusCode::kInvalidArgument,
+                    where + "addCapabilities: \"" + cap +
+                        "\" is not a capability name such as NET_BIND_SERVICE (upper case, "
+                        "without CAP_; ALL is not allowed)");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string BatchJobName(std::string_view jobUid) { return "ayj-" + std::string(jobUid); }
@@ -113,6 +155,13 @@ StatusOr<KubernetesExecutionParameters> ParseParameters(const json& parameters) 
     return Status(StatusCode::kInvalidArgument,
                   "KubernetesExecutionParameters spec.imagePullFailureTimeoutSeconds must be > 0");
   }
+  if (params->automountServiceAccountToken && params->serviceAccountName.empty()) {
+    return Status(StatusCode::kInvalidArgument,
+                  "KubernetesExecutionParameters spec.automountServiceAccountToken: true needs "
+                  "spec.serviceAccountName (the token of a namespace's default ServiceAccount is "
+                  "never mounted)");
+  }
+  if (auto st = ValidateSecurityProfile(params->securityProfile); !st.ok()) return st;
   return params;
 }
 
@@ -127,6 +176,19 @@ Status ValidateRequest(const ExecutionRequest& request,
   }
   if (!IsQualifiedNamePart(meta.uid, false)) {
     return Status(StatusCode::kInvalidArgument, "the Job uid is not a valid label value");
+  }
+  // Refused at acceptance already (descriptor.cc, NotEnforceable); parameters edited since then
+  // must not have the ask silently dropped either.
+  const SecurityProfile& sec = params.securityProfile;
+  for (const auto& [field, set] : {std::pair{"pidsLimit", sec.pidsLimit.has_value()},
+                                   std::pair{"openFilesLimit", sec.openFilesLimit.has_value()},
+                                   std::pair{"logMaxBytes", sec.logMaxBytes.has_value()}}) {
+    if (set) {
+      return Status(StatusCode::kInvalidArgument,
+                    std::string("KubernetesExecutionParameters spec.securityProfile.") + field +
+                        " is a node setting that a pod cannot carry: remove it and set it on the "
+                        "nodes (kubelet)");
+    }
   }
   for (const auto& [key, value] : params.extraLabels) {
     if (!IsQualifiedKey(key)) {
@@ -197,7 +259,29 @@ json BuildBatchJob(const ExecutionRequest& request, const KubernetesExecutionPar
   env.push_back({{"name", "AYATORI_JOB_NAME"}, {"value", meta.name}});
   env.push_back({{"name", "AYATORI_JOB_UID"}, {"value", meta.uid}});
 
+  const SecurityProfile& sec = params.securityProfile;
   json container = {{"name", kContainerName}, {"image", task.image}, {"env", std::move(env)}};
+  container["securityContext"] = {
+      {"allowPrivilegeEscalation", sec.allowPrivilegeEscalation},
+      {"capabilities", {{"drop", json::array({"ALL"})}}},
+      {"readOnlyRootFilesystem", sec.readOnlyRootFilesystem},
+  };
+  if (!sec.addCapabilities.empty()) {
+    container["securityContext"]["capabilities"]["add"] = sec.addCapabilities;
+  }
+  // A writable, size-bounded /tmp in memory (it counts against limits.memory), and the working
+  // directory when the root filesystem is read-only (the task could not write there otherwise).
+  const std::string tmpSize = std::to_string(sec.tmpSizeMiB) + "Mi";
+  json volumes = json::array(
+      {{{"name", kTmpVolume}, {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", tmpSize}}}}});
+  json mounts = json::array({{{"name", kTmpVolume}, {"mountPath", "/tmp"}}});
+  if (sec.readOnlyRootFilesystem && !task.workingDir.empty() && task.workingDir != "/tmp" &&
+      !task.workingDir.starts_with("/tmp/")) {
+    volumes.push_back(
+        {{"name", kWorkdirVolume}, {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", tmpSize}}}});
+    mounts.push_back({{"name", kWorkdirVolume}, {"mountPath", task.workingDir}});
+  }
+  container["volumeMounts"] = std::move(mounts);
   if (!task.command.empty()) container["command"] = task.command;
   if (!task.args.empty()) container["args"] = task.args;
   if (!task.workingDir.empty()) container["workingDir"] = task.workingDir;
@@ -210,11 +294,23 @@ json BuildBatchJob(const ExecutionRequest& request, const KubernetesExecutionPar
   }
   if (!resources.empty()) container["resources"] = std::move(resources);
 
+  json podSecurity = {
+      {"runAsUser", sec.runAsUser},
+      {"runAsGroup", sec.runAsGroup},
+      {"seccompProfile", {{"type", sec.seccompProfile}}},
+  };
+  // runAsNonRoot: the kubelet refuses to start a container that would run as uid 0 anyway.
+  if (!sec.runAsRoot) podSecurity["runAsNonRoot"] = true;
   json podSpec = {
       {"restartPolicy", "Never"},
       // The task's env is exactly what it declared; no Service variables of the namespace.
       {"enableServiceLinks", false},
+      // No API credentials for the task unless the class names a ServiceAccount and asks.
+      {"automountServiceAccountToken",
+       params.automountServiceAccountToken && !params.serviceAccountName.empty()},
+      {"securityContext", std::move(podSecurity)},
       {"containers", json::array({std::move(container)})},
+      {"volumes", std::move(volumes)},
   };
   if (!task.imagePullSecrets.empty()) {
     json secrets = json::array();
@@ -230,6 +326,26 @@ json BuildBatchJob(const ExecutionRequest& request, const KubernetesExecutionPar
   }
   if (!params.runtimeClassName.empty()) podSpec["runtimeClassName"] = params.runtimeClassName;
   if (!params.priorityClassName.empty()) podSpec["priorityClassName"] = params.priorityClassName;
+
+  json batchSpec = {
+      // One execution per Ayatori Job: no retries (a retry is a new Ayatori Job) and no
+      // replacement pod while a failed one is still terminating.
+      {"backoffLimit", 0},
+      {"completions", 1},
+      {"parallelism", 1},
+      {"podReplacementPolicy", "Failed"},
+      {"template",
+       {
+           {"metadata", {{"labels", labels}, {"annotations", podAnnotations}}},
+           {"spec", std::move(podSpec)},
+       }},
+  };
+  if (const auto& deadline = request.job.spec.activeDeadlineSeconds) {
+    // A backstop behind the controller's own deadline (counted from the task's start): should
+    // the controller be down, the Job controller still ends the pod. The margin covers the
+    // time batch/v1 counts before the task starts (scheduling, image pull) and the stop.
+    batchSpec["activeDeadlineSeconds"] = *deadline + kActiveDeadlineMarginSeconds;
+  }
 
   return {
       {"apiVersion", "batch/v1"},
@@ -249,20 +365,7 @@ json BuildBatchJob(const ExecutionRequest& request, const KubernetesExecutionPar
                                    {"blockOwnerDeletion", true},
                                }})},
        }},
-      {"spec",
-       {
-           // One execution per Ayatori Job: no retries (a retry is a new Ayatori Job) and no
-           // replacement pod while a failed one is still terminating.
-           {"backoffLimit", 0},
-           {"completions", 1},
-           {"parallelism", 1},
-           {"podReplacementPolicy", "Failed"},
-           {"template",
-            {
-                {"metadata", {{"labels", labels}, {"annotations", podAnnotations}}},
-                {"spec", std::move(podSpec)},
-            }},
-       }},
+      {"spec", std::move(batchSpec)},
   };
 }
 

@@ -2,6 +2,7 @@
 // class's KubernetesExecutionParameters, so that what is sent to the apiserver is unit-tested.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -29,6 +30,14 @@ inline constexpr const char* kAcceptanceAnnotation = "execution.ayatori.ddupan.t
 inline constexpr const char* kConfirmedVersionAnnotation =
     "execution.ayatori.ddupan.top/confirmed-job-resource-version";
 
+// The pod's memory-backed emptyDir volumes: /tmp, and the working directory when the root
+// filesystem is read-only.
+inline constexpr const char* kTmpVolume = "ayatori-tmp";
+inline constexpr const char* kWorkdirVolume = "ayatori-workdir";
+// The batch Job's activeDeadlineSeconds is the Ayatori Job's plus this: batch/v1 counts from the
+// batch Job's start (scheduling and image pull included), the controller from the task's start.
+inline constexpr int64_t kActiveDeadlineMarginSeconds = 300;
+
 // "ayj-" + the Ayatori Job UID: unique per UID (the idempotency key), 40 characters for a UUID,
 // so the pod names the Job controller derives from it stay valid.
 std::string BatchJobName(std::string_view jobUid);
@@ -39,7 +48,9 @@ std::string ManagedSelector();
 std::string SelectorForUid(std::string_view jobUid);
 
 // request.parameters (the KubernetesExecutionParameters object as JSON; null or {} = all defaults)
-// decoded. kInvalidArgument naming the field when it is malformed.
+// decoded. kInvalidArgument naming the field when it is malformed, including the CRD's rules on
+// securityProfile (uid 0 without runAsRoot, seccompProfile, capability names, tmpSizeMiB) and
+// automountServiceAccountToken without serviceAccountName, for objects that got past the CRD.
 StatusOr<KubernetesExecutionParameters> ParseParameters(const nlohmann::json& parameters);
 
 // Checks what the apiserver would reject later, with a message for the Job's author: the
@@ -56,7 +67,14 @@ Status ValidateRequest(const ExecutionRequest& request,
 //    same labels/annotations, restartPolicy Never, the scheduling fields of the parameters, the
 //    task's imagePullSecrets and one container "main" with image, command, args, workingDir,
 //    resources and env: the task's env passed through untouched (secretKeyRef / configMapKeyRef
-//    stay references, resolved by the kubelet) followed by AYATORI_JOB_NAMESPACE/NAME/UID.
+//    stay references, resolved by the kubelet) followed by AYATORI_JOB_NAMESPACE/NAME/UID;
+//  - least privilege from params.securityProfile (Pod Security Standard "restricted" with the
+//    defaults): pod runAsNonRoot (unless runAsRoot), runAsUser/runAsGroup, seccompProfile;
+//    container allowPrivilegeEscalation, capabilities drop ALL + addCapabilities,
+//    readOnlyRootFilesystem; a memory emptyDir of tmpSizeMiB at /tmp (and at workingDir when the
+//    root filesystem is read-only); automountServiceAccountToken false unless the parameters
+//    name a serviceAccountName and ask for it;
+//  - activeDeadlineSeconds = the Job's + kActiveDeadlineMarginSeconds, when the Job has one.
 nlohmann::json BuildBatchJob(const ExecutionRequest& request,
                              const KubernetesExecutionParameters& params);
 

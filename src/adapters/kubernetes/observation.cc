@@ -331,7 +331,22 @@ Observation ObserveExecution(const std::optional<BatchJobFacts>& batchJob,
   }
 
   Observation o;
-  if (best) {
+  if (batchJob->failed && batchJob->failedReason == "DeadlineExceeded" &&
+      (!best || best->phase != ExecutionPhase::kSucceeded)) {
+    // The batch Job's activeDeadlineSeconds (BuildBatchJob's backstop behind the controller's
+    // deadline) ended the pod: the execution was stopped, not failed by the task. A kill's exit
+    // code is kept; an exit 0 that won the race stays a success (above).
+    o.phase = ExecutionPhase::kCancelled;
+    o.reason = "DeadlineExceeded";
+    o.message = "The batch/v1 Job " + batchJob->name +
+                " reached its activeDeadlineSeconds (the backstop behind the Job's deadline) and "
+                "its pod was stopped";
+    if (best) {
+      o.exitCode = best->exitCode;
+      o.startedAt = best->startedAt;
+      o.finishedAt = best->finishedAt;
+    }
+  } else if (best) {
     o = std::move(*best);
   } else if (batchJob->complete) {
     o.phase = ExecutionPhase::kSucceeded;

@@ -8,6 +8,12 @@
 //   spec.tolerations        [{key, operator, value, effect, tolerationSeconds: int64}]
 //   spec.imagePullFailureTimeoutSeconds                            int64 (absent = 300; always
 //                                                                  written)
+//   spec.automountServiceAccountToken                              bool (absent = false)
+//   spec.securityProfile    {runAsUser, runAsGroup: int64 (65534), runAsRoot: bool (false),
+//                            addCapabilities: [T], allowPrivilegeEscalation: bool (false),
+//                            seccompProfile: RuntimeDefault|Unconfined, pidsLimit,
+//                            openFilesLimit, logMaxBytes: int64 (absent; refused on this
+//                            backend), readOnlyRootFilesystem: bool (true), tmpSizeMiB: int64 (64)}
 #pragma once
 
 #include <cstdint>
@@ -35,6 +41,24 @@ struct Toleration {
   bool operator==(const Toleration&) const = default;
 };
 
+// The task's least privilege (the field names every backend shares, docs/security.md). What the
+// pod cannot carry (pidsLimit, openFilesLimit, logMaxBytes: kubelet settings of the node) is
+// refused at acceptance as NotEnforceable (descriptor.cc), never dropped.
+struct SecurityProfile {
+  int64_t runAsUser = 65534;
+  int64_t runAsGroup = 65534;
+  bool runAsRoot = false;  // uid 0 needs it; without it the pod says runAsNonRoot: true
+  std::vector<std::string> addCapabilities;  // added after dropping ALL
+  bool allowPrivilegeEscalation = false;
+  std::string seccompProfile = "RuntimeDefault";  // RuntimeDefault | Unconfined
+  std::optional<int64_t> pidsLimit;
+  std::optional<int64_t> openFilesLimit;
+  std::optional<int64_t> logMaxBytes;
+  bool readOnlyRootFilesystem = true;
+  int64_t tmpSizeMiB = 64;  // the memory-backed emptyDir at /tmp (and at workingDir)
+  bool operator==(const SecurityProfile&) const = default;
+};
+
 struct KubernetesExecutionParameters {
   api::ObjectMeta metadata;
   std::string serviceAccountName;
@@ -45,6 +69,10 @@ struct KubernetesExecutionParameters {
   std::map<std::string, std::string> extraLabels;
   std::map<std::string, std::string> extraAnnotations;
   int64_t imagePullFailureTimeoutSeconds = 300;
+  // The pod gets the ServiceAccount's token only when the parameters name a serviceAccountName
+  // and set this; otherwise automountServiceAccountToken: false.
+  bool automountServiceAccountToken = false;
+  SecurityProfile securityProfile;
   bool operator==(const KubernetesExecutionParameters&) const = default;
 };
 
@@ -57,9 +85,11 @@ StatusOr<KubernetesExecutionParameters> KubernetesExecutionParametersFromJson(
 
 // Codec hooks (api/json_codec.h; nlohmann's ADL hooks throw json::type_error on bad input).
 api::Decoded Decode(const nlohmann::json& j, Toleration& out);
+api::Decoded Decode(const nlohmann::json& j, SecurityProfile& out);
 api::Decoded Decode(const nlohmann::json& j, KubernetesExecutionParameters& out);
 void to_json(nlohmann::json& j, const Toleration& v);
 void from_json(const nlohmann::json& j, Toleration& v);
+void to_json(nlohmann::json& j, const SecurityProfile& v);
 void to_json(nlohmann::json& j, const KubernetesExecutionParameters& v);
 void from_json(const nlohmann::json& j, KubernetesExecutionParameters& v);
 

@@ -5,9 +5,13 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -16,6 +20,16 @@
 #include "kube/http.h"
 
 namespace ayatori::adapters::opensandbox {
+
+// Bounds on what the adapter reads from the server and from execd (which runs inside the
+// sandbox, next to the task, and is as trusted as the task): every JSON answer, every
+// event-stream frame and every read of a command's output. Nothing they send is decompressed
+// (Accept-Encoding: identity).
+inline constexpr size_t kMaxJsonBodyBytes = size_t{8} << 20;
+inline constexpr size_t kMaxEventFrameBytes = size_t{1} << 20;
+// One read of a command's output (GET /command/{id}/logs?cursor=): longer output is read on by
+// cursor, never held whole.
+inline constexpr size_t kLogChunkBytes = size_t{1} << 20;
 
 struct ClientTimeouts {
   std::chrono::milliseconds request{30000};
@@ -51,7 +65,19 @@ class ServerClient {
   // period, and older ones may drop the final chunk). Returns the command id of the init event.
   // A non-200 answer is kFailedPrecondition with the server's message; a stream without init is
   // kInternal; transport failures are kUnavailable (the command may or may not run).
-  StatusOr<std::string> RunBackground(const ExecdTarget& target, const std::string& command) const;
+  // `runAs`: the uid and gid execd runs the command as (nullopt: execd's own, root).
+  StatusOr<std::string> RunBackground(
+      const ExecdTarget& target, const std::string& command,
+      std::optional<std::pair<int64_t, int64_t>> runAs = std::nullopt) const;
+
+  // GET /command/{id}/logs?cursor=<cursor>: hands at most `maxBytes` of the output from byte
+  // offset `cursor` on to `onData` as it arrives (nothing is buffered here) and returns how many
+  // bytes it handed over; the next read starts at cursor + that (execd's cursor is a byte
+  // offset). kNotFound when execd does not know the command (400, 404), kServerError for other
+  // answers, kUnavailable for transport failures.
+  StatusOr<size_t> ReadOutput(const ExecdTarget& target, const std::string& commandId,
+                              uint64_t cursor, size_t maxBytes,
+                              const std::function<bool(std::string_view)>& onData) const;
 
   const std::string& endpoint() const { return endpoint_; }
   const SensitiveString& apiKey() const { return apiKey_; }
@@ -67,11 +93,21 @@ class ServerClient {
 // "data:" prefix (execd sends them bare; both SDKs accept both).
 class EventStreamParser {
  public:
-  // Feeds bytes; returns the complete events found so far (malformed ones are skipped).
+  explicit EventStreamParser(size_t maxFrameBytes = kMaxEventFrameBytes)
+      : maxFrameBytes_(maxFrameBytes) {}
+  // Feeds bytes; returns the complete events found so far (malformed ones are skipped). Once a
+  // frame grows past maxFrameBytes without ending, the parser keeps nothing more and
+  // overflowed() is true: the caller drops the stream.
   std::vector<nlohmann::json> Feed(std::string_view bytes);
+  bool overflowed() const { return overflowed_; }
+  // Bytes held for an unfinished frame (at most maxFrameBytes).
+  size_t buffered() const { return buffer_.size(); }
 
  private:
+  size_t maxFrameBytes_;
+  bool overflowed_ = false;
   std::string buffer_;
+  size_t scanned_ = 0;  // bytes of buffer_ already searched for a separator
 };
 
 }  // namespace ayatori::adapters::opensandbox

@@ -22,6 +22,14 @@ AdapterDescriptor Descriptor() {
     ask.isolation = true;  // a sandbox of its own
     return ask;
   };
+  // Plain HTTP to the server is refused as InsecureEndpoint unless the parameters say insecure.
+  // Parameters that do not decode are Validate's to refuse (BackendRejected).
+  d.refuseParameters = [](const nlohmann::json& parameters) -> std::optional<Refusal> {
+    if (auto refusal = SecurityProfileRefusal(parameters)) return refusal;
+    auto params = ParseParameters(parameters);
+    if (!params.ok()) return std::nullopt;
+    return InsecureEndpointRefusal(*params);
+  };
   return d;
 }
 

@@ -67,18 +67,16 @@ std::string ReferenceId(const std::vector<api::ExecutionReference>& refs, const 
   return "";
 }
 
-std::string Escape(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      char buf[4];
-      snprintf(buf, sizeof(buf), "%%%02X", c);
-      out += buf;
-    }
-  }
-  return out;
+// The first kMaxProbeOutputBytes of a command's output, where the guard writes its lines.
+StatusOr<std::string> OutputHead(const ServerClient& client, const ExecdTarget& execd,
+                                 const std::string& commandId) {
+  std::string head;
+  auto read = client.ReadOutput(execd, commandId, 0, kMaxProbeOutputBytes, [&](std::string_view d) {
+    head.append(d);
+    return true;
+  });
+  if (!read.ok()) return read.status();
+  return head;
 }
 
 // A 404 from the server that really says "no such sandbox" (a wrong endpoint also gives 404s).
@@ -171,6 +169,11 @@ StatusOr<OpenSandboxAdapter::Target> OpenSandboxAdapter::TargetFor(
     const nlohmann::json& parameters) {
   auto params = ParseParameters(parameters);
   if (!params.ok()) return params.status();
+  // Refused at acceptance already; parameters edited since then must not downgrade a Job's
+  // calls to plain HTTP either.
+  if (auto refusal = InsecureEndpointRefusal(*params)) {
+    return Status(StatusCode::kFailedPrecondition, refusal->reason + ": " + refusal->message);
+  }
   SensitiveString key;
   if (params->apiKeySecretRef) {
     if (!options_.apiKey) {
@@ -181,9 +184,25 @@ StatusOr<OpenSandboxAdapter::Target> OpenSandboxAdapter::TargetFor(
     if (!k.ok()) return k.status();
     key = std::move(*k);
   }
-  auto client = std::make_unique<ServerClient>(*transport_, params->endpoint, std::move(key),
+  auto transport = TransportFor(*params);
+  auto client = std::make_unique<ServerClient>(*transport, params->endpoint, std::move(key),
                                                options_.timeouts);
-  return Target{std::move(*params), std::move(client)};
+  return Target{std::move(*params), std::move(transport), std::move(client)};
+}
+
+std::shared_ptr<kube::HttpTransport> OpenSandboxAdapter::TransportFor(
+    const OpenSandboxExecutionParameters& params) {
+  if (options_.transport || params.caBundle.empty()) return transport_;
+  std::lock_guard lock(mu_);
+  auto& t = caTransports_[params.caBundle];
+  if (!t) {
+    kube::RestConfig config;
+    config.caPem = params.caBundle;  // only these CAs are trusted (kube/http.h)
+    kube::CurlTransportOptions curl;
+    curl.connectTimeout = milliseconds(5000);
+    t = kube::NewCurlTransport(config, curl);
+  }
+  return t;
 }
 
 Status OpenSandboxAdapter::Validate(const ExecutionRequest& request) {
@@ -287,13 +306,14 @@ StatusOr<std::string> OpenSandboxAdapter::RunToCompletion(const ServerClient& cl
     }
     std::this_thread::sleep_for(milliseconds(10));
   }
-  auto logs = client.Execd(execd, "GET", "/command/" + Escape(*id) + "/logs?cursor=0");
-  if (!logs.ok()) return logs.status();
-  if (logs->status != 200) {
-    return Status(StatusCode::kServerError,
-                  "execd logs: " + ErrorMessage(logs->status, logs->body));
-  }
-  return logs->body;
+  // The probe prints one short line; more than this is not its output.
+  std::string out;
+  auto read = client.ReadOutput(execd, *id, 0, kMaxProbeOutputBytes, [&](std::string_view d) {
+    out.append(d);
+    return true;
+  });
+  if (!read.ok()) return read.status();
+  return out;
 }
 
 Observation OpenSandboxAdapter::RunOrFind(const Target& target, const ExecutionRequest& request,
@@ -341,7 +361,19 @@ Observation OpenSandboxAdapter::RunOrFind(const Target& target, const ExecutionR
     std::this_thread::sleep_for(milliseconds(100));
   }
   if (commandId.empty()) {
-    auto id = client.RunBackground(*execd, TaskCommand(request));
+    // The task runs as the profile's ids; its working directory is made for it first (as execd,
+    // root): the task could not create it under a directory that only root may write.
+    const SecurityProfile& sec = target.params.securityProfile;
+    if (const std::string prepare = PrepareWorkingDirCommand(request, sec); !prepare.empty()) {
+      auto out = RunToCompletion(client, *execd, prepare);
+      if (!out.ok()) {
+        return Unreachable("preparing the working directory in sandbox " + sandboxId + ": " +
+                           out.status().message());
+      }
+    }
+    std::optional<std::pair<int64_t, int64_t>> runAs;
+    if (sec.runAsUser != 0 || sec.runAsGroup != 0) runAs = {{sec.runAsUser, sec.runAsGroup}};
+    auto id = client.RunBackground(*execd, TaskCommand(request), runAs);
     if (!id.ok()) {
       if (id.status().code() == StatusCode::kFailedPrecondition) {
         return Failed(kReasonBackendRejected, id.status().message());
@@ -381,17 +413,15 @@ Observation OpenSandboxAdapter::ObserveCommand(const ServerClient& client, const
   auto doc = json::parse(r->body, nullptr, false);
   Observation o = ObservationFromCommandStatus(doc);
   if (o.phase == ExecutionPhase::kFailed && o.exitCode == kForeignSandboxExitCode) {
-    auto logs = client.Execd(execd, "GET", "/command/" + Escape(commandId) + "/logs?cursor=0");
-    if (!logs.ok()) return Unreachable("execd: " + logs.status().message());
-    if (logs->status == 200 && logs->body.find(ForeignSandboxLine(uid)) != std::string::npos) {
-      return ForeignExecd("");
-    }
+    auto head = OutputHead(client, execd, commandId);
+    if (!head.ok()) return Unreachable("execd: " + head.status().message());
+    if (head->find(ForeignSandboxLine(uid)) != std::string::npos) return ForeignExecd("");
   }
   if (o.phase == ExecutionPhase::kFailed && o.exitCode == kGuardExitCode) {
     // A second start refused by the guard: the task runs (or ran) under another command.
-    auto logs = client.Execd(execd, "GET", "/command/" + Escape(commandId) + "/logs?cursor=0");
-    if (!logs.ok()) return Unreachable("execd: " + logs.status().message());
-    if (logs->status == 200 && logs->body.find(GuardLine(uid)) != std::string::npos) {
+    auto head = OutputHead(client, execd, commandId);
+    if (!head.ok()) return Unreachable("execd: " + head.status().message());
+    if (head->find(GuardLine(uid)) != std::string::npos) {
       return Unknown(kReasonCommandNotIdentified,
                      "command " + commandId +
                          " was a second start of the task, refused; the first one is not known");
@@ -677,7 +707,7 @@ Status OpenSandboxAdapter::Delete(const ExecutionKey& key) {
   return Status::Ok();
 }
 
-StatusOr<std::string> OpenSandboxAdapter::Logs(const ExecutionKey& key, size_t tailBytes) {
+StatusOr<OpenSandboxAdapter::OutputSource> OpenSandboxAdapter::OutputOf(const ExecutionKey& key) {
   auto target = TargetFor(key.parameters);
   if (!target.ok()) return target.status();
   const std::string commandId = ReferenceId(key.references, kCommandReferenceType);
@@ -688,16 +718,46 @@ StatusOr<std::string> OpenSandboxAdapter::Logs(const ExecutionKey& key, size_t t
   }
   auto execd = ExecdFor(*target, GetString(**found, "id"));
   if (!execd.ok()) return execd.status();
-  auto r = target->client->Execd(*execd, "GET", "/command/" + Escape(commandId) + "/logs?cursor=0");
-  if (!r.ok()) return r.status();
-  if (r->status == 400 || r->status == 404) {
-    return Status(StatusCode::kNotFound, "execd: " + ErrorMessage(r->status, r->body));
+  return OutputSource{std::move(*target), std::move(*execd), commandId};
+}
+
+StatusOr<uint64_t> OpenSandboxAdapter::ReadOutputFrom(
+    const OutputSource& source, uint64_t cursor,
+    const std::function<bool(std::string_view)>& onData) {
+  for (;;) {
+    bool readerLeft = false;
+    auto n = source.target.client->ReadOutput(source.execd, source.commandId, cursor,
+                                              kLogChunkBytes, [&](std::string_view d) {
+                                                if (onData(d)) return true;
+                                                readerLeft = true;
+                                                return false;
+                                              });
+    if (!n.ok()) return n.status();
+    cursor += *n;
+    if (readerLeft || *n < kLogChunkBytes) return cursor;
   }
-  if (r->status != 200) {
-    return Status(StatusCode::kServerError, "execd logs: " + ErrorMessage(r->status, r->body));
-  }
-  std::string& body = r->body;
-  return body.size() > tailBytes ? body.substr(body.size() - tailBytes) : body;
+}
+
+StatusOr<uint64_t> OpenSandboxAdapter::ReadTail(const OutputSource& source, size_t maxBytes,
+                                                std::string& window) {
+  // A window over the output as it streams past: never more than maxBytes + one read.
+  window.clear();
+  auto end = ReadOutputFrom(source, 0, [&](std::string_view d) {
+    window.append(d);
+    if (window.size() > maxBytes + kLogChunkBytes) window.erase(0, window.size() - maxBytes);
+    return true;
+  });
+  if (window.size() > maxBytes) window.erase(0, window.size() - maxBytes);
+  return end;
+}
+
+StatusOr<std::string> OpenSandboxAdapter::Logs(const ExecutionKey& key, size_t tailBytes) {
+  auto source = OutputOf(key);
+  if (!source.ok()) return source.status();
+  std::string window;
+  auto end = ReadTail(*source, std::min(tailBytes, kMaxLogsTailBytes), window);
+  if (!end.ok()) return end.status();
+  return window;
 }
 
 Status OpenSandboxAdapter::StreamLogs(const ExecutionKey& key, const LogOptions& options,
@@ -705,19 +765,36 @@ Status OpenSandboxAdapter::StreamLogs(const ExecutionKey& key, const LogOptions&
   // How often a follower looks for more output: execd has no streaming endpoint for a command
   // started in the background.
   constexpr auto kFollowPoll = std::chrono::milliseconds(500);
-  std::optional<size_t> sent;  // bytes of the output already written
-  for (;;) {
+  auto source = OutputOf(key);
+  if (!source.ok()) return source.status();
+  uint64_t cursor = 0;  // execd's byte offset of what was written to the sink
+  bool readerLeft = false;
+  const auto write = [&](std::string_view d) {
+    if (sink(d)) return true;
+    readerLeft = true;
+    return false;
+  };
+  bool last = false;
+  if (options.tailLines) {
     // The state first: output read after the command was seen stopped is all there is.
-    const bool last = !options.follow || IsStopped(Observe(key).phase);
-    auto output = Logs(key, std::numeric_limits<size_t>::max());
-    if (!output.ok()) return output.status();
-    const std::string_view text = *output;
-    if (!sent) sent = options.tailLines ? LastLinesOffset(text, *options.tailLines) : 0;
-    if (text.size() > *sent) {
-      if (!sink(text.substr(*sent))) return Status::Ok();
-      sent = text.size();
-    }
+    last = !options.follow || IsStopped(Observe(key).phase);
+    // The last lines come from a bounded window over the output read once.
+    std::string window;
+    auto end = ReadTail(*source, kMaxLogsTailBytes, window);
+    if (!end.ok()) return end.status();
+    const size_t from = LastLinesOffset(window, *options.tailLines);
+    if (window.size() > from && !write(std::string_view(window).substr(from))) return Status::Ok();
+    cursor = *end;
     if (last) return Status::Ok();
+    std::this_thread::sleep_for(kFollowPoll);
+  }
+  for (;;) {
+    last = !options.follow || IsStopped(Observe(key).phase);
+    // Only what is new since the last read, by cursor, handed on as it arrives.
+    auto next = ReadOutputFrom(*source, cursor, write);
+    if (!next.ok()) return next.status();
+    cursor = *next;
+    if (readerLeft || last) return Status::Ok();
     std::this_thread::sleep_for(kFollowPoll);
   }
 }
@@ -740,6 +817,7 @@ void OpenSandboxAdapter::WatchCommand(const std::string& uid, const std::string&
     w.sandboxId = sandboxId;
     w.endpoint = target.client->endpoint();
     w.apiKey = target.client->apiKey();
+    w.transport = target.transport;
     w.interval = options_.firstPoll;
     w.maxInterval = max;
     w.next = std::chrono::steady_clock::now() + options_.firstPoll;
@@ -761,7 +839,6 @@ void OpenSandboxAdapter::PollLoop() {
   // One thread for every running command: each is checked after 50 ms, then at doubling
   // intervals up to the class's pollIntervalSeconds. A command that stopped, or that cannot be
   // read, is handed to the controller (notify), whose Observe then says what happened.
-  kube::HttpTransport& transport = *transport_;
   std::unique_lock lock(mu_);
   while (!stopping_) {
     auto now = std::chrono::steady_clock::now();
@@ -781,7 +858,7 @@ void OpenSandboxAdapter::PollLoop() {
     lock.unlock();
     std::vector<std::pair<std::string, bool>> results;  // uid, changed
     for (const auto& [uid, w] : due) {
-      ServerClient client(transport, w.endpoint, w.apiKey, options_.timeouts);
+      ServerClient client(*w.transport, w.endpoint, w.apiKey, options_.timeouts);
       auto r = client.Execd(w.execd, "GET", "/command/status/" + Escape(w.commandId), "",
                             milliseconds(5000));
       bool changed = true;

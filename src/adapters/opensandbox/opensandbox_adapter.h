@@ -35,6 +35,11 @@
 
 namespace ayatori::adapters::opensandbox {
 
+// Most of a command's output kept by Logs and by StreamLogs' tailLines window.
+inline constexpr size_t kMaxLogsTailBytes = size_t{16} << 20;
+// The most read of a probe's output, or of a task's output to find the guard's line.
+inline constexpr size_t kMaxProbeOutputBytes = size_t{64} << 10;
+
 // Reads the API key that OpenSandboxExecutionParameters' apiKeySecretRef names.
 using ApiKeySource = std::function<StatusOr<SensitiveString>(const api::SecretKeyReference&)>;
 
@@ -78,18 +83,29 @@ class OpenSandboxAdapter final : public Adapter, public docker::LogSource {
   Observation Cancel(const ExecutionKey& key) override;
   Status Delete(const ExecutionKey& key) override;
 
-  // The command's merged stdout and stderr (execd keeps both in one file).
+  // The command's merged stdout and stderr (execd keeps both in one file): the last
+  // min(tailBytes, kMaxLogsTailBytes) bytes, read by cursor in kLogChunkBytes pieces through a
+  // window of that size, never the whole output at once.
   StatusOr<std::string> Logs(const ExecutionKey& key, size_t tailBytes) override;
-  // execd keeps a command's output as one text without times: tailLines is applied here,
-  // sinceSeconds and timestamps are not (docs/kubectl-ayatori.md, "Logs"); follow polls the
-  // output and the command's state until it ends.
+  // execd keeps a command's output as one text without times: tailLines is applied here (to
+  // the last kMaxLogsTailBytes of the output), sinceSeconds and timestamps are not
+  // (docs/kubectl-ayatori.md, "Logs"). The output is read by cursor and handed to the sink as it
+  // arrives; follow polls for what is new since the last read and the command's state until it
+  // ends.
   Status StreamLogs(const ExecutionKey& key, const LogOptions& options,
                     const LogSink& sink) override;
 
  private:
   struct Target {
     OpenSandboxExecutionParameters params;
+    std::shared_ptr<kube::HttpTransport> transport;  // the client's (per caBundle)
     std::unique_ptr<ServerClient> client;
+  };
+  // Where a Job's command output is read.
+  struct OutputSource {
+    Target target;
+    ExecdTarget execd;
+    std::string commandId;
   };
   // What Observe learnt about a command that is still running, for the poller.
   struct Watch {
@@ -101,12 +117,25 @@ class OpenSandboxAdapter final : public Adapter, public docker::LogSource {
     std::string sandboxId;
     std::string endpoint;
     SensitiveString apiKey;
+    std::shared_ptr<kube::HttpTransport> transport;
     std::chrono::milliseconds interval{0};
     std::chrono::milliseconds maxInterval{0};
     std::chrono::steady_clock::time_point next;
   };
 
   StatusOr<Target> TargetFor(const nlohmann::json& parameters);
+  // The transport for a server: options.transport when set (tests), else libcurl trusting the
+  // parameters' caBundle only (the system store without one); one per distinct caBundle.
+  std::shared_ptr<kube::HttpTransport> TransportFor(const OpenSandboxExecutionParameters& params);
+  StatusOr<OutputSource> OutputOf(const ExecutionKey& key);
+  // Reads the output from `cursor` to its current end, kLogChunkBytes per request, handing it
+  // to `onData` (false: stop); returns the cursor after what was handed over.
+  static StatusOr<uint64_t> ReadOutputFrom(const OutputSource& source, uint64_t cursor,
+                                           const std::function<bool(std::string_view)>& onData);
+  // The last `maxBytes` of the whole output into `window` (held: at most maxBytes plus one
+  // read); returns the cursor at its end.
+  static StatusOr<uint64_t> ReadTail(const OutputSource& source, size_t maxBytes,
+                                     std::string& window);
   Observation EnsureExecution(const ExecutionRequest& request);
   // The Job's sandbox: by the reference when there is one, else by metadata (the oldest when
   // there are several). nullopt when there is none.
@@ -136,7 +165,8 @@ class OpenSandboxAdapter final : public Adapter, public docker::LogSource {
   void PollLoop();
 
   OpenSandboxAdapterOptions options_;
-  std::shared_ptr<kube::HttpTransport> transport_;
+  std::shared_ptr<kube::HttpTransport> transport_;                            // without a caBundle
+  std::map<std::string, std::shared_ptr<kube::HttpTransport>> caTransports_;  // by caBundle
 
   std::mutex mu_;
   std::condition_variable wake_;

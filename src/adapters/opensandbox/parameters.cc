@@ -8,6 +8,16 @@ namespace ayatori::adapters::opensandbox {
 
 using json = nlohmann::json;
 
+api::Decoded Decode(const json& j, SecurityProfile& out) {
+  return api::ObjectDecoder(j)("runAsUser", out.runAsUser)("runAsGroup", out.runAsGroup)(
+             "runAsRoot", out.runAsRoot)
+      .Done();
+}
+
+void to_json(json& j, const SecurityProfile& v) {
+  j = {{"runAsUser", v.runAsUser}, {"runAsGroup", v.runAsGroup}, {"runAsRoot", v.runAsRoot}};
+}
+
 api::Decoded Decode(const json& j, OpenSandboxExecutionParameters& out) {
   return api::DecodeParameters(j, kParametersKind, out, [&out](const json& spec) {
     return api::ObjectDecoder(spec)("endpoint", out.endpoint)("apiKeySecretRef",
@@ -15,7 +25,9 @@ api::Decoded Decode(const json& j, OpenSandboxExecutionParameters& out) {
                "sandboxTimeoutSeconds", out.sandboxTimeoutSeconds)("sandboxTimeoutMarginSeconds",
                                                                    out.sandboxTimeoutMarginSeconds)(
                "pollIntervalSeconds", out.pollIntervalSeconds)(
-               "useServerProxy", out.useServerProxy)("extraMetadata", out.extraMetadata)
+               "useServerProxy", out.useServerProxy)("extraMetadata", out.extraMetadata)(
+               "insecure", out.insecure)("caBundle", out.caBundle)("securityProfile",
+                                                                   out.securityProfile)
         .Done();
   });
 }
@@ -29,6 +41,9 @@ void to_json(json& j, const OpenSandboxExecutionParameters& v) {
   spec["pollIntervalSeconds"] = v.pollIntervalSeconds;
   spec["useServerProxy"] = v.useServerProxy;
   api::PutNonEmpty(spec, "extraMetadata", v.extraMetadata);
+  spec["insecure"] = v.insecure;
+  api::PutString(spec, "caBundle", v.caBundle);
+  spec["securityProfile"] = v.securityProfile;
   j = api::ParametersToJson(kParametersKind, v.metadata, std::move(spec));
 }
 

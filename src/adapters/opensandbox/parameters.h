@@ -10,6 +10,10 @@
 //   spec.pollIntervalSeconds         int64 (absent = 2)
 //   spec.useServerProxy              bool (absent = false)
 //   spec.extraMetadata               {T: T}
+//   spec.insecure                    bool (absent = false: an http:// endpoint is refused)
+//   spec.caBundle                    T (PEM; absent = the system's trusted CAs)
+//   spec.securityProfile             {runAsUser, runAsGroup: int64 (65534), runAsRoot: bool
+//                                    (false)}: the task's ids, given to execd per command
 // Fields that have a default are always written.
 #pragma once
 
@@ -27,6 +31,16 @@ namespace ayatori::adapters::opensandbox {
 
 inline constexpr const char* kParametersKind = "OpenSandboxExecutionParameters";
 
+// The part of the shared securityProfile (docs/security.md) that OpenSandbox can carry: execd
+// runs each command as a given uid/gid. The rest of the profile is the server's configuration;
+// a parameters object that sets it is refused (NotEnforceable, descriptor.cc).
+struct SecurityProfile {
+  int64_t runAsUser = 65534;
+  int64_t runAsGroup = 65534;
+  bool runAsRoot = false;  // uid 0 needs it
+  bool operator==(const SecurityProfile&) const = default;
+};
+
 struct OpenSandboxExecutionParameters {
   api::ObjectMeta metadata;
   std::string endpoint;  // lifecycle API base URL, e.g. http://127.0.0.1:8080/v1
@@ -39,6 +53,12 @@ struct OpenSandboxExecutionParameters {
   int64_t pollIntervalSeconds = 2;
   bool useServerProxy = false;  // reach execd through the server's proxy route
   std::map<std::string, std::string> extraMetadata;
+  // Plain HTTP to the server (http://) is refused at acceptance (InsecureEndpoint) and at every
+  // call unless this says so: the create request carries the task's env, forwarded Secrets too.
+  bool insecure = false;
+  // PEM CA certificates that alone are trusted for an https:// endpoint (empty: the system's).
+  std::string caBundle;
+  SecurityProfile securityProfile;
   bool operator==(const OpenSandboxExecutionParameters&) const = default;
 };
 
@@ -50,7 +70,9 @@ StatusOr<OpenSandboxExecutionParameters> OpenSandboxExecutionParametersFromJson(
     const nlohmann::json& j);
 
 // Codec hooks (api/json_codec.h; nlohmann's ADL hooks throw json::type_error on bad input).
+api::Decoded Decode(const nlohmann::json& j, SecurityProfile& out);
 api::Decoded Decode(const nlohmann::json& j, OpenSandboxExecutionParameters& out);
+void to_json(nlohmann::json& j, const SecurityProfile& v);
 void to_json(nlohmann::json& j, const OpenSandboxExecutionParameters& v);
 void from_json(const nlohmann::json& j, OpenSandboxExecutionParameters& v);
 

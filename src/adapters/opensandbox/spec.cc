@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
+#include <cstdio>
 #include <set>
 
 #include "adapters/docker/container.h"
@@ -122,7 +124,10 @@ const std::vector<std::string>& EnforcedParameterFields() {
                                                    "sandboxTimeoutMarginSeconds",
                                                    "pollIntervalSeconds",
                                                    "useServerProxy",
-                                                   "extraMetadata"};
+                                                   "extraMetadata",
+                                                   "insecure",
+                                                   "caBundle",
+                                                   "securityProfile"};
   return kFields;
 }
 
@@ -161,7 +166,59 @@ StatusOr<OpenSandboxExecutionParameters> ParseParameters(const nlohmann::json& p
                    "\" must be an http:// or https:// URL such as http://127.0.0.1:8080/v1");
   }
   while (!p->endpoint.empty() && p->endpoint.back() == '/') p->endpoint.pop_back();
+  const SecurityProfile& sec = p->securityProfile;
+  if (sec.runAsUser < 0 || sec.runAsUser > 2147483647 || sec.runAsGroup < 0 ||
+      sec.runAsGroup > 2147483647) {
+    return Invalid(
+        "OpenSandboxExecutionParameters spec.securityProfile.runAsUser and runAsGroup must be "
+        "0-2147483647");
+  }
+  if (sec.runAsUser == 0 && !sec.runAsRoot) {
+    return Invalid(
+        "OpenSandboxExecutionParameters spec.securityProfile.runAsUser 0 is root: set "
+        "spec.securityProfile.runAsRoot: true to run the task as root");
+  }
+  if (!p->caBundle.empty()) {
+    if (e.rfind("https://", 0) != 0) {
+      return Invalid(
+          "OpenSandboxExecutionParameters spec.caBundle is only used with an https:// endpoint");
+    }
+    if (p->caBundle.find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
+      return Invalid(
+          "OpenSandboxExecutionParameters spec.caBundle must hold PEM certificates "
+          "(-----BEGIN CERTIFICATE-----)");
+    }
+  }
   return p;
+}
+
+std::optional<Refusal> SecurityProfileRefusal(const nlohmann::json& parameters) {
+  const json* spec = GetObject(parameters, "spec");
+  const json* profile = spec != nullptr ? GetObject(*spec, "securityProfile") : nullptr;
+  if (profile == nullptr) return std::nullopt;
+  for (const auto& [field, value] : profile->items()) {
+    if (value.is_null() || field == "runAsUser" || field == "runAsGroup" || field == "runAsRoot") {
+      continue;
+    }
+    return Refusal{"NotEnforceable",
+                   "OpenSandboxExecutionParameters spec.securityProfile." + field +
+                       " is not enforced by the adapter for execution.ayatori.ddupan.top/"
+                       "opensandbox: the sandbox create API cannot carry it (the OpenSandbox "
+                       "server's own [docker] settings decide it); only runAsUser, runAsGroup "
+                       "and runAsRoot are (execd runs the task with those ids)"};
+  }
+  return std::nullopt;
+}
+
+std::optional<Refusal> InsecureEndpointRefusal(const OpenSandboxExecutionParameters& params) {
+  if (params.endpoint.rfind("http://", 0) != 0 || params.insecure) return std::nullopt;
+  // The message never quotes the endpoint (backend configuration stays out of Job status).
+  return Refusal{kReasonInsecureEndpoint,
+                 "the OpenSandboxExecutionParameters spec.endpoint is plain HTTP (http://): the "
+                 "sandbox create request carries the task's environment, forwarded Secret values "
+                 "included, and the API key. Use an https:// endpoint (spec.caBundle for a private "
+                 "CA), or set spec.insecure: true to accept plain HTTP (a loopback-only server, "
+                 "an encrypted tunnel)"};
 }
 
 std::map<std::string, std::string> PinnedFields(const nlohmann::json& parameters) {
@@ -359,6 +416,15 @@ std::string TaskCommand(const ExecutionRequest& request) {
   return s;
 }
 
+std::string PrepareWorkingDirCommand(const ExecutionRequest& request,
+                                     const SecurityProfile& profile) {
+  const std::string& dir = request.job.spec.task.workingDir;
+  if (dir.empty() || profile.runAsUser == 0) return "";
+  const std::string wd = ShellQuote(dir);
+  return "mkdir -p -- " + wd + " && chown " + std::to_string(profile.runAsUser) + ":" +
+         std::to_string(profile.runAsGroup) + " -- " + wd;
+}
+
 std::string ProbeCommand(std::string_view uid) {
   const std::string m = ShellQuote(MarkerPath(uid));
   return "if " + ForeignCondition(uid) + "; then printf foreign; elif [ -e " + m +
@@ -527,6 +593,20 @@ std::vector<std::pair<std::string, std::string>> EndpointHeaders(
     }
   }
   return headers;
+}
+
+std::string Escape(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      char buf[4];
+      snprintf(buf, sizeof(buf), "%%%02X", c);
+      out += buf;
+    }
+  }
+  return out;
 }
 
 }  // namespace ayatori::adapters::opensandbox

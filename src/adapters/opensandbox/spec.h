@@ -62,6 +62,24 @@ StatusOr<OpenSandboxExecutionParameters> ParseParameters(const nlohmann::json& p
 // Empty when the parameters do not parse (Validate refused them).
 std::map<std::string, std::string> PinnedFields(const nlohmann::json& parameters);
 
+// Accepted=False reason of a class whose server endpoint is plain HTTP without spec.insecure
+// (the Docker adapter's reason for the same thing).
+inline constexpr const char* kReasonInsecureEndpoint = "InsecureEndpoint";
+// InsecureEndpoint when `params` name an http:// endpoint without insecure: true; nullopt
+// otherwise. Checked at acceptance (the descriptor) and at every call (TargetFor).
+std::optional<Refusal> InsecureEndpointRefusal(const OpenSandboxExecutionParameters& params);
+
+// NotEnforceable when the parameters object ({"spec": {...}}) sets a securityProfile field other
+// than runAsUser, runAsGroup and runAsRoot (the shared profile's other fields are the server's
+// configuration, which a sandbox create request cannot carry); nullopt otherwise.
+std::optional<Refusal> SecurityProfileRefusal(const nlohmann::json& parameters);
+
+// The shell command that makes the task's working directory (when it sets one) and gives it to
+// the task's uid/gid: run by execd as itself (root) right before the task, which runs as the
+// profile's ids and could not create it. Empty when nothing is needed (no workingDir, or root).
+std::string PrepareWorkingDirCommand(const ExecutionRequest& request,
+                                     const SecurityProfile& profile);
+
 // Checks, without any server round trip, that the request can be honoured as asked: parameters,
 // a command to run, resource limits the server parses (it silently drops values it cannot),
 // sandbox metadata within the server's label rules, timeouts within its range.
@@ -145,6 +163,9 @@ Observation ObservationFromCommandStatus(const nlohmann::json& status);
 // The "code" and "message" of an error body in either shape the server uses ({"code","message"}
 // or FastAPI's {"detail": ...}), else an excerpt of the body.
 std::string ErrorMessage(int httpStatus, const std::string& body);
+
+// `s` percent-encoded for a URL path segment or query value (unreserved characters kept).
+std::string Escape(const std::string& s);
 std::string ErrorCode(const std::string& body);
 
 // The execd base URL from an endpoint answer ({"endpoint": "host:port[/path]"}): "http://" +

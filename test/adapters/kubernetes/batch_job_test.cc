@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "adapters/kubernetes/descriptor.h"
+#include "adapters/registry.h"
 #include "api/quantity.h"
 
 namespace ayatori::adapters::kubernetes {
@@ -54,7 +56,7 @@ TEST(BuildBatchJob, RunsOnceWithNoRetries) {
   EXPECT_EQ(j["spec"]["podReplacementPolicy"], "Failed");
   EXPECT_EQ(j["spec"]["template"]["spec"]["restartPolicy"], "Never");
   EXPECT_FALSE(j["spec"].contains("activeDeadlineSeconds"))
-      << "the deadline counts from the process start; the controller enforces it";
+      << "a Job without a deadline gets no backstop either";
   EXPECT_FALSE(j["spec"].contains("ttlSecondsAfterFinished"));
 }
 
@@ -171,6 +173,93 @@ TEST(BuildBatchJob, AppliesSchedulingParameters) {
   EXPECT_EQ(spec["priorityClassName"], "low");
 }
 
+TEST(BuildBatchJob, DefaultPodPassesTheRestrictedPodSecurityStandard) {
+  json spec = BuildBatchJob(MakeRequest(), {})["spec"]["template"]["spec"];
+  // Pod level: non-root with the nobody ids, the runtime's default seccomp profile.
+  EXPECT_EQ(spec["securityContext"], json::parse(R"({"runAsNonRoot": true, "runAsUser": 65534,
+    "runAsGroup": 65534, "seccompProfile": {"type": "RuntimeDefault"}})"));
+  EXPECT_EQ(spec["automountServiceAccountToken"], false);
+  EXPECT_FALSE(spec.contains("hostNetwork") || spec.contains("hostPID") ||
+               spec.contains("hostIPC"));
+  json c = spec["containers"][0];
+  EXPECT_EQ(c["securityContext"], json::parse(R"({"allowPrivilegeEscalation": false,
+    "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": true})"));
+  // Only emptyDir volumes (allowed by "restricted"): /tmp, and the working directory because
+  // the root filesystem is read-only.
+  EXPECT_EQ(spec["volumes"], json::parse(R"([
+    {"name": "ayatori-tmp", "emptyDir": {"medium": "Memory", "sizeLimit": "64Mi"}},
+    {"name": "ayatori-workdir", "emptyDir": {"medium": "Memory", "sizeLimit": "64Mi"}}])"));
+  EXPECT_EQ(c["volumeMounts"], json::parse(R"([
+    {"name": "ayatori-tmp", "mountPath": "/tmp"},
+    {"name": "ayatori-workdir", "mountPath": "/workspace"}])"));
+}
+
+TEST(BuildBatchJob, AppliesTheSecurityProfile) {
+  KubernetesExecutionParameters params;
+  auto& sec = params.securityProfile;
+  sec.runAsUser = 1000;
+  sec.runAsGroup = 2000;
+  sec.addCapabilities = {"NET_BIND_SERVICE"};
+  sec.allowPrivilegeEscalation = true;
+  sec.seccompProfile = "Unconfined";
+  sec.readOnlyRootFilesystem = false;
+  sec.tmpSizeMiB = 8;
+  json spec = BuildBatchJob(MakeRequest(), params)["spec"]["template"]["spec"];
+  EXPECT_EQ(spec["securityContext"]["runAsUser"], 1000);
+  EXPECT_EQ(spec["securityContext"]["runAsGroup"], 2000);
+  EXPECT_EQ(spec["securityContext"]["runAsNonRoot"], true);
+  EXPECT_EQ(spec["securityContext"]["seccompProfile"]["type"], "Unconfined");
+  json c = spec["containers"][0]["securityContext"];
+  EXPECT_EQ(c["allowPrivilegeEscalation"], true);
+  EXPECT_EQ(c["capabilities"], json::parse(R"({"drop": ["ALL"], "add": ["NET_BIND_SERVICE"]})"));
+  EXPECT_EQ(c["readOnlyRootFilesystem"], false);
+  // A writable root filesystem: the working directory keeps the image's content.
+  EXPECT_EQ(spec["volumes"], json::parse(R"([
+    {"name": "ayatori-tmp", "emptyDir": {"medium": "Memory", "sizeLimit": "8Mi"}}])"));
+}
+
+TEST(BuildBatchJob, RootOnlyWhenTheProfileSaysSo) {
+  KubernetesExecutionParameters params;
+  params.securityProfile.runAsUser = 0;
+  params.securityProfile.runAsRoot = true;
+  json ctx = BuildBatchJob(MakeRequest(), params)["spec"]["template"]["spec"]["securityContext"];
+  EXPECT_EQ(ctx["runAsUser"], 0);
+  EXPECT_FALSE(ctx.contains("runAsNonRoot"));
+}
+
+TEST(BuildBatchJob, AWorkingDirUnderTmpNeedsNoVolumeOfItsOwn) {
+  ExecutionRequest r = MakeRequest();
+  r.job.spec.task.workingDir = "/tmp/work";
+  json spec = BuildBatchJob(r, {})["spec"]["template"]["spec"];
+  EXPECT_EQ(spec["volumes"].size(), 1u) << spec["volumes"].dump();
+  r.job.spec.task.workingDir.clear();
+  EXPECT_EQ(BuildBatchJob(r, {})["spec"]["template"]["spec"]["volumes"].size(), 1u);
+}
+
+TEST(BuildBatchJob, TheServiceAccountTokenOnlyWhenANamedAccountAsksForIt) {
+  KubernetesExecutionParameters params;
+  params.automountServiceAccountToken = true;  // without a name: still no token
+  EXPECT_EQ(BuildBatchJob(MakeRequest(),
+                          params)["spec"]["template"]["spec"]["automountServiceAccountToken"],
+            false);
+  params.serviceAccountName = "runner";
+  EXPECT_EQ(BuildBatchJob(MakeRequest(),
+                          params)["spec"]["template"]["spec"]["automountServiceAccountToken"],
+            true);
+  params.automountServiceAccountToken = false;
+  EXPECT_EQ(BuildBatchJob(MakeRequest(),
+                          params)["spec"]["template"]["spec"]["automountServiceAccountToken"],
+            false);
+}
+
+TEST(BuildBatchJob, ActiveDeadlineIsABackstopBehindTheControllers) {
+  ExecutionRequest r = MakeRequest();
+  r.job.spec.activeDeadlineSeconds = 600;
+  json j = BuildBatchJob(r, {});
+  EXPECT_EQ(j["spec"]["activeDeadlineSeconds"], 600 + kActiveDeadlineMarginSeconds);
+  EXPECT_GT(j["spec"]["activeDeadlineSeconds"].get<int64_t>(), 600);
+}
+
 TEST(IsOwnedBy, RequiresBothTheUidLabelAndTheControllerReference) {
   json j = BuildBatchJob(MakeRequest(), {});
   json noLabel = j;
@@ -250,6 +339,77 @@ TEST(ParseParameters, RejectsANonPositiveImagePullTimeout) {
   auto p = ParseParameters(json::parse(R"({"spec": {"imagePullFailureTimeoutSeconds": 0}})"));
   ASSERT_FALSE(p.ok());
   EXPECT_NE(p.status().message().find("imagePullFailureTimeoutSeconds"), std::string::npos);
+}
+
+TEST(ParseParameters, ReadsTheSecurityProfileAndItsDefaults) {
+  auto p = ParseParameters(json::parse(R"({"spec": {"securityProfile": {"runAsUser": 1000}}})"));
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->securityProfile.runAsUser, 1000);
+  EXPECT_EQ(p->securityProfile.runAsGroup, 65534);
+  EXPECT_TRUE(p->securityProfile.readOnlyRootFilesystem);
+  EXPECT_EQ(p->securityProfile.tmpSizeMiB, 64);
+  EXPECT_EQ(p->securityProfile.seccompProfile, "RuntimeDefault");
+}
+
+TEST(ParseParameters, RejectsAnUnsafeOrMalformedSecurityProfile) {
+  struct Case {
+    const char* spec;
+    const char* says;
+  } cases[] = {
+      {R"({"securityProfile": {"runAsUser": 0}})", "runAsRoot: true"},
+      {R"({"securityProfile": {"runAsUser": -1}})", "runAsUser must be"},
+      {R"({"securityProfile": {"seccompProfile": "Localhost"}})", "RuntimeDefault or Unconfined"},
+      {R"({"securityProfile": {"tmpSizeMiB": 0}})", "tmpSizeMiB"},
+      {R"({"securityProfile": {"addCapabilities": ["CAP_NET_ADMIN"]}})", "CAP_NET_ADMIN"},
+      {R"({"securityProfile": {"addCapabilities": ["ALL"]}})", "ALL is not allowed"},
+      {R"({"securityProfile": {"addCapabilities": ["net_admin"]}})", "net_admin"},
+      {R"({"automountServiceAccountToken": true})", "needs spec.serviceAccountName"},
+      {R"({"securityProfile": {"runAsRoot": "yes"}})", "runAsRoot"},
+  };
+  for (const auto& c : cases) {
+    auto p = ParseParameters(json{{"spec", json::parse(c.spec)}});
+    ASSERT_FALSE(p.ok()) << c.spec;
+    EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument) << c.spec;
+    EXPECT_NE(p.status().message().find(c.says), std::string::npos)
+        << c.spec << ": " << p.status().message();
+  }
+  auto root = ParseParameters(
+      json::parse(R"({"spec": {"securityProfile": {"runAsUser": 0, "runAsRoot": true}}})"));
+  EXPECT_TRUE(root.ok()) << root.status().ToString();
+}
+
+TEST(ValidateRequest, RefusesNodeSettingsAPodCannotCarry) {
+  for (const char* field : {"pidsLimit", "openFilesLimit", "logMaxBytes"}) {
+    auto p = ParseParameters(json{{"spec", {{"securityProfile", {{field, 100}}}}}});
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    Status s = ValidateRequest(MakeRequest(), *p);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << field;
+    EXPECT_NE(s.message().find(field), std::string::npos) << s.message();
+  }
+}
+
+TEST(Descriptor, AcceptsTheSecurityProfileAndRefusesNodeSettingsAsNotEnforceable) {
+  const AdapterDescriptor d = Descriptor();
+  const ExecutionRequest r = MakeRequest();
+  auto refusal = [&](const json& spec) {
+    return RefusedAtAcceptance(d, "k8s", {{"metadata", {{"name", "p"}}}, {"spec", spec}}, {},
+                               r.job);
+  };
+  EXPECT_EQ(refusal(json::parse(R"({"automountServiceAccountToken": false,
+    "serviceAccountName": "runner", "securityProfile": {"runAsUser": 1000,
+    "addCapabilities": ["NET_BIND_SERVICE"], "readOnlyRootFilesystem": false, "tmpSizeMiB": 16,
+    "pidsLimit": null}})")),
+            std::nullopt);
+  for (const char* field : {"pidsLimit", "openFilesLimit", "logMaxBytes"}) {
+    auto refused = refusal({{"securityProfile", {{field, 512}}}});
+    ASSERT_TRUE(refused.has_value()) << field;
+    EXPECT_EQ(refused->reason, "NotEnforceable");
+    EXPECT_NE(refused->message.find(std::string("spec.securityProfile.") + field),
+              std::string::npos)
+        << refused->message;
+    EXPECT_NE(refused->message.find("KubernetesExecutionParameters \"p\""), std::string::npos)
+        << refused->message;
+  }
 }
 
 TEST(Selectors, SelectEverythingManagedOrOneUid) {

@@ -20,6 +20,7 @@
 #include "kube/config.h"
 #include "kube/resource.h"
 #include "kube/rest_client.h"
+#include "test/support/process.h"
 #include "test/support/testenv.h"
 #include "test/support/wait.h"
 
@@ -479,6 +480,79 @@ TEST_F(KubernetesAdapterE2E, SecretAndConfigMapEnvArePassedAsReferencesNeverRead
     EXPECT_EQ(req.find("secrets"), std::string::npos) << req;
     EXPECT_EQ(req.find("configmaps"), std::string::npos) << req;
   }
+}
+
+// Issue 25: the default pod passes the Pod Security Standard "restricted", enforced by the
+// apiserver's PodSecurity admission (on by default) in a namespace labelled for it. Before the
+// securityProfile the Job controller's pod create was refused (FailedCreate) and the Job never
+// started.
+TEST_F(KubernetesAdapterE2E, RunsInANamespaceThatEnforcesTheRestrictedPodSecurityStandard) {
+  auto label = testing::RunProcess({testing::Kubectl(), "--kubeconfig",
+                                    testing::TestenvVar("KUBECONFIG"), "label", "namespace", ns_,
+                                    "pod-security.kubernetes.io/enforce=restricted"});
+  ASSERT_EQ(label.exitCode, 0) << label.err;
+  // The admission really enforces here: a pod without a securityContext is refused.
+  json plain = json::parse(R"({"apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": "plain"},
+    "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}})");
+  auto refused = client_->Create(PodsResource(), ns_, plain, {});
+  ASSERT_FALSE(refused.ok()) << "PodSecurity admission is not enforcing in this control plane";
+  EXPECT_NE(refused.status().message().find("restricted"), std::string::npos)
+      << refused.status().ToString();
+
+  ExecutionRequest r = Request({Env("TESTENV_RUN_FOR", "1s")});
+  r.job.spec.task.workingDir = "/workspace";
+  Observation ensured = adapter_->Ensure(r);
+  ASSERT_EQ(ensured.phase, ExecutionPhase::kPending) << ensured.message;
+  Observation done = ObserveUntilStopped(Key(r, ensured));
+  EXPECT_EQ(done.phase, ExecutionPhase::kSucceeded) << done.reason << ": " << done.message;
+  EXPECT_EQ(done.exitCode, 0);
+  auto pods = PodsOf(r.job.metadata.uid);
+  ASSERT_EQ(pods.size(), 1u);
+  EXPECT_EQ(pods[0]["spec"]["securityContext"]["runAsNonRoot"], true);
+}
+
+// Issue 25: the task gets no API credentials: no ServiceAccount token is mounted, although the
+// ServiceAccount admission plugin of this control plane mounts one into every pod that does not
+// opt out.
+TEST_F(KubernetesAdapterE2E, ThePodMountsNoServiceAccountToken) {
+  ExecutionRequest r = Request({Env("TESTENV_RUN_FOR", "1h")});
+  Observation ensured = adapter_->Ensure(r);
+  ASSERT_EQ(ensured.phase, ExecutionPhase::kPending) << ensured.message;
+  ASSERT_TRUE(Eventually([&] { return PodsOf(r.job.metadata.uid).size() == 1; }, 30s, kPoll));
+  json spec = PodsOf(r.job.metadata.uid)[0]["spec"];
+  EXPECT_EQ(spec["automountServiceAccountToken"], false);
+  for (const auto& v : spec.value("volumes", json::array())) {
+    EXPECT_FALSE(v.contains("projected")) << "a token volume: " << v.dump();
+    EXPECT_TRUE(v.contains("emptyDir")) << v.dump();
+  }
+  for (const auto& c : spec["containers"]) {
+    for (const auto& m : c.value("volumeMounts", json::array())) {
+      EXPECT_EQ(m.value("mountPath", "").find("serviceaccount"), std::string::npos) << m.dump();
+    }
+    EXPECT_EQ(c["securityContext"]["capabilities"]["drop"], json::array({"ALL"}));
+  }
+  // The same pod with the opt-out removed gets the token: the check above can fail.
+  json probe = {{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata", {{"name", "token-probe"}}},
+                {"spec",
+                 {{"containers", json::array({{{"name", "c"}, {"image", "busybox:1.36"}}})},
+                  {"nodeName", "no-such-node"}}}};
+  // Retried: the namespace's "default" ServiceAccount may not exist yet (the admission refuses).
+  StatusOr<json> created = Status(StatusCode::kUnavailable, "not tried");
+  ASSERT_TRUE(Eventually(
+      [&] {
+        created = client_->Create(PodsResource(), ns_, probe, {});
+        return created.ok();
+      },
+      30s, kPoll))
+      << created.status().ToString();
+  bool tokenVolume = false;
+  for (const auto& v : (*created)["spec"].value("volumes", json::array())) {
+    tokenVolume = tokenVolume || v.contains("projected");
+  }
+  EXPECT_TRUE(tokenVolume) << (*created)["spec"].dump();
 }
 
 TEST_F(KubernetesAdapterE2E, DeleteCascadesToThePod) {

@@ -265,6 +265,23 @@ TEST(ObserveExecution, PodGoneAfterTheJobFailedIsUnknownNotFailed) {
   EXPECT_NE(o.message.find("BackoffLimitExceeded"), std::string::npos);
 }
 
+// Issue 25: the batch Job's activeDeadlineSeconds backstop stops the execution; its kill is not
+// the task's failure, and the pod being gone is not a lost result.
+TEST(ObserveExecution, TheDeadlineBackstopIsAStopNotAFailure) {
+  json status = {
+      {"failed", 1},
+      {"conditions", {{{"type", "Failed"}, {"status", "True"}, {"reason", "DeadlineExceeded"}}}}};
+  Observation killed = Observe(BatchJob(status), {Pod("Failed", Terminated(137, "Error"))});
+  EXPECT_EQ(killed.phase, ExecutionPhase::kCancelled);
+  EXPECT_EQ(killed.exitCode, 137);
+  EXPECT_TRUE(killed.startedAt);
+  EXPECT_NE(killed.message.find("activeDeadlineSeconds"), std::string::npos) << killed.message;
+  EXPECT_EQ(Observe(BatchJob(status), {}).phase, ExecutionPhase::kCancelled);
+  // An exit 0 before the kill is the task's success.
+  EXPECT_EQ(Observe(BatchJob(status), {Pod("Succeeded", Terminated(0, "Completed"))}).phase,
+            ExecutionPhase::kSucceeded);
+}
+
 TEST(ObserveExecution, PodGoneAfterTheJobCompletedIsSucceeded) {
   json status = {{"succeeded", 1},
                  {"completionTime", "2026-11-29T08:05:00Z"},

@@ -26,7 +26,20 @@ TEST(ParametersTest, KubernetesExecutionParametersRoundTrip) {
   p.extraLabels = {{"team", "a"}};
   p.extraAnnotations = {{"note", "b"}};
   p.imagePullFailureTimeoutSeconds = 120;
+  p.automountServiceAccountToken = true;
+  p.securityProfile.runAsUser = 1000;
+  p.securityProfile.runAsGroup = 1001;
+  p.securityProfile.addCapabilities = {"NET_BIND_SERVICE"};
+  p.securityProfile.seccompProfile = "Unconfined";
+  p.securityProfile.pidsLimit = 64;
+  p.securityProfile.readOnlyRootFilesystem = false;
+  p.securityProfile.tmpSizeMiB = 16;
   const json j = ToJson(p);
+  EXPECT_EQ(j["spec"]["automountServiceAccountToken"], true);
+  EXPECT_EQ(j["spec"]["securityProfile"], json::parse(R"({"runAsUser": 1000, "runAsGroup": 1001,
+    "runAsRoot": false, "addCapabilities": ["NET_BIND_SERVICE"],
+    "allowPrivilegeEscalation": false, "seccompProfile": "Unconfined", "pidsLimit": 64,
+    "readOnlyRootFilesystem": false, "tmpSizeMiB": 16})"));
   EXPECT_EQ(j["kind"], "KubernetesExecutionParameters");
   EXPECT_EQ(j["spec"]["tolerations"][0],
             json::parse(R"({"key": "dedicated", "operator": "Equal", "value": "ci",
@@ -44,6 +57,10 @@ TEST(ParametersTest, KubernetesExecutionParametersRoundTrip) {
       KubernetesExecutionParametersFromJson(json::parse(R"({"metadata": {"name": "d"}})"));
   ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
   EXPECT_EQ(defaults->imagePullFailureTimeoutSeconds, 300);
+  EXPECT_FALSE(defaults->automountServiceAccountToken);
+  EXPECT_EQ(defaults->securityProfile, SecurityProfile{});
+  EXPECT_EQ(defaults->securityProfile.runAsUser, 65534);
+  EXPECT_TRUE(defaults->securityProfile.readOnlyRootFilesystem);
 }
 
 TEST(ParametersTest, KubernetesExecutionParametersWrongValueNamesItsPath) {

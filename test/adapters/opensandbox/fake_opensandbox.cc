@@ -1,6 +1,7 @@
 #include "test/adapters/opensandbox/fake_opensandbox.h"
 
 #include <cstdio>
+#include <cstdlib>
 
 namespace ayatori::adapters::opensandbox::testing {
 
@@ -171,6 +172,8 @@ kube::HttpResponse FakeOpenSandbox::Execd(const std::string& method, const std::
       c.running = false;
       auto m = markers_.find(uid);
       c.output = m == markers_.end() ? "absent" : "started:/tmp/" + m->second + ".output\n";
+    } else {
+      c.running = false;  // any other command (e.g. preparing the working directory) succeeds
     }
     commands_[id] = c;
     const std::string prefix = dataPrefix_ ? "data: " : "";
@@ -203,7 +206,13 @@ kube::HttpResponse FakeOpenSandbox::Execd(const std::string& method, const std::
     std::string id = path.substr(9, path.find("/logs") - 9);
     auto it = commands_.find(id);
     if (it == commands_.end()) return Json(400, {{"code", "INVALID_REQUEST_BODY"}});
-    return {200, it->second.output, ""};
+    // Like execd: the output from the byte offset `cursor` (non-numeric = 0) to its end.
+    size_t cursor = 0;
+    if (size_t q = path.find("cursor="); q != std::string::npos) {
+      cursor = std::strtoull(path.c_str() + q + 7, nullptr, 10);
+    }
+    const std::string& out = it->second.output;
+    return {200, cursor < out.size() ? out.substr(cursor) : std::string(), ""};
   }
   if (method == "DELETE" && path.rfind("/command?id=", 0) == 0) {
     auto it = commands_.find(path.substr(12));

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "adapters/opensandbox/descriptor.h"
+#include "adapters/registry.h"
 #include "api/quantity.h"
 #include "test/adapters/opensandbox/fake_opensandbox.h"
 #include "test/support/wait.h"
@@ -51,6 +53,7 @@ class OpenSandboxAdapterTest : public ::testing::Test {
                     {"metadata", {{"name", "p"}}},
                     {"spec",
                      {{"endpoint", FakeOpenSandbox::kServer},
+                      {"insecure", true},  // the fake's http:// URL
                       {"apiKeySecretRef", {{"namespace", "s"}, {"name", "k"}, {"key", "key"}}}}}};
     return r;
   }
@@ -367,6 +370,240 @@ TEST_F(OpenSandboxAdapterTest, ValidateRefusesUnenforceableParametersAndUnmatche
   auto secret = r;
   secret.imagePullConfigs = {SensitiveString(R"({"auths":{"other.io":{"auth":"dTpw"}}})")};
   EXPECT_FALSE(adapter_->Validate(secret).ok());
+}
+
+// Issue 25: every request to the server and to execd asks for an unencoded body and carries a
+// bound on what is read.
+TEST_F(OpenSandboxAdapterTest, EveryRequestIsBoundedAndAsksForNoCompression) {
+  auto r = Request();
+  Observation o = adapter_->Ensure(r);
+  ASSERT_EQ(o.phase, ExecutionPhase::kRunning) << Describe(o);
+  fake_->FinishCommand(o.references[1].id, 0, "", "hi\n");
+  EXPECT_EQ(adapter_->Observe(KeyOf(r, o)).phase, ExecutionPhase::kSucceeded);
+  ASSERT_TRUE(adapter_->Logs(KeyOf(r, o), 100).ok());
+  const auto requests = fake_->Requests();
+  ASSERT_GE(requests.size(), 5u);
+  for (const auto& req : requests) {
+    EXPECT_TRUE(req.identityEncoding) << req.method << " " << req.url;
+    EXPECT_EQ(req.maxBodyBytes, kMaxJsonBodyBytes) << req.method << " " << req.url;
+  }
+}
+
+// A body past the bound (a transport that does not enforce it, here the fake) is not taken: the
+// command's state is unknown, never decided from a truncated answer.
+TEST_F(OpenSandboxAdapterTest, AnOversizedAnswerIsRefusedNotRead) {
+  auto r = Request();
+  Observation o = adapter_->Ensure(r);
+  ASSERT_EQ(o.phase, ExecutionPhase::kRunning) << Describe(o);
+  fake_->Inject(FakeOpenSandbox::Fault::Http("GET", "/command/status/", 200,
+                                             R"({"running": false, "exit_code": 0, "pad": ")" +
+                                                 std::string(kMaxJsonBodyBytes, 'x') + "\"}"));
+  Observation seen = adapter_->Observe(KeyOf(r, o));
+  EXPECT_EQ(seen.phase, ExecutionPhase::kUnknown) << Describe(seen);
+  EXPECT_NE(seen.message.find("exceeds"), std::string::npos) << seen.message;
+}
+
+// Issue 25: a command's output is read by cursor, one bounded piece at a time, and a follower
+// gets only what is new; nothing holds the whole output.
+TEST_F(OpenSandboxAdapterTest, OutputIsReadIncrementallyByCursor) {
+  auto r = Request();
+  Observation o = adapter_->Ensure(r);
+  ASSERT_EQ(o.phase, ExecutionPhase::kRunning) << Describe(o);
+  const std::string id = o.references[1].id;
+  std::string output;
+  for (int i = 0; output.size() < 2 * kLogChunkBytes + 5000; ++i) {
+    output += "line " + std::to_string(i) + "\n";
+  }
+  fake_->FinishCommand(id, 0, "", output);
+  const ExecutionKey key = KeyOf(r, o);
+
+  std::string streamed;
+  size_t largestPiece = 0;
+  ASSERT_TRUE(adapter_
+                  ->StreamLogs(key, {},
+                               [&](std::string_view d) {
+                                 streamed.append(d);
+                                 largestPiece = std::max(largestPiece, d.size());
+                                 return true;
+                               })
+                  .ok());
+  EXPECT_TRUE(streamed == output) << streamed.size() << " of " << output.size() << " bytes";
+  EXPECT_LE(largestPiece, kLogChunkBytes);
+  std::vector<std::string> cursors;
+  for (const auto& req : fake_->Requests()) {
+    if (auto p = req.url.find("/logs?cursor="); p != std::string::npos) {
+      cursors.push_back(req.url.substr(p + 13));
+    }
+  }
+  EXPECT_EQ(cursors, (std::vector<std::string>{"0", std::to_string(kLogChunkBytes),
+                                               std::to_string(2 * kLogChunkBytes)}));
+
+  auto tail = adapter_->Logs(key, 11);
+  ASSERT_TRUE(tail.ok()) << tail.status().ToString();
+  EXPECT_EQ(*tail, output.substr(output.size() - 11));
+
+  LogOptions lastTwo;
+  lastTwo.tailLines = 2;
+  std::string lines;
+  ASSERT_TRUE(adapter_
+                  ->StreamLogs(key, lastTwo,
+                               [&](std::string_view d) {
+                                 lines.append(d);
+                                 return true;
+                               })
+                  .ok());
+  const size_t cut = output.rfind('\n', output.rfind('\n', output.size() - 2) - 1) + 1;
+  EXPECT_EQ(lines, output.substr(cut));
+}
+
+TEST(EventStreamParserTest, AFrameLongerThanTheBoundIsDroppedNotBuffered) {
+  EventStreamParser parser(1024);
+  EXPECT_EQ(parser
+                .Feed(R"({"type":"init","text":"a"})"
+                      "\n\n")
+                .size(),
+            1u);
+  const std::string piece(100, 'x');
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_TRUE(parser.Feed(piece).empty());
+    EXPECT_LE(parser.buffered(), 1024u);
+  }
+  EXPECT_TRUE(parser.overflowed());
+  EXPECT_TRUE(parser
+                  .Feed(R"({"type":"execution_complete"})"
+                        "\n\n")
+                  .empty())
+      << "nothing after the overflow is believed";
+  EXPECT_EQ(parser.buffered(), 0u);
+}
+
+TEST(EventStreamParserTest, FramesSplitAnywhereAreJoined) {
+  EventStreamParser parser;
+  const std::string stream = "{\"type\":\"init\",\"text\":\"a\"}\n\n{\"type\":\"ping\"}\n\n";
+  std::vector<nlohmann::json> events;
+  for (char c : stream) {
+    for (auto& e : parser.Feed(std::string_view(&c, 1))) events.push_back(std::move(e));
+  }
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1]["type"], "ping");
+}
+
+// Issue 25: an event stream whose frame never ends is dropped with a clear error.
+TEST_F(OpenSandboxAdapterTest, AnEndlessEventFrameEndsTheRunWithAClearError) {
+  ServerClient client(*fake_, FakeOpenSandbox::kServer, SensitiveString(""), {});
+  fake_->Inject(FakeOpenSandbox::Fault::Http(
+      "POST", "/command", 200, "{\"type\":\"init\",\"text\":\"" + std::string(2 << 20, 'a')));
+  auto id =
+      client.RunBackground({std::string("http://") + FakeOpenSandbox::kExecdHost, {}}, "echo hi");
+  ASSERT_FALSE(id.ok());
+  EXPECT_NE(id.status().message().find("longer than 1048576 bytes"), std::string::npos)
+      << id.status().ToString();
+}
+
+// Issue 25: plain HTTP to the server needs insecure: true, at acceptance and at every call.
+TEST_F(OpenSandboxAdapterTest, PlainHttpWithoutInsecureIsRefused) {
+  auto r = Request();
+  r.parameters["spec"].erase("insecure");
+  const auto refused = RefusedAtAcceptance(Descriptor(), "sb", r.parameters, {}, r.job);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->reason, "InsecureEndpoint");
+  EXPECT_NE(refused->message.find("spec.insecure: true"), std::string::npos) << refused->message;
+  EXPECT_EQ(refused->message.find("fake-server"), std::string::npos)
+      << "the endpoint is backend configuration: " << refused->message;
+  Observation o = adapter_->Ensure(r);
+  EXPECT_NE(o.phase, ExecutionPhase::kRunning) << Describe(o);
+  EXPECT_NE(o.message.find("InsecureEndpoint"), std::string::npos) << Describe(o);
+  EXPECT_EQ(fake_->SandboxCount(), 0);
+  EXPECT_TRUE(fake_->Requests().empty()) << "nothing was sent in plain HTTP";
+
+  r.parameters["spec"]["insecure"] = true;
+  EXPECT_EQ(RefusedAtAcceptance(Descriptor(), "sb", r.parameters, {}, r.job), std::nullopt);
+  r.parameters["spec"]["insecure"] = false;
+  r.parameters["spec"]["endpoint"] = "https://sandbox.example.com/v1";
+  EXPECT_EQ(RefusedAtAcceptance(Descriptor(), "sb", r.parameters, {}, r.job), std::nullopt);
+}
+
+TEST(OpenSandboxParameters, CaBundleIsPemForAnHttpsEndpointOnly) {
+  const std::string pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+  auto ok = ParseParameters(
+      {{"spec", {{"endpoint", "https://sandbox.example.com/v1"}, {"caBundle", pem}}}});
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->caBundle, pem);
+  auto overHttp = ParseParameters(
+      {{"spec",
+        {{"endpoint", "http://127.0.0.1:8080/v1"}, {"caBundle", pem}, {"insecure", true}}}});
+  ASSERT_FALSE(overHttp.ok());
+  EXPECT_NE(overHttp.status().message().find("https://"), std::string::npos);
+  auto notPem = ParseParameters(
+      {{"spec", {{"endpoint", "https://sandbox.example.com/v1"}, {"caBundle", "hello"}}}});
+  ASSERT_FALSE(notPem.ok());
+  EXPECT_NE(notPem.status().message().find("PEM"), std::string::npos);
+}
+
+// Issue 25: the task runs as the profile's non-root ids (execd's uid/gid), root only when the
+// class says so; a working directory is made for those ids first. What the sandbox create API
+// cannot carry is refused, not dropped.
+TEST_F(OpenSandboxAdapterTest, TheTaskRunsAsTheProfilesIdsAndItsWorkingDirIsMadeForThem) {
+  auto r = Request();
+  r.job.spec.task.workingDir = "/work space";
+  Observation o = adapter_->Ensure(r);
+  ASSERT_EQ(o.phase, ExecutionPhase::kRunning) << Describe(o);
+  std::vector<json> commands;
+  for (const auto& req : fake_->Requests()) {
+    if (req.method == "POST" && req.url.ends_with("/command")) {
+      commands.push_back(json::parse(req.body));
+    }
+  }
+  ASSERT_EQ(commands.size(), 2u);
+  EXPECT_EQ(commands[0]["command"],
+            "mkdir -p -- '/work space' && chown 65534:65534 -- '/work space'");
+  EXPECT_FALSE(commands[0].contains("uid")) << "execd's own ids (root) make the directory";
+  EXPECT_EQ(commands[1]["uid"], 65534);
+  EXPECT_EQ(commands[1]["gid"], 65534);
+  EXPECT_NE(commands[1]["command"].get<std::string>().find("set -C"), std::string::npos);
+
+  auto root = Request();
+  root.job.metadata.uid = "2f0c9a2e-1234-4bcd-9abc-0123456789ab";
+  root.job.spec.task.workingDir = "/work";
+  root.parameters["spec"]["securityProfile"] = {
+      {"runAsUser", 0}, {"runAsGroup", 0}, {"runAsRoot", true}};
+  const size_t before = fake_->Requests().size();
+  ASSERT_EQ(adapter_->Ensure(root).phase, ExecutionPhase::kRunning);
+  const auto requests = fake_->Requests();
+  for (size_t i = before; i < requests.size(); ++i) {
+    if (requests[i].method != "POST" || !requests[i].url.ends_with("/command")) continue;
+    const json body = json::parse(requests[i].body);
+    EXPECT_FALSE(body.contains("uid")) << body.dump();
+    EXPECT_EQ(body["command"].get<std::string>().find("chown"), std::string::npos) << body.dump();
+  }
+}
+
+TEST(OpenSandboxParameters, RootNeedsRunAsRootAndTheRestOfTheProfileIsNotEnforceable) {
+  auto p = [](const json& profile) {
+    return json{
+        {"metadata", {{"name", "p"}}},
+        {"spec", {{"endpoint", "https://sandbox.example.com/v1"}, {"securityProfile", profile}}}};
+  };
+  auto root = ParseParameters(p({{"runAsUser", 0}}));
+  ASSERT_FALSE(root.ok());
+  EXPECT_NE(root.status().message().find("runAsRoot: true"), std::string::npos);
+  auto ok = ParseParameters(p({{"runAsUser", 1000}, {"runAsGroup", 100}}));
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->securityProfile.runAsUser, 1000);
+  EXPECT_EQ(ParseParameters(p(json::object()))->securityProfile.runAsUser, 65534);
+
+  api::Job job;
+  job.spec.task.command = {"/bin/true"};
+  EXPECT_EQ(RefusedAtAcceptance(Descriptor(), "sb", p({{"runAsUser", 1000}}), {}, job),
+            std::nullopt);
+  for (const char* field : {"readOnlyRootFilesystem", "pidsLimit", "addCapabilities"}) {
+    auto refused = RefusedAtAcceptance(Descriptor(), "sb", p({{field, 1}}), {}, job);
+    ASSERT_TRUE(refused.has_value()) << field;
+    EXPECT_EQ(refused->reason, "NotEnforceable");
+    EXPECT_NE(refused->message.find(std::string("spec.securityProfile.") + field),
+              std::string::npos)
+        << refused->message;
+  }
 }
 
 }  // namespace

@@ -4,8 +4,13 @@
 // checks that none is left before it starts.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
 #include <mutex>
+#include <vector>
 
 #include "adapters/opensandbox/opensandbox_adapter.h"
 #include "adapters/opensandbox/spec.h"
@@ -118,6 +123,7 @@ class OpenSandboxE2ETest : public ::testing::Test {
   json Parameters(const json& extra = json::object()) const {
     json spec = {
         {"endpoint", "http://" + domain_ + "/v1"},
+        {"insecure", true},  // the test server listens on loopback only
         {"apiKeySecretRef", {{"namespace", "ayatori-system"}, {"name", "osb"}, {"key", "k"}}}};
     spec.update(extra);
     return {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
@@ -174,6 +180,90 @@ class OpenSandboxE2ETest : public ::testing::Test {
   std::unique_ptr<OpenSandboxAdapter> adapter_;
   std::vector<ExecutionKey> created_;
 };
+
+// The peak resident memory of this process since ResetPeakRss(), in bytes (VmHWM); -1 if unknown.
+int64_t PeakRssBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  }
+  return -1;
+}
+// Makes VmHWM start again from the current resident size (proc(5), clear_refs "5").
+bool ResetPeakRss() {
+  std::ofstream clear("/proc/self/clear_refs");
+  clear << "5";
+  return static_cast<bool>(clear.flush());
+}
+
+// Issue 25: a task that prints 50 MiB does not make the adapter hold 50 MiB. Its output is read
+// by cursor in 1 MiB pieces handed on as they arrive; the peak resident memory of this process
+// (the adapter, libcurl and the test's counting sink) grows by far less than the output.
+TEST_F(OpenSandboxE2ETest, FiftyMiBOfOutputIsStreamedWithBoundedMemory) {
+  constexpr int64_t kOutput = int64_t{50} << 20;
+  auto r =
+      Request({"/bin/sh", "-c",
+               "/bin/busybox yes 0123456789abcdefghijklmnopqrstuvwxyz | /bin/busybox head -c " +
+                   std::to_string(kOutput)});
+  Observation o = adapter_->Ensure(r);
+  ASSERT_EQ(o.phase, ExecutionPhase::kRunning) << PhaseName(o);
+  const ExecutionKey key = KeyOf(r, o);
+  Observation done = WaitStopped(key, 120s);
+  ASSERT_EQ(done.phase, ExecutionPhase::kSucceeded) << PhaseName(done);
+
+  // The measure itself works here: touching 32 MiB shows in the peak after a reset.
+  ASSERT_TRUE(ResetPeakRss());
+  const int64_t probeBase = PeakRssBytes();
+  {
+    std::vector<char> touched(size_t{32} << 20, 1);
+    ASSERT_EQ(touched[touched.size() / 2], 1);
+    ASSERT_GE(PeakRssBytes() - probeBase, int64_t{30} << 20) << "VmHWM does not follow the RSS";
+  }
+  ASSERT_TRUE(ResetPeakRss());
+  const int64_t before = PeakRssBytes();
+  ASSERT_GT(before, 0);
+  ASSERT_LT(before, probeBase + (int64_t{30} << 20)) << "the peak was not reset";
+  int64_t streamed = 0;
+  int64_t newlines = 0;
+  size_t largestPiece = 0;
+  Status st = adapter_->StreamLogs(key, {}, [&](std::string_view d) {
+    streamed += static_cast<int64_t>(d.size());
+    newlines += std::count(d.begin(), d.end(), '\n');
+    largestPiece = std::max(largestPiece, d.size());
+    return true;
+  });
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  const int64_t streamGrowth = PeakRssBytes() - before;
+  EXPECT_EQ(streamed, kOutput);
+  EXPECT_EQ(newlines, kOutput / 37);  // 36 characters and a newline per line
+  EXPECT_LE(largestPiece, kLogChunkBytes);
+
+  auto tail = adapter_->Logs(key, 1 << 20);
+  ASSERT_TRUE(tail.ok()) << tail.status().ToString();
+  EXPECT_EQ(tail->size(), size_t{1} << 20);
+  const int64_t growth = PeakRssBytes() - before;
+  std::printf("50 MiB of output: peak RSS +%.1f MiB while streaming, +%.1f MiB with Logs(1 MiB)\n",
+              static_cast<double>(streamGrowth) / (1 << 20),
+              static_cast<double>(growth) / (1 << 20));
+  // Reading the whole output into memory, as before, grew the peak by at least its size.
+  EXPECT_LT(growth, int64_t{16} << 20);
+}
+
+// Issue 25: plain HTTP to the server without insecure: true is refused before anything is sent:
+// the real server gets no sandbox.
+TEST_F(OpenSandboxE2ETest, APlainHttpClassWithoutInsecureCreatesNothing) {
+  auto r = Request({"/bin/sh", "-c", "echo never"});
+  r.parameters["spec"].erase("insecure");
+  Observation o = adapter_->Ensure(r);
+  EXPECT_NE(o.phase, ExecutionPhase::kRunning) << PhaseName(o);
+  EXPECT_NE(o.message.find("InsecureEndpoint"), std::string::npos) << o.message;
+  EXPECT_EQ(CountSandboxes(r.job.metadata.uid), 0);
+  r.parameters["spec"]["insecure"] = true;  // the same class, saying so, runs
+  o = adapter_->Ensure(r);
+  ASSERT_EQ(o.phase, ExecutionPhase::kRunning) << PhaseName(o);
+  EXPECT_EQ(WaitStopped(KeyOf(r, o)).phase, ExecutionPhase::kSucceeded);
+}
 
 TEST_F(OpenSandboxE2ETest, SuccessHasSandboxAndCommandReferencesOutputAndEnv) {
   auto r = Request({"/bin/sh", "-c", "echo \"done $AYATORI_JOB_NAME $GREETING\""});
@@ -273,6 +363,35 @@ TEST_F(OpenSandboxE2ETest, ArgvIsPassedWithoutAShellAndWorkingDirIsEntered) {
   ASSERT_EQ(o.references.size(), 2u) << PhaseName(o);
   ASSERT_EQ(WaitStopped(KeyOf(r, o)).phase, ExecutionPhase::kSucceeded);
   EXPECT_EQ(Output(KeyOf(r, o)), "/tmp/work dir\n[it's][$HOME][a  b][`x`]\n");
+}
+
+// Issue 25: the task runs as the profile's ids (65534 by default), in a working directory made
+// for it under a directory only root may write, and cannot signal execd (root), which reports
+// its exit code. A class that says runAsRoot runs it as execd's own user.
+TEST_F(OpenSandboxE2ETest, TheTaskRunsAsNobodyAndCannotSignalExecd) {
+  const std::string script =
+      "echo \"$(/bin/busybox id -u):$(/bin/busybox id -g)\"; pwd; : >written || exit 9; "
+      "p=$(/bin/busybox pidof execd); [ -n \"$p\" ] || { echo no-execd; exit 8; }; "
+      "if /bin/busybox kill -0 $p 2>/dev/null; then echo can-signal-execd; "
+      "else echo cannot-signal-execd; fi";
+  auto r = Request({"/bin/sh", "-c", script});
+  r.job.spec.task.workingDir = "/srv/job";
+  Observation o = adapter_->Ensure(r);
+  ASSERT_EQ(o.references.size(), 2u) << PhaseName(o);
+  Observation done = WaitStopped(KeyOf(r, o));
+  EXPECT_EQ(Output(KeyOf(r, o)), "65534:65534\n/srv/job\ncannot-signal-execd\n");
+  EXPECT_EQ(done.phase, ExecutionPhase::kSucceeded) << PhaseName(done);
+  ASSERT_TRUE(adapter_->Delete(KeyOf(r, o)).ok());
+  ASSERT_TRUE(testing::Eventually([&] { return CountSandboxes("") == 0; }, 30s, 100ms));
+
+  auto root = Request({"/bin/sh", "-c", script});
+  root.parameters["spec"]["securityProfile"] = {
+      {"runAsUser", 0}, {"runAsGroup", 0}, {"runAsRoot", true}};
+  root.job.spec.task.workingDir = "/srv/job";
+  o = adapter_->Ensure(root);
+  ASSERT_EQ(o.references.size(), 2u) << PhaseName(o);
+  EXPECT_EQ(WaitStopped(KeyOf(root, o)).phase, ExecutionPhase::kSucceeded);
+  EXPECT_EQ(Output(KeyOf(root, o)), "0:0\n/srv/job\ncan-signal-execd\n");
 }
 
 TEST_F(OpenSandboxE2ETest, CancelInterruptsTheCommandAndDeletesTheSandbox) {

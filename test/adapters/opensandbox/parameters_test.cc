@@ -24,13 +24,16 @@ TEST(ParametersTest, OpenSandboxExecutionParametersRoundTrip) {
   p.pollIntervalSeconds = 5;
   p.useServerProxy = true;
   p.extraMetadata = {{"owner", "ci"}};
+  p.insecure = true;
+  p.securityProfile.runAsUser = 1000;
   const json j = ToJson(p);
   EXPECT_EQ(j["kind"], "OpenSandboxExecutionParameters");
   EXPECT_EQ(j["spec"], json::parse(R"({
     "endpoint": "http://127.0.0.1:8080/v1",
     "apiKeySecretRef": {"namespace": "ayatori-system", "name": "opensandbox", "key": "api-key"},
     "sandboxTimeoutSeconds": 3600, "sandboxTimeoutMarginSeconds": 120, "pollIntervalSeconds": 5,
-    "useServerProxy": true, "extraMetadata": {"owner": "ci"}})"));
+    "useServerProxy": true, "extraMetadata": {"owner": "ci"}, "insecure": true,
+    "securityProfile": {"runAsUser": 1000, "runAsGroup": 65534, "runAsRoot": false}})"));
   StatusOr<OpenSandboxExecutionParameters> back = OpenSandboxExecutionParametersFromJson(j);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(*back, p);

@@ -12,6 +12,7 @@
 //
 // Linked statically (it is copied into sandbox images of any libc); numeric addresses only.
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -263,6 +264,8 @@ void Spawn(const std::shared_ptr<Command>& c, const json& req) {
     dup2(out, 2);
     int err = 0;
     if (!cwd.empty() && chdir(cwd.c_str()) != 0) err = errno;
+    // Like execd (Go's syscall.Credential): no supplementary groups of execd's own.
+    if (err == 0 && hasUid && setgroups(0, nullptr) != 0) err = errno;
     if (err == 0 && hasGid && setgid(gid) != 0) err = errno;
     if (err == 0 && hasUid && setuid(uid) != 0) err = errno;
     if (err == 0) {
