@@ -245,7 +245,8 @@ int main(int argc, char** argv) {
   app.add_flag("--leader-elect", f.leaderElect, "elect a leader on a coordination.k8s.io Lease");
   app.add_option("--namespace", f.controllerNamespace,
                  "the controller's namespace (must exist): it stores its backend snapshot "
-                 "ConfigMaps there");
+                 "ConfigMaps there, and the Secrets that parameters objects name must be there "
+                 "unless they set allowCrossNamespaceSecretRefs");
   app.add_option("--leader-election-namespace", f.leaseNamespace, "namespace of the Lease");
   app.add_option("--leader-election-name", f.leaseName, "name of the Lease");
   app.add_option("--lease-duration", f.leaseDuration, "Lease duration (e.g. 15s)");

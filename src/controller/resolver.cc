@@ -110,8 +110,8 @@ std::vector<std::string> WaitTargets(const api::Job& job) {
 }
 
 StatusOr<Resolution> ResolveJob(const api::Job& job, const ClusterCache& cache,
-                                const adapters::AdapterRegistry& registry,
-                                ReferenceReader& reader) {
+                                const adapters::AdapterRegistry& registry, ReferenceReader& reader,
+                                const std::string& controllerNamespace) {
   Resolution failure;
   std::string className = ChooseJobClassName(job, cache, &failure);
   if (className.empty()) return failure;
@@ -174,13 +174,17 @@ StatusOr<Resolution> ResolveJob(const api::Job& job, const ClusterCache& cache,
           adapters::RefusedAtAcceptance(*descriptor, className, parameters, *resources, job)) {
     return Resolution::Rejected(refused->reason, refused->message);
   }
+  if (auto refused = adapters::SecretNamespaceRefusal(className, parameters, controllerNamespace)) {
+    return Resolution::Rejected(refused->reason, refused->message);
+  }
 
   const std::string& ns = job.metadata.namespace_;
   // A backend that resolves the references itself (descriptor resolvesEnvReferences, e.g. a
   // kubelet on its node) gets them unread: only their existence is checked, in the metadata
   // cache (spec: the controller does not read them; a missing key is the kubelet's to find, and
-  // the Job then waits as Scheduling with CreateContainerConfigError, docs/api.md). Other adapters get the values from the controller: each object is read once here to
-  // check its keys, and again when the request is built.
+  // the Job then waits as Scheduling with CreateContainerConfigError, docs/api.md). Other adapters
+  // get the values from the controller: each object is read once here to check its keys, and again
+  // when the request is built.
   const bool passesReferences = descriptor->resolvesEnvReferences;
   ReferenceReader* keyReader = passesReferences ? nullptr : &reader;
   for (const auto& env : job.spec.task.env) {

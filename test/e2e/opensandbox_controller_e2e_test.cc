@@ -67,6 +67,9 @@ class OpenSandboxControllerE2ETest : public ControllerTest {
         {"spec",
          {{"endpoint", "http://" + domain_ + "/v1"},
           {"apiKeySecretRef", {{"namespace", ns_}, {"name", "osb-api-key"}, {"key", "api-key"}}},
+          // The key lives in the test's namespace, not the controller's: allowed explicitly
+          // (issue 26; else SecretNamespaceNotAllowed).
+          {"allowCrossNamespaceSecretRefs", true},
           {"pollIntervalSeconds", 1}}}};
     json cls = {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
                 {"kind", "JobClass"},
@@ -178,6 +181,7 @@ TEST_F(OpenSandboxControllerE2ETest, ARunningJobKeepsItsServerWhenTheParametersM
         {{"endpoint", "http://127.0.0.1:" + std::to_string(elsewhere.port()) + "/v1"},
          {"useServerProxy", true},
          {"apiKeySecretRef", {{"namespace", ns_}, {"name", "osb-api-key"}, {"key", "api-key"}}},
+         {"allowCrossNamespaceSecretRefs", true},
          {"pollIntervalSeconds", 1}}}}));
   json job = WaitForFinished(ns_, "pinned", 60s);
   EXPECT_EQ(ConditionSummary(job, "Succeeded"), "True/Completed") << Describe(job);
