@@ -159,10 +159,11 @@ TEST_F(JobReferencesPolicyTest, TheIssuesJobIsRefusedUntilItsAuthorMayGetTheSecr
   EXPECT_THAT(r.err, HasSubstr("may not get Secret " + ns_ + "/other"));
 
   // Only CREATE is checked because nothing else can add a reference: spec.task is immutable.
-  r = RunKubectl({"patch", kJobs, "steal", "-n", ns_, "--type=json", "-p",
-                  R"([{"op":"add","path":"/spec/task/env/-","value":{"name":"O","valueFrom":)"
-                  R"({"secretKeyRef":{"name":"other","key":"pw"}}}}])"},
-                 "", User::kCertUser);
+  const std::string addReference =
+      R"([{"op":"add","path":"/spec/task/env/-","value":{"name":"O","valueFrom":)"
+      R"({"secretKeyRef":{"name":"other","key":"pw"}}}}])";
+  r = RunKubectl({"patch", kJobs, "steal", "-n", ns_, "--type=json", "-p", addReference}, "",
+                 User::kCertUser);
   EXPECT_NE(r.exitCode, 0);
   EXPECT_THAT(r.err, HasSubstr("spec.task is immutable"));
 }
