@@ -336,6 +336,7 @@ int main(int argc, char** argv) {
   adapters::docker::DockerAdapterOptions dockerOptions;
   if (!f.dockerEndpoint.empty()) dockerOptions.defaultEndpoint = f.dockerEndpoint;
   dockerOptions.tlsSource = adapters::docker::SecretTlsSource(*client);
+  dockerOptions.secretNamespace = f.controllerNamespace;
   adapters::kubernetes::KubernetesAdapterOptions k8sOptions;
   k8sOptions.log = [](const std::string& line) { obs::Warn(line, {{"adapter", "kubernetes"}}); };
   k8sOptions.streamPath = [&client](std::string_view path,
@@ -349,8 +350,9 @@ int main(int argc, char** argv) {
            registry.Register(
                adapters::kubernetes::Descriptor(),
                std::make_shared<adapters::kubernetes::KubernetesAdapter>(*client, k8sOptions)),
-           registry.Register(adapters::opensandbox::Descriptor(),
-                             adapters::opensandbox::NewOpenSandboxAdapter(*client)),
+           registry.Register(
+               adapters::opensandbox::Descriptor(),
+               adapters::opensandbox::NewOpenSandboxAdapter(*client, f.controllerNamespace)),
            f.enableTestAdapter
                ? registry.Register(adapters::TestDescriptor(),
                                    std::make_shared<adapters::InProcessTestAdapter>())

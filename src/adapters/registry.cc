@@ -160,10 +160,10 @@ std::optional<Refusal> SecretNamespaceRefusal(const std::string& className,
     const std::string secret =
         name != ref.end() && name->is_string() ? name->get<std::string>() : std::string();
     const std::string kind = parameters.value("kind", std::string("parameters"));
+    const std::string prefix = className.empty() ? "the " : "JobClass \"" + className + "\": its ";
     return Refusal{kReasonSecretNamespaceNotAllowed,
-                   "JobClass \"" + className + "\": its " + kind + " spec." + field +
-                       " names Secret \"" + secretNamespace + "/" + secret +
-                       "\", outside the controller's namespace " + controllerNamespace +
+                   prefix + kind + " spec." + field + " names Secret \"" + secretNamespace + "/" +
+                       secret + "\", outside the controller's namespace " + controllerNamespace +
                        ": move the Secret to " + controllerNamespace +
                        ", or let a cluster administrator set spec." +
                        kAllowCrossNamespaceSecretRefs + ": true in the parameters"};

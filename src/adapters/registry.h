@@ -90,7 +90,9 @@ inline constexpr const char* kAllowCrossNamespaceSecretRefs = "allowCrossNamespa
 // the message naming the field, the Secret and the way to allow it), unless the spec says
 // allowCrossNamespaceSecretRefs: true. The CRDs require the namespace; a CEL rule cannot know the
 // controller's namespace (the --namespace flag), so the controller checks it at acceptance.
-// nullopt when nothing is refused. `className` is for the message only. Pure.
+// nullopt when nothing is refused. `className` is for the message only (empty: not named). The
+// Docker and OpenSandbox adapters check it again at each call (their secretNamespace option), so
+// parameters edited after acceptance cannot move a running Job's credentials elsewhere. Pure.
 std::optional<Refusal> SecretNamespaceRefusal(const std::string& className,
                                               const nlohmann::json& parameters,
                                               const std::string& controllerNamespace);
