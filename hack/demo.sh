@@ -20,7 +20,8 @@
 #                             with its ServiceAccount's token (in a network namespace, serving the
 #                             Job log API); then an ordinary user without Docker access runs Jobs,
 #                             reads their logs with kubectl ayatori and is refused by the
-#                             confirm-backend-lost admission policy
+#                             confirm-backend-lost admission policy, and a Job that reads a
+#                             Secret the user may not get is refused (ayatori-job-references)
 #   demo.sh down-install
 # With KUBECONFIG pointing at a reachable cluster, that cluster is used instead of a local one
 # (not by up-install, which needs the test control plane's front proxy and certificate user).
@@ -123,6 +124,14 @@ wait_control_plane_build() {
 
 kube() { "$KUBECTL" "$@"; }
 
+# The admission policies of config/policy, as install.yaml has them: only
+# ayatori:backend-lost-confirmers may confirm a lost backend, and a Job may reference only the
+# Secrets and ConfigMaps its author may get (ayatori-job-references; docs/api.md).
+apply_policies() {
+  kube apply -k "$ROOT/config/policy" >/dev/null
+  echo "admission policies of config/policy applied (ayatori-confirm-backend-lost, ayatori-job-references)"
+}
+
 # use_cluster [api|e2e]: the test control plane tier to start when none is reachable.
 use_cluster() {
   local tier=${1:-api}
@@ -206,6 +215,7 @@ up() {
   kube get crd -o name | grep execution.ayatori.ddupan.top
   kube apply -f "$ROOT/config/samples/dockerexecutionparameters.yaml" \
     -f "$ROOT/config/samples/jobclass-docker.yaml"
+  apply_policies
 
   step "starting ayatori-controller, waiting for \"controller ready\" in its log"
   start_controller --docker-endpoint="$DOCKER_HOST"
@@ -305,6 +315,7 @@ spec:
       requests: {cpu: 100m, memory: 64Mi}
       limits: {cpu: "1", memory: 256Mi}
 EOF
+  apply_policies
 
   step "starting ayatori-controller"
   start_controller
@@ -450,6 +461,7 @@ spec:
       requests: {cpu: 500m, memory: 256Mi}
       limits: {cpu: 500m, memory: 256Mi}
 EOF
+  apply_policies
 
   step "starting ayatori-controller"
   start_controller
@@ -567,7 +579,7 @@ EOF
 as_user() { KUBECONFIG=$DEMO/user.kubeconfig "$@"; }
 
 up_install() {
-  TOTAL=11
+  TOTAL=12
   prepare_binaries
 
   step "Kubernetes control plane (etcd, kube-apiserver with API aggregation) and dockerd"
@@ -665,6 +677,31 @@ EOF
   [ "$rc" -ne 0 ] || die "the user was allowed to confirm a lost backend"
   echo "  (members of the group ayatori:backend-lost-confirmers or holders of the ClusterRole"
   echo "   ayatori-backend-lost-confirmer may: docs/operations.md, \"A Job is ResultUnknown\")"
+
+  step "as that user: a Job that reads a Secret the user may not get is refused (admission policy)"
+  # Issue 26: the administrator's Secret admin-only in team-a; the user may create Jobs there but
+  # not get Secrets. The policy ayatori-job-references of install.yaml refuses the Job at creation.
+  kube create secret generic admin-only -n team-a --from-literal=pw=admin-secret-value \
+    --dry-run=client -o yaml | kube apply -f - >/dev/null
+  as_user "$KUBECTL" delete -n team-a ajob/steal --ignore-not-found --wait=true >/dev/null
+  rc=0
+  out=$(as_user "$KUBECTL" create -f - 2>&1 <<'EOF'
+apiVersion: execution.ayatori.ddupan.top/v1alpha1
+kind: Job
+metadata: {name: steal, namespace: team-a}
+spec:
+  task:
+    image: ayatori.local/busybox:1
+    command: [sh, -c, 'echo stolen=$PW']
+    env:
+    - name: PW
+      valueFrom: {secretKeyRef: {name: admin-only, key: pw}}
+EOF
+  ) || rc=$?
+  echo "  $out"
+  [ "$rc" -ne 0 ] || die "the user created a Job that reads the Secret admin-only, which the user may not get"
+  echo "  (a Job may reference only the Secrets and ConfigMaps its author may get: docs/api.md,"
+  echo "   \"Admission policy\")"
 
   if grep -q '"code":403' "$DEMO/controller.log"; then
     grep '"code":403' "$DEMO/controller.log" | head -n 5 >&2

@@ -245,7 +245,8 @@ int main(int argc, char** argv) {
   app.add_flag("--leader-elect", f.leaderElect, "elect a leader on a coordination.k8s.io Lease");
   app.add_option("--namespace", f.controllerNamespace,
                  "the controller's namespace (must exist): it stores its backend snapshot "
-                 "ConfigMaps there");
+                 "ConfigMaps there, and the Secrets that parameters objects name must be there "
+                 "unless they set allowCrossNamespaceSecretRefs");
   app.add_option("--leader-election-namespace", f.leaseNamespace, "namespace of the Lease");
   app.add_option("--leader-election-name", f.leaseName, "name of the Lease");
   app.add_option("--lease-duration", f.leaseDuration, "Lease duration (e.g. 15s)");
@@ -335,6 +336,7 @@ int main(int argc, char** argv) {
   adapters::docker::DockerAdapterOptions dockerOptions;
   if (!f.dockerEndpoint.empty()) dockerOptions.defaultEndpoint = f.dockerEndpoint;
   dockerOptions.tlsSource = adapters::docker::SecretTlsSource(*client);
+  dockerOptions.secretNamespace = f.controllerNamespace;
   adapters::kubernetes::KubernetesAdapterOptions k8sOptions;
   k8sOptions.log = [](const std::string& line) { obs::Warn(line, {{"adapter", "kubernetes"}}); };
   k8sOptions.streamPath = [&client](std::string_view path,
@@ -348,8 +350,9 @@ int main(int argc, char** argv) {
            registry.Register(
                adapters::kubernetes::Descriptor(),
                std::make_shared<adapters::kubernetes::KubernetesAdapter>(*client, k8sOptions)),
-           registry.Register(adapters::opensandbox::Descriptor(),
-                             adapters::opensandbox::NewOpenSandboxAdapter(*client)),
+           registry.Register(
+               adapters::opensandbox::Descriptor(),
+               adapters::opensandbox::NewOpenSandboxAdapter(*client, f.controllerNamespace)),
            f.enableTestAdapter
                ? registry.Register(adapters::TestDescriptor(),
                                    std::make_shared<adapters::InProcessTestAdapter>())

@@ -99,6 +99,8 @@ std::optional<std::string> RequirementsNotEnforced(const AdapterDescriptor& desc
   if (spec != nullptr && descriptor.parameters) {
     const auto& fields = descriptor.parameters->fields;
     for (const auto& [field, value] : spec->items()) {
+      // The allowance is the controller's acceptance policy, not something a backend enforces.
+      if (field == kAllowCrossNamespaceSecretRefs) continue;
       if (std::find(fields.begin(), fields.end(), field) == fields.end()) {
         return NotEnforced(
             className, descriptor.parameters->kind + " spec." + field + " (its parameters set it)",
@@ -136,6 +138,36 @@ std::optional<Refusal> RefusedAtAcceptance(const AdapterDescriptor& descriptor,
                        "would run); spec.task.args alone is never taken as the program"};
   }
   if (descriptor.refuseParameters) return descriptor.refuseParameters(parameters);
+  return std::nullopt;
+}
+
+std::optional<Refusal> SecretNamespaceRefusal(const std::string& className,
+                                              const nlohmann::json& parameters,
+                                              const std::string& controllerNamespace) {
+  if (!parameters.is_object()) return std::nullopt;
+  auto spec = parameters.find("spec");
+  if (spec == parameters.end() || !spec->is_object()) return std::nullopt;
+  auto allow = spec->find(kAllowCrossNamespaceSecretRefs);
+  if (allow != spec->end() && allow->is_boolean() && allow->get<bool>()) return std::nullopt;
+  constexpr std::string_view kSuffix = "SecretRef";
+  for (const auto& [field, ref] : spec->items()) {
+    if (!field.ends_with(kSuffix) || !ref.is_object()) continue;
+    auto ns = ref.find("namespace");
+    const std::string secretNamespace =
+        ns != ref.end() && ns->is_string() ? ns->get<std::string>() : std::string();
+    if (secretNamespace == controllerNamespace) continue;
+    auto name = ref.find("name");
+    const std::string secret =
+        name != ref.end() && name->is_string() ? name->get<std::string>() : std::string();
+    const std::string kind = parameters.value("kind", std::string("parameters"));
+    const std::string prefix = className.empty() ? "the " : "JobClass \"" + className + "\": its ";
+    return Refusal{kReasonSecretNamespaceNotAllowed,
+                   prefix + kind + " spec." + field + " names Secret \"" + secretNamespace + "/" +
+                       secret + "\", outside the controller's namespace " + controllerNamespace +
+                       ": move the Secret to " + controllerNamespace +
+                       ", or let a cluster administrator set spec." +
+                       kAllowCrossNamespaceSecretRefs + ": true in the parameters"};
+  }
   return std::nullopt;
 }
 

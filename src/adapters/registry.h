@@ -77,6 +77,26 @@ std::optional<Refusal> RefusedAtAcceptance(const AdapterDescriptor& descriptor,
                                            const api::ResourceRequirements& resources,
                                            const api::Job& job);
 
+// Accepted=False reason of a Job whose class's parameters name a Secret outside the controller's
+// namespace without allowing it (SecretNamespaceRefusal).
+inline constexpr const char* kReasonSecretNamespaceNotAllowed = "SecretNamespaceNotAllowed";
+// The spec field of every parameters kind by which a cluster administrator allows Secret
+// references outside the controller's namespace (docs/jobclass.md § Secrets of the parameters).
+inline constexpr const char* kAllowCrossNamespaceSecretRefs = "allowCrossNamespaceSecretRefs";
+
+// Parameters may name Secrets only in the controller's namespace (issue 26): a field of the
+// parameters' spec whose name ends in "SecretRef" (tlsSecretRef, apiKeySecretRef, ...) and whose
+// `namespace` is not `controllerNamespace` refuses the Job (kReasonSecretNamespaceNotAllowed,
+// the message naming the field, the Secret and the way to allow it), unless the spec says
+// allowCrossNamespaceSecretRefs: true. The CRDs require the namespace; a CEL rule cannot know the
+// controller's namespace (the --namespace flag), so the controller checks it at acceptance.
+// nullopt when nothing is refused. `className` is for the message only (empty: not named). The
+// Docker and OpenSandbox adapters check it again at each call (their secretNamespace option), so
+// parameters edited after acceptance cannot move a running Job's credentials elsewhere. Pure.
+std::optional<Refusal> SecretNamespaceRefusal(const std::string& className,
+                                              const nlohmann::json& parameters,
+                                              const std::string& controllerNamespace);
+
 // The API resource of a parameters kind (cluster-scoped, like every parameters kind).
 ResourceRef ParametersResource(const ParametersKind& kind);
 

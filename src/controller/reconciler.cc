@@ -578,7 +578,7 @@ ExecutionKey JobReconciler::BuildKey(const api::Job& job, nlohmann::json paramet
 }
 
 StatusOr<statemachine::Resolution> JobReconciler::Resolve(const api::Job& job) {
-  auto resolved = ResolveJob(job, cache_, registry_, references_);
+  auto resolved = ResolveJob(job, cache_, registry_, references_, options_.controllerNamespace);
   if (!resolved.ok()) return resolved.status();
   statemachine::Resolution resolution = std::move(*resolved);
   if (resolution.outcome == statemachine::Resolution::Outcome::kResolved) {

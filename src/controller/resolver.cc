@@ -110,8 +110,8 @@ std::vector<std::string> WaitTargets(const api::Job& job) {
 }
 
 StatusOr<Resolution> ResolveJob(const api::Job& job, const ClusterCache& cache,
-                                const adapters::AdapterRegistry& registry,
-                                ReferenceReader& reader) {
+                                const adapters::AdapterRegistry& registry, ReferenceReader& reader,
+                                const std::string& controllerNamespace) {
   Resolution failure;
   std::string className = ChooseJobClassName(job, cache, &failure);
   if (className.empty()) return failure;
@@ -172,6 +172,9 @@ StatusOr<Resolution> ResolveJob(const api::Job& job, const ClusterCache& cache,
 
   if (auto refused =
           adapters::RefusedAtAcceptance(*descriptor, className, parameters, *resources, job)) {
+    return Resolution::Rejected(refused->reason, refused->message);
+  }
+  if (auto refused = adapters::SecretNamespaceRefusal(className, parameters, controllerNamespace)) {
     return Resolution::Rejected(refused->reason, refused->message);
   }
 

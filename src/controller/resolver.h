@@ -42,8 +42,11 @@ inline constexpr const char* kWaitsOnDefaultJobClass = "DefaultJobClass";
 
 // An error only when a targeted read failed (API unreachable, forbidden): the round is retried
 // with backoff and the Job's status says nothing new.
+// `controllerNamespace`: the only namespace whose Secrets a class's parameters may name, unless
+// they allow others (adapters::SecretNamespaceRefusal).
 StatusOr<statemachine::Resolution> ResolveJob(const api::Job& job, const ClusterCache& cache,
                                               const adapters::AdapterRegistry& registry,
-                                              ReferenceReader& reader);
+                                              ReferenceReader& reader,
+                                              const std::string& controllerNamespace);
 
 }  // namespace ayatori::controller

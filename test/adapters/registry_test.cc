@@ -191,6 +191,40 @@ TEST(RefusedAtAcceptanceTest, DockerRefusesPlainHttpEndpointsAsInsecureEndpoint)
   EXPECT_EQ(refusal(local, {{"endpoint", 7}}), std::nullopt);
 }
 
+// Issue 26: every parameters kind's *SecretRef must name the controller's namespace unless the
+// spec allows others; the allowance is no backend ask (never NotEnforceable).
+TEST(SecretNamespaceRefusalTest, SecretRefsOutsideTheControllerNamespaceUnlessAllowed) {
+  const json osb = {
+      {"kind", "OpenSandboxExecutionParameters"},
+      {"spec",
+       {{"endpoint", "http://127.0.0.1:8080/v1"},
+        {"apiKeySecretRef", {{"namespace", "team-a"}, {"name", "key"}, {"key", "api-key"}}}}}};
+  auto r = SecretNamespaceRefusal("sb", osb, "ayatori-system");
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->reason, kReasonSecretNamespaceNotAllowed);
+  EXPECT_NE(r->message.find("OpenSandboxExecutionParameters spec.apiKeySecretRef names Secret "
+                            "\"team-a/key\", outside the controller's namespace ayatori-system"),
+            std::string::npos)
+      << r->message;
+  EXPECT_EQ(SecretNamespaceRefusal("sb", osb, "team-a"), std::nullopt);
+  json allowed = osb;
+  allowed["spec"][kAllowCrossNamespaceSecretRefs] = true;
+  EXPECT_EQ(SecretNamespaceRefusal("sb", allowed, "ayatori-system"), std::nullopt);
+  json notAllowed = osb;
+  notAllowed["spec"][kAllowCrossNamespaceSecretRefs] = false;
+  EXPECT_TRUE(SecretNamespaceRefusal("sb", notAllowed, "ayatori-system").has_value());
+  // Other fields, and parameters without a spec, are not references.
+  EXPECT_EQ(SecretNamespaceRefusal("c", {{"spec", {{"extraLabels", {{"namespace", "x"}}}}}},
+                                   "ayatori-system"),
+            std::nullopt);
+  EXPECT_EQ(SecretNamespaceRefusal("c", json::object(), "ayatori-system"), std::nullopt);
+  // The allowance is accepted by every kind's enforcement check.
+  const AdapterDescriptor d = docker::Descriptor();
+  EXPECT_EQ(RequirementsNotEnforced(d, "c", {{"spec", {{kAllowCrossNamespaceSecretRefs, true}}}},
+                                    {}, PlainJob()),
+            std::nullopt);
+}
+
 TEST(WithSpecOverridesTest, OverridesReplaceSpecFieldsAndLeaveTheRest) {
   AdapterDescriptor d = docker::Descriptor("tcp://127.0.0.1:2375");
   json p = {{"kind", "DockerExecutionParameters"},

@@ -93,7 +93,7 @@ class ResolverTest : public ::testing::Test {
   }
 
   Resolution Resolve(const api::Job& job) {
-    auto r = ResolveJob(job, cache_, registry_, reader_);
+    auto r = ResolveJob(job, cache_, registry_, reader_, kDefaultControllerNamespace);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? *r : Resolution{};
   }
@@ -232,6 +232,50 @@ TEST_F(ResolverTest, ResolvedDockerJobPinsEndpointNetworkModeAndRuntime) {
   EXPECT_NE(d.jobClass.backendSnapshot, r.jobClass.backendSnapshot);
 }
 
+// Issue 26: a class's parameters may name Secrets only in the controller's namespace (the CRD
+// cannot know it: it is a flag), unless the parameters allow others; the allowance field is no
+// backend ask (not NotEnforceable).
+TEST_F(ResolverTest, ParametersSecretOutsideTheControllerNamespaceIsRefusedUnlessAllowed) {
+  ASSERT_TRUE(registry_
+                  .Register(adapters::docker::Descriptor(),
+                            std::make_shared<adapters::docker::DockerAdapter>(
+                                adapters::docker::DockerAdapterOptions{}))
+                  .ok());
+  auto addClass = [&](const std::string& name, const std::string& secretNamespace, bool allow) {
+    api::JobClass c = Class(name, adapters::docker::kControllerName);
+    c.spec.parametersRef = api::ParametersRef{api::kGroup, "DockerExecutionParameters", name, ""};
+    cache_.AddJobClass(c);
+    nlohmann::json spec = {
+        {"endpoint", "tcp://127.0.0.1:2376"},
+        {"tlsSecretRef", {{"namespace", secretNamespace}, {"name", "engine-tls"}}}};
+    if (allow) spec["allowCrossNamespaceSecretRefs"] = true;
+    cache_.AddParameters("DockerExecutionParameters", name,
+                         {{"kind", "DockerExecutionParameters"},
+                          {"metadata", {{"name", name}, {"uid", name + "-uid"}}},
+                          {"spec", spec}});
+  };
+  addClass("own", kDefaultControllerNamespace, false);
+  addClass("tenant", kNs, false);
+  addClass("allowed", kNs, true);
+
+  EXPECT_EQ(Resolve(Job("own")).outcome, Outcome::kResolved);
+  Resolution r = Resolve(Job("tenant"));
+  EXPECT_REJECTED(r, "SecretNamespaceNotAllowed");
+  EXPECT_EQ(r.message,
+            "JobClass \"tenant\": its DockerExecutionParameters spec.tlsSecretRef names Secret "
+            "\"team-a/engine-tls\", outside the controller's namespace ayatori-system: move the "
+            "Secret to ayatori-system, or let a cluster administrator set "
+            "spec.allowCrossNamespaceSecretRefs: true in the parameters");
+  EXPECT_EQ(Resolve(Job("allowed")).outcome, Outcome::kResolved);
+  // The controller's namespace is the one it runs with (--namespace), not a fixed name.
+  auto elsewhere = ResolveJob(Job("own"), cache_, registry_, reader_, "ops");
+  ASSERT_TRUE(elsewhere.ok()) << elsewhere.status().ToString();
+  EXPECT_REJECTED(*elsewhere, "SecretNamespaceNotAllowed");
+  elsewhere = ResolveJob(Job("tenant"), cache_, registry_, reader_, kNs);
+  ASSERT_TRUE(elsewhere.ok()) << elsewhere.status().ToString();
+  EXPECT_EQ(elsewhere->outcome, Outcome::kResolved) << elsewhere->message;
+}
+
 // The class's TTL policy travels with the resolved class: the state machine applies it from the
 // status, so later edits of the class do not change accepted Jobs.
 TEST_F(ResolverTest, ResolvedClassCarriesTheTtlPolicy) {
@@ -264,12 +308,14 @@ TEST_F(ResolverTest, PlainHttpDockerEndpointRefusedUnlessInsecure) {
   };
   addClass("plain-tcp", {{"endpoint", "tcp://127.0.0.1:2375"}});
   addClass("plain-http", {{"endpoint", "http://127.0.0.1:2375"}});
-  addClass("http-with-tls", {{"endpoint", "http://127.0.0.1:2375"},
-                             {"tlsSecretRef", {{"namespace", "ns"}, {"name", "tls"}}},
-                             {"insecure", true}});
+  addClass("http-with-tls",
+           {{"endpoint", "http://127.0.0.1:2375"},
+            {"tlsSecretRef", {{"namespace", kDefaultControllerNamespace}, {"name", "tls"}}},
+            {"insecure", true}});
   addClass("insecure-tcp", {{"endpoint", "tcp://127.0.0.1:2375"}, {"insecure", true}});
-  addClass("tls-tcp", {{"endpoint", "tcp://127.0.0.1:2376"},
-                       {"tlsSecretRef", {{"namespace", "ns"}, {"name", "tls"}}}});
+  addClass("tls-tcp",
+           {{"endpoint", "tcp://127.0.0.1:2376"},
+            {"tlsSecretRef", {{"namespace", kDefaultControllerNamespace}, {"name", "tls"}}}});
   addClass("https", {{"endpoint", "https://127.0.0.1:2376"}});
 
   for (const char* name : {"plain-tcp", "plain-http", "http-with-tls"}) {
@@ -539,7 +585,7 @@ TEST_F(ResolverTest, FailedReadIsAnErrorNotAResolution) {
   api::Job job = Job("test");
   job.spec.task.env.push_back(SecretEnv("TOKEN", "tok", "token"));
   client_.FailNext("get", "secrets", Status(StatusCode::kUnavailable, "connection refused"));
-  auto failed = ResolveJob(job, cache_, registry_, reader_);
+  auto failed = ResolveJob(job, cache_, registry_, reader_, kDefaultControllerNamespace);
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(failed.status().code(), StatusCode::kUnavailable);
   EXPECT_NE(failed.status().message().find("Secret team-a/tok"), std::string::npos)
@@ -565,7 +611,7 @@ TEST_F(ResolverTest, ValueThatIsNotBase64IsAnErrorNamingTheKeyOnly) {
   cache_.AddSecret(kNs, "bad");
   api::Job job = Job("test");
   job.spec.task.env.push_back(SecretEnv("TOKEN", "bad", "token"));
-  auto r = ResolveJob(job, cache_, registry_, reader_);
+  auto r = ResolveJob(job, cache_, registry_, reader_, kDefaultControllerNamespace);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("key token"), std::string::npos) << r.status().message();

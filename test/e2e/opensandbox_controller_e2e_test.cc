@@ -68,6 +68,9 @@ class OpenSandboxControllerE2ETest : public ControllerTest {
          {{"endpoint", "http://" + domain_ + "/v1"},
           {"insecure", true},  // the test server listens on loopback only
           {"apiKeySecretRef", {{"namespace", ns_}, {"name", "osb-api-key"}, {"key", "api-key"}}},
+          // The key lives in the test's namespace, not the controller's: allowed explicitly
+          // (issue 26; else SecretNamespaceNotAllowed).
+          {"allowCrossNamespaceSecretRefs", true},
           {"pollIntervalSeconds", 1}}}};
     json cls = {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
                 {"kind", "JobClass"},
@@ -180,6 +183,7 @@ TEST_F(OpenSandboxControllerE2ETest, ARunningJobKeepsItsServerWhenTheParametersM
          {"insecure", true},
          {"useServerProxy", true},
          {"apiKeySecretRef", {{"namespace", ns_}, {"name", "osb-api-key"}, {"key", "api-key"}}},
+         {"allowCrossNamespaceSecretRefs", true},
          {"pollIntervalSeconds", 1}}}}));
   json job = WaitForFinished(ns_, "pinned", 60s);
   EXPECT_EQ(ConditionSummary(job, "Succeeded"), "True/Completed") << Describe(job);

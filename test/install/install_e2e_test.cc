@@ -892,5 +892,74 @@ TEST_F(InstallTest, ConfirmBackendLostPolicyAsShipped) {
   // has the runbook): TearDown removes the finalizer as an administrator.
 }
 
+// Issue 26 as demo-install met it, on the policy as shipped in install.yaml: the administrator's
+// Secret admin-only in a namespace where an ordinary user may create Jobs (the demo's Role) but
+// not get Secrets; the user's Job that would print it is refused at creation, naming the Secret.
+// Once granted get on that Secret, the same user creates the same Job.
+TEST_F(InstallTest, JobReferencesPolicyAsShipped) {
+  const std::string ns = NewNamespace("install-refs");
+  ASSERT_FALSE(ns.empty());
+  ASSERT_EQ(
+      Kubectl({"create", "secret", "generic", "admin-only", "-n", ns, "--from-literal=pw=s3cret"})
+          .exitCode,
+      0);
+  ASSERT_EQ(Kubectl({"create", "role", "job-author", "-n", ns,
+                     "--verb=get,list,watch,create,delete,patch,update",
+                     "--resource=jobs.execution.ayatori.ddupan.top"})
+                .exitCode,
+            0);
+  ASSERT_EQ(
+      Kubectl({"create", "rolebinding", "job-author", "-n", ns, "--role=job-author", "--user=jane"})
+          .exitCode,
+      0);
+  const std::string job =
+      "apiVersion: execution.ayatori.ddupan.top/v1alpha1\nkind: Job\nmetadata: {name: steal, "
+      "namespace: " +
+      ns +
+      "}\nspec:\n  task:\n    image: busybox\n    command: [sh, -c, 'echo stolen=$PW']\n"
+      "    env:\n    - name: PW\n      valueFrom: {secretKeyRef: {name: admin-only, key: pw}}\n";
+  const std::vector<std::string> asJane{"--as=jane", "--as-group=system:authenticated"};
+  auto create = [&](bool dryRun) {
+    std::vector<std::string> args{"create", "-f", "-"};
+    args.insert(args.end(), asJane.begin(), asJane.end());
+    if (dryRun) args.emplace_back("--dry-run=server");
+    return Kubectl(args, job);
+  };
+  ASSERT_NE(Kubectl({"auth", "can-i", "get", "secrets", "-n", ns, "--as=jane"}).exitCode, 0)
+      << "jane may get Secrets: the scenario needs a user who may not";
+  ProcessResult r;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        r = create(true);
+        return r.exitCode != 0 &&
+               r.err.find("ValidatingAdmissionPolicy 'ayatori-job-references'") !=
+                   std::string::npos;
+      },
+      30s, 200ms))
+      << "the shipped policy never refused jane's Job: " << r.out << r.err;
+  r = create(false);
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_NE(r.err.find("user jane may not get Secret " + ns +
+                       "/admin-only, which the Job "
+                       "references (env PW valueFrom.secretKeyRef)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(Kubectl({"get", kJobResource, "steal", "-n", ns}).exitCode, 0) << "the Job was stored";
+
+  ASSERT_EQ(Kubectl({"create", "role", "read-admin-only", "-n", ns, "--verb=get",
+                     "--resource=secrets", "--resource-name=admin-only"})
+                .exitCode,
+            0);
+  ASSERT_EQ(Kubectl({"create", "rolebinding", "read-admin-only", "-n", ns, "--role=read-admin-only",
+                     "--user=jane"})
+                .exitCode,
+            0);
+  ASSERT_TRUE(Eventually([&] { return (r = create(true)).exitCode == 0; }, 30s, 200ms))
+      << "jane, granted get on the Secret, stayed refused: " << r.err;
+  r = create(false);
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  // No controller runs here: TearDown removes the Job's finalizer as an administrator.
+}
+
 }  // namespace
 }  // namespace ayatori::install_e2e

@@ -8,6 +8,7 @@
 #include "adapters/docker/json_get.h"
 #include "adapters/docker/registry_auth.h"
 #include "adapters/docker/stream.h"
+#include "adapters/registry.h"
 #include "adapters/task_messages.h"
 
 namespace ayatori::adapters::docker {
@@ -177,6 +178,11 @@ std::string EndpointOf(const DockerExecutionParameters& params, const std::strin
 StatusOr<DockerAdapter::Target> DockerAdapter::TargetFor(const nlohmann::json& parameters) {
   auto params = ParseDockerParameters(parameters);
   if (!params.ok()) return params.status();
+  if (!options_.secretNamespace.empty()) {
+    if (auto refused = SecretNamespaceRefusal("", parameters, options_.secretNamespace)) {
+      return Status(StatusCode::kInvalidArgument, refused->message);
+    }
+  }
   const std::string endpoint = EndpointOf(*params, options_.defaultEndpoint);
   TlsMaterial tls = options_.tls;
   std::string tlsName;

@@ -39,6 +39,10 @@ struct DockerAdapterOptions {
   // Reads the Secret that the parameters' tlsSecretRef names (SecretTlsSource); required when a
   // class names one.
   TlsSource tlsSource;
+  // The controller's namespace: a tlsSecretRef elsewhere is refused at every call unless the
+  // parameters say allowCrossNamespaceSecretRefs: true (adapters::SecretNamespaceRefusal; the
+  // controller refuses such Jobs at acceptance too). Empty: not checked (adapter tests).
+  std::string secretNamespace;
   // Client TLS for tcp:// endpoints of parameters that name no tlsSecretRef. Empty = none: such
   // an endpoint is plain HTTP, accepted only with `insecure: true`.
   TlsMaterial tls;

@@ -6,6 +6,7 @@
 
 #include "adapters/docker/container.h"
 #include "adapters/docker/registry_auth.h"
+#include "adapters/registry.h"
 #include "adapters/task_messages.h"
 #include "api/json.h"
 #include "ayatori/json_get.h"
@@ -173,6 +174,11 @@ StatusOr<OpenSandboxAdapter::Target> OpenSandboxAdapter::TargetFor(
   // calls to plain HTTP either.
   if (auto refusal = InsecureEndpointRefusal(*params)) {
     return Status(StatusCode::kFailedPrecondition, refusal->reason + ": " + refusal->message);
+  }
+  if (!options_.secretNamespace.empty()) {
+    if (auto refused = SecretNamespaceRefusal("", parameters, options_.secretNamespace)) {
+      return Status(StatusCode::kInvalidArgument, refused->message);
+    }
   }
   SensitiveString key;
   if (params->apiKeySecretRef) {
@@ -895,9 +901,11 @@ void OpenSandboxAdapter::PollLoop() {
   }
 }
 
-std::shared_ptr<OpenSandboxAdapter> NewOpenSandboxAdapter(KubeClient& client) {
+std::shared_ptr<OpenSandboxAdapter> NewOpenSandboxAdapter(KubeClient& client,
+                                                          const std::string& secretNamespace) {
   OpenSandboxAdapterOptions options;
   options.apiKey = SecretApiKeySource(client);
+  options.secretNamespace = secretNamespace;
   return std::make_shared<OpenSandboxAdapter>(std::move(options));
 }
 

@@ -52,6 +52,10 @@ struct OpenSandboxAdapterOptions {
   // Null: libcurl (kube::NewCurlTransport, plain HTTP or system-trusted TLS).
   std::shared_ptr<kube::HttpTransport> transport;
   ApiKeySource apiKey;  // required when a class names apiKeySecretRef
+  // The controller's namespace: an apiKeySecretRef elsewhere is refused at every call unless the
+  // parameters say allowCrossNamespaceSecretRefs: true (adapters::SecretNamespaceRefusal; the
+  // controller refuses such Jobs at acceptance too). Empty: not checked (adapter tests).
+  std::string secretNamespace;
   ClientTimeouts timeouts;
   // How long a new sandbox's execd may take to answer /ping (the SDKs wait 30 s).
   std::chrono::milliseconds execdReadyTimeout{30000};
@@ -179,6 +183,7 @@ class OpenSandboxAdapter final : public Adapter, public docker::LogSource {
 };
 
 // The adapter for a controller: libcurl transport, API keys read from Secrets through `client`.
-std::shared_ptr<OpenSandboxAdapter> NewOpenSandboxAdapter(KubeClient& client);
+std::shared_ptr<OpenSandboxAdapter> NewOpenSandboxAdapter(KubeClient& client,
+                                                          const std::string& secretNamespace);
 
 }  // namespace ayatori::adapters::opensandbox

@@ -152,6 +152,8 @@ StatusOr<OpenSandboxExecutionParameters> ParseParameters(const nlohmann::json& p
   if (const json* spec = GetObject(normalized, "spec")) {
     const auto& known = EnforcedParameterFields();
     for (const auto& [k, v] : spec->items()) {
+      // Not the adapter's: the controller's acceptance check (adapters::SecretNamespaceRefusal).
+      if (k == "allowCrossNamespaceSecretRefs") continue;
       if (std::find(known.begin(), known.end(), k) == known.end()) {
         return Invalid("OpenSandboxExecutionParameters spec." + k +
                        " is not supported by this controller's OpenSandbox adapter");

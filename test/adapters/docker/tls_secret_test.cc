@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "adapters/docker/docker_adapter.h"
 #include "adapters/docker/registry_auth.h"
 
 namespace ayatori::adapters::docker {
@@ -80,6 +81,41 @@ TEST(TlsSecretTest, DockerNamesWinOverKubernetesNames) {
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_EQ(m->caPem, kCa);
   EXPECT_TRUE(m->certPem.reveal().empty());
+}
+
+// Issue 26: the adapter checks the controller's namespace at every call too (parameters edited
+// after acceptance): a tlsSecretRef elsewhere is never read and no engine is contacted, unless the
+// parameters allow it.
+TEST(TlsSecretNamespaceTest, ATlsSecretOutsideTheSecretNamespaceIsNeverRead) {
+  int reads = 0;
+  DockerAdapterOptions options;
+  options.secretNamespace = "ayatori-system";
+  options.tlsSource = [&reads](const api::SecretKeyReference&) -> StatusOr<TlsMaterial> {
+    ++reads;
+    return Status(StatusCode::kUnavailable, "no such Secret in this test");
+  };
+  DockerAdapter adapter(options);
+  ExecutionRequest r;
+  r.job.metadata.name = "j";
+  r.job.metadata.namespace_ = "team-a";
+  r.job.metadata.uid = "6d1f0e3a-0000-4000-8000-000000000001";
+  r.job.spec.task.image = "busybox";
+  r.parameters = {{"kind", "DockerExecutionParameters"},
+                  {"spec",
+                   {{"endpoint", "tcp://127.0.0.1:1"},
+                    {"tlsSecretRef", {{"namespace", "team-a"}, {"name", "engine-tls"}}}}}};
+  Observation o = adapter.Ensure(r);
+  EXPECT_EQ(o.phase, ExecutionPhase::kFailed);
+  EXPECT_NE(o.message.find("spec.tlsSecretRef names Secret \"team-a/engine-tls\", outside the "
+                           "controller's namespace ayatori-system"),
+            std::string::npos)
+      << o.message;
+  EXPECT_EQ(reads, 0);
+  // Allowed: the Secret is read (and, absent here, the Job waits for it).
+  r.parameters["spec"]["allowCrossNamespaceSecretRefs"] = true;
+  o = adapter.Ensure(r);
+  EXPECT_EQ(reads, 1) << o.message;
+  EXPECT_EQ(o.message.find("outside the controller's namespace"), std::string::npos) << o.message;
 }
 
 }  // namespace

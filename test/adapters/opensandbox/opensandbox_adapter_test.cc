@@ -330,6 +330,35 @@ TEST_F(OpenSandboxAdapterTest, ACancelledJobGetsNoSandbox) {
   EXPECT_EQ(fake_->SandboxCount(), 0);
 }
 
+// Issue 26: the controller's namespace is checked at every call too, so that parameters edited
+// after acceptance cannot have the API key read from another namespace; the key is not read.
+TEST_F(OpenSandboxAdapterTest, AnApiKeyOutsideTheSecretNamespaceIsNeverRead) {
+  int reads = 0;
+  OpenSandboxAdapterOptions opts;
+  opts.transport = fake_;
+  opts.apiKey = [&reads](const api::SecretKeyReference&) -> StatusOr<SensitiveString> {
+    ++reads;
+    return SensitiveString(kApiKey);
+  };
+  opts.execdReadyTimeout = milliseconds(50);
+  opts.secretNamespace = "ayatori-system";
+  OpenSandboxAdapter adapter(opts);
+  ExecutionRequest r = Request();  // the key is in namespace "s"
+  Observation o = adapter.Ensure(r);
+  EXPECT_NE(o.phase, ExecutionPhase::kRunning) << Describe(o);
+  EXPECT_NE(o.message.find("spec.apiKeySecretRef names Secret \"s/k\", outside the controller's "
+                           "namespace ayatori-system"),
+            std::string::npos)
+      << Describe(o);
+  EXPECT_EQ(reads, 0);
+  EXPECT_EQ(fake_->SandboxCount(), 0);
+  r.parameters["spec"]["allowCrossNamespaceSecretRefs"] = true;
+  o = adapter.Ensure(r);
+  EXPECT_EQ(o.phase, ExecutionPhase::kRunning) << Describe(o);
+  EXPECT_EQ(reads, 1);
+  EXPECT_EQ(fake_->SandboxCount(), 1);
+}
+
 TEST_F(OpenSandboxAdapterTest, ThePollerNotifiesWhenTheCommandStops) {
   std::mutex mu;
   std::vector<std::string> notified;

@@ -53,7 +53,8 @@ TEST(OpenSandboxSpecTest, PinsTheEndpointAndTheExecdRouteAndReadsThemBack) {
   const auto pinned = PinnedFields(Params({{"endpoint", "http://127.0.0.1:8080/v1/"},
                                            {"useServerProxy", true},
                                            {"sandboxTimeoutSeconds", 120},
-                                           {"extraMetadata", {{"team", "a"}}}}));
+                                           {"extraMetadata", {{"team", "a"}}},
+                                           {"allowCrossNamespaceSecretRefs", true}}));
   EXPECT_EQ(pinned, (std::map<std::string, std::string>{{"endpoint", "http://127.0.0.1:8080/v1"},
                                                         {"useServerProxy", "true"}}));
   EXPECT_EQ(PinnedFields(Params()).at("useServerProxy"), "false");
@@ -91,7 +92,8 @@ TEST(OpenSandboxSpecTest, UnknownParameterFieldsAreRefusedNotIgnored) {
                                       {"sandboxTimeoutMarginSeconds", 1},
                                       {"pollIntervalSeconds", 3},
                                       {"useServerProxy", false},
-                                      {"extraMetadata", {{"team", "a"}}}}))
+                                      {"extraMetadata", {{"team", "a"}}},
+                                      {"allowCrossNamespaceSecretRefs", true}}))
                   .ok());
   EXPECT_FALSE(ParseParameters(json(nullptr)).ok());
   EXPECT_FALSE(ParseParameters(Params({{"endpoint", "ftp://x"}})).ok());
