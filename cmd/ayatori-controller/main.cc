@@ -70,6 +70,7 @@ struct Flags {
   std::string logsApiCertFile, logsApiKeyFile;
   std::string requestHeaderCaFile;
   std::string requestHeaderAllowedNames;  // comma-separated
+  logapi::LogApiLimits logsApiLimits;
 };
 
 // The front proxy's settings: from the flags when --requestheader-client-ca-file is given, else
@@ -275,6 +276,12 @@ int main(int argc, char** argv) {
   app.add_option("--requestheader-allowed-names", f.requestHeaderAllowedNames,
                  "common names the front proxy certificate may have (with "
                  "--requestheader-client-ca-file; comma-separated; empty: any the CA signed)");
+  app.add_option("--logs-api-max-follows", f.logsApiLimits.maxFollows,
+                 "follows (logs -f) the log API serves at once; more get 429 with Retry-After")
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--logs-api-max-follows-per-user", f.logsApiLimits.maxFollowsPerUser,
+                 "follows one user may hold at once (at most --logs-api-max-follows)")
+      ->check(CLI::Range(1, 4096));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -408,6 +415,7 @@ int main(int argc, char** argv) {
     logsOptions.certFile = f.logsApiCertFile;
     logsOptions.keyFile = f.logsApiKeyFile;
     logsOptions.requestHeader = std::move(*requestHeader);
+    logsOptions.limits = f.logsApiLimits;
     logsApi = std::make_unique<logapi::LogApiServer>(
         *jobLogs, logapi::SubjectAccessReviewAuthorizer(*client), std::move(logsOptions));
     if (Status s = logsApi->Start(); !s.ok()) return Fail("log API: " + s.message());
