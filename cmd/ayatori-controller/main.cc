@@ -256,7 +256,8 @@ int main(int argc, char** argv) {
                  "how long the informers may take to sync when work starts; a replica that does "
                  "not sync in time releases the Lease and exits 4 (at most 10m)");
   app.add_option("--metrics-address", f.metricsAddress,
-                 "host:port for /metrics, /healthz, /readyz (port 0 picks one)");
+                 "host:port for /metrics, /healthz, /readyz (port 0 picks one); /metrics is "
+                 "answered to loopback clients only (docs/operations.md, \"Metrics\")");
   app.add_option("--log-level", f.logLevel, "debug|info|warn|error");
   app.add_option("--log-format", f.logFormat, "json|text");
   app.add_option("--docker-endpoint", f.dockerEndpoint,
@@ -395,10 +396,13 @@ int main(int argc, char** argv) {
     return ready ? obs::HttpResponse{200, "text/plain", "ok\n"}
                  : obs::HttpResponse{503, "text/plain", "informers not synced\n"};
   });
-  http.Handle("/metrics", [&] {
-    metrics.GetGauge("ayatori_leader", "1 while this replica leads.").Set(leading ? 1 : 0);
-    return obs::HttpResponse{200, "text/plain; version=0.0.4", metrics.Render()};
-  });
+  http.Handle(
+      "/metrics",
+      [&] {
+        metrics.GetGauge("ayatori_leader", "1 while this replica leads.").Set(leading ? 1 : 0);
+        return obs::HttpResponse{200, "text/plain; version=0.0.4", metrics.Render()};
+      },
+      obs::Access::kLoopbackOnly);
   if (Status s = http.Start(f.metricsAddress); !s.ok()) return Fail(s.message());
   obs::Info("serving metrics and health", {{"address", f.metricsAddress}, {"port", http.port()}});
 

@@ -73,8 +73,12 @@ HttpServer::HttpServer() = default;
 
 HttpServer::~HttpServer() { Stop(); }
 
-void HttpServer::Handle(const std::string& path, Handler handler) {
-  handlers_[path] = std::move(handler);
+void HttpServer::Handle(const std::string& path, Handler handler, Access access) {
+  handlers_[path] = Route{std::move(handler), access};
+}
+
+bool IsLoopbackAddress(const std::string& address) {
+  return address.starts_with("127.") || address == "::1" || address.starts_with("::ffff:127.");
 }
 
 Status HttpServer::Start(const std::string& address) {
@@ -106,14 +110,26 @@ Status HttpServer::Start(const std::string& address) {
   listener->set_payload_max_length(kMaxRequestBody);
   listener->set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
     using Result = httplib::Server::HandlerResponse;
-    if (req.method == "GET" || req.method == "HEAD") return Result::Unhandled;
-    Reply(res, {405, "text/plain", "method not allowed\n"});
+    if (req.method != "GET" && req.method != "HEAD") {
+      Reply(res, {405, "text/plain", "method not allowed\n"});
+    } else if (req.has_header("Transfer-Encoding") ||
+               (req.has_header("Content-Length") &&
+                req.get_header_value("Content-Length") != "0")) {
+      Reply(res, {413, "text/plain", "a request takes no body\n"});
+    } else {
+      return Result::Unhandled;
+    }
     return Result::Handled;
   });
   listener->Get(".*", [this](const httplib::Request& req, httplib::Response& res) {
     auto it = handlers_.find(req.path);
-    Reply(res,
-          it == handlers_.end() ? HttpResponse{404, "text/plain", "not found\n"} : it->second());
+    if (it == handlers_.end()) return Reply(res, {404, "text/plain", "not found\n"});
+    if (it->second.access == Access::kLoopbackOnly && !IsLoopbackAddress(req.remote_addr)) {
+      return Reply(res, {403, "text/plain",
+                         req.path + " is served on localhost only: scrape it through the pod's "
+                                    "authenticating proxy (docs/operations.md, \"Metrics\")\n"});
+    }
+    Reply(res, it->second.handler());
   });
   listener->set_exception_handler(
       [](const httplib::Request&, httplib::Response& res, const std::exception_ptr&) {

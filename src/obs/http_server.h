@@ -21,6 +21,12 @@ struct HttpResponse {
   std::string body;
 };
 
+// Who a path is served to. /metrics is kLoopbackOnly: anyone who can reach the pod could
+// otherwise read it (the numbers of Jobs, their backends and outcomes); a scraper reaches it
+// through a sidecar in the pod that authenticates it (docs/operations.md, "Metrics"). Probes
+// come from the kubelet over the pod network: /healthz and /readyz are kAnyone.
+enum class Access { kAnyone, kLoopbackOnly };
+
 class HttpServer {
  public:
   using Handler = std::function<HttpResponse()>;
@@ -30,7 +36,7 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   // Before Start(). Handlers run on the pool's threads, possibly several at once.
-  void Handle(const std::string& path, Handler handler);
+  void Handle(const std::string& path, Handler handler, Access access = Access::kAnyone);
   // Binds "host:port" (port 0 picks a free one; numeric hosts only) and serves on background
   // threads.
   Status Start(const std::string& address);
@@ -42,7 +48,11 @@ class HttpServer {
  private:
   class Listener;  // the cpp-httplib server, kept out of this header
 
-  std::map<std::string, Handler> handlers_;
+  struct Route {
+    Handler handler;
+    Access access;
+  };
+  std::map<std::string, Route> handlers_;
   std::unique_ptr<Listener> listener_;
   std::thread thread_;
   int port_ = 0;
@@ -50,5 +60,9 @@ class HttpServer {
 
 // Splits "host:port" (host may be empty = 0.0.0.0, or "[::1]"); false if malformed.
 bool SplitHostPort(const std::string& address, std::string* host, int* port);
+
+// Whether a peer address (as the server reports it: "127.0.0.1", "::1", "::ffff:127.0.0.1") is
+// a loopback address.
+bool IsLoopbackAddress(const std::string& address);
 
 }  // namespace ayatori::obs
