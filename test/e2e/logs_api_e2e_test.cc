@@ -4,6 +4,8 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
+
 namespace ayatori::e2e::logs {
 namespace {
 
@@ -121,6 +123,77 @@ TEST_F(DockerLogsApiE2ETest, AGoneContainerOrNoExecutionIsAClearError) {
   r = RawAs(kReader, LogPath("nonexistent"));
   EXPECT_NE(r.exitCode, 0);
   EXPECT_NE(r.err.find("not found"), std::string::npos) << r.err;
+}
+
+// Issue 26: one tenant cannot take the log API from the others. Forty follows of a Job that
+// prints nothing (through kube-apiserver's aggregator, as `kubectl ayatori logs -f` does) leave
+// another user's read of a finished Job answered within 5 s; the 41st follow gets 429 with
+// Retry-After; once the followers exit, their slots are free again within 10 s although the Job
+// stays silent (the controller sees the aggregator close the connections).
+TEST_F(DockerLogsApiE2ETest, FortySilentFollowersLeaveOtherReadersAnsweredAndAreReleased) {
+  ASSERT_FALSE(CreateJob("done", kClass, Task("echo finished")).empty());
+  ASSERT_EQ(ConditionSummary(WaitForFinished(ns_, "done"), "Succeeded"), "True/Completed");
+  ASSERT_FALSE(CreateJob("silent", kClass, Task("sleep 90")).empty());
+  WaitForJob(
+      ns_, "silent", [](const json& j) { return j.contains("/status/startTime"_json_pointer); },
+      60s, "a startTime");
+  // curl through kube-apiserver as the admin impersonating the reader: kubectl would retry a 429
+  // by itself. -i: the status line and headers come first.
+  auto viaApiserver = [&](const std::string& path, int maxSeconds) {
+    return std::vector<std::string>{"curl",
+                                    "-sS",
+                                    "-i",
+                                    "--max-time",
+                                    std::to_string(maxSeconds),
+                                    "--cacert",
+                                    TestenvVar("TESTENV_CA"),
+                                    "--cert",
+                                    TestenvVar("TESTENV_CERT"),
+                                    "--key",
+                                    TestenvVar("TESTENV_KEY"),
+                                    "-H",
+                                    "Impersonate-User: " + std::string(kReader),
+                                    TestenvVar("TESTENV_API") + path};
+  };
+  std::vector<std::unique_ptr<testing::ControllerProcess>> followers;
+  for (int i = 0; i < 40; ++i) {
+    followers.push_back(std::make_unique<testing::ControllerProcess>());
+    Status s = followers.back()->Spawn(viaApiserver(LogPath("silent", "?follow=true"), 300),
+                                       RunPath("LogsApiE2ETest.silent." + std::to_string(i)));
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  // The 41st: refused once the forty hold their slots (they connect in any order).
+  ProcessResult r;
+  EXPECT_TRUE(testing::Eventually(
+      [&] {
+        r = RunProcess(viaApiserver(LogPath("silent", "?follow=true"), 3));
+        return r.out.starts_with("HTTP/1.1 429") || r.out.starts_with("HTTP/2 429");
+      },
+      60s, 500ms))
+      << r.out << r.err;
+  std::string head = r.out;
+  std::transform(head.begin(), head.end(), head.begin(), ::tolower);
+  EXPECT_NE(head.find("\nretry-after: 10\r"), std::string::npos) << r.out;
+  // Another user (the plugin's certificate user) reads the finished Job meanwhile.
+  auto start = std::chrono::steady_clock::now();
+  r = Plugin({"logs", "-n", ns_, "done"});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out, "finished\n");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+
+  for (auto& f : followers) f->Kill();
+  start = std::chrono::steady_clock::now();
+  r = Plugin({"logs", "-n", ns_, "done"});
+  EXPECT_EQ(r.out, "finished\n") << r.err;
+  // The slots are free again: a follow is accepted (and streams nothing: curl's own timeout).
+  EXPECT_TRUE(testing::Eventually(
+      [&] {
+        r = RunProcess(viaApiserver(LogPath("silent", "?follow=true"), 2));
+        return r.out.starts_with("HTTP/1.1 200") || r.out.starts_with("HTTP/2 200");
+      },
+      10s, 500ms))
+      << r.out << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 12s);
 }
 
 }  // namespace
