@@ -468,7 +468,7 @@ Status LogApiServer::Start() {
   if (!listener->is_valid()) return {StatusCode::kInternal, "could not set up TLS"};
   listener->guardLimits = {limits.requestTimeout, limits.maxRequestHeadBytes};
   SSL_CTX_set_app_data(listener->ssl_context(), &listener->guardLimits);
-  const auto threads = static_cast<size_t>(limits.maxFollows + kSpareThreads);
+  const size_t threads = static_cast<size_t>(limits.maxFollows) + kSpareThreads;
   listener->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   // A silent client is dropped after one read timeout; a slow one by its connection's guard.
   const auto timeout = std::chrono::duration_cast<std::chrono::seconds>(limits.requestTimeout);
@@ -563,6 +563,7 @@ std::shared_ptr<LogApiServer::FollowSlot> LogApiServer::TakeFollowSlot(const std
     } else {
       ++follows_;
       ++mine;
+      obs::Debug("follow started", {{"user", user}, {"follows", follows_}});
       return std::make_shared<FollowSlot>(*this, user);
     }
     if (mine == 0) followsByUser_.erase(user);
@@ -577,6 +578,7 @@ std::shared_ptr<LogApiServer::FollowSlot> LogApiServer::TakeFollowSlot(const std
 void LogApiServer::ReleaseFollowSlot(const std::string& user) {
   std::lock_guard lock(mu_);
   --follows_;
+  obs::Debug("follow ended", {{"user", user}, {"follows", follows_}});
   if (auto it = followsByUser_.find(user); it != followsByUser_.end() && --it->second <= 0) {
     followsByUser_.erase(it);
   }
