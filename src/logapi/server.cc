@@ -568,6 +568,7 @@ std::shared_ptr<LogApiServer::FollowSlot> LogApiServer::TakeFollowSlot(const std
     }
     if (mine == 0) followsByUser_.erase(user);
   }
+  obs::Info("follow refused", {{"user", user}, {"reason", refusal}});
   ReplyStatus(res,
               Status(StatusCode::kTooManyRequests,
                      refusal + ": try again later, or end a follow (kubectl ayatori logs -f)"));

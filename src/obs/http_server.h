@@ -50,7 +50,7 @@ class HttpServer {
 
   struct Route {
     Handler handler;
-    Access access;
+    Access access = Access::kAnyone;
   };
   std::map<std::string, Route> handlers_;
   std::unique_ptr<Listener> listener_;
