@@ -345,9 +345,9 @@ int main(int argc, char** argv) {
   dockerOptions.tlsSource = adapters::docker::SecretTlsSource(*client);
   adapters::kubernetes::KubernetesAdapterOptions k8sOptions;
   k8sOptions.log = [](const std::string& line) { obs::Warn(line, {{"adapter", "kubernetes"}}); };
-  k8sOptions.streamPath = [&client](std::string_view path,
+  k8sOptions.streamPath = [&client](std::string_view path, const std::stop_token& stop,
                                     const std::function<bool(std::string_view)>& onData) {
-    return client->StreamPath(path, std::stop_token(), onData);
+    return client->StreamPath(path, stop, onData);
   };
   // One line per backend: its descriptor and its adapter (src/adapters/registry.h).
   for (const Status& s : {
