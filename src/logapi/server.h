@@ -1,9 +1,10 @@
 // The Job log API over HTTPS (log_api.h has its paths): what kube-apiserver's aggregator proxies
 // `kubectl get --raw /apis/logs.execution.ayatori.ddupan.top/v1alpha1/namespaces/NS/jobs/NAME/log`
-// to, through an APIService (config/default/logs-api.yaml). Each request is authenticated as
-// the front proxy (front_proxy.h; else 401), authorized by a SubjectAccessReview for the user
-// the proxy names (else 403), and answered with the Job's output, read through the Job's
-// adapter (Adapter::StreamLogs). With follow=true the output is streamed in chunks until the
+// to, through an APIService (config/logs-api/apiservice.yaml). Only the front proxy connects: the
+// TLS handshake requires a client certificate of the request-header CA, and its common name must
+// be an allowed one (front_proxy.h; else 401). Each request is authorized by a SubjectAccessReview
+// for the user the proxy names (else 403), and answered with the Job's output, read through the
+// Job's adapter (Adapter::StreamLogs). With follow=true the output is streamed in chunks until the
 // execution ends. Errors are metav1.Status documents, as kube-apiserver's.
 #pragma once
 

@@ -352,5 +352,22 @@ TEST_F(LogApiServerTest, OnlyGetIsServed) {
   EXPECT_TRUE(c.ReadHead(5s).starts_with("HTTP/1.1 200"));
 }
 
+TEST(LogApiServerLimits, CapsThatCannotWorkAreAClearError) {
+  FakeLogs logs;
+  for (auto [total, perUser] : {std::pair{0, 1}, std::pair{4, 0}, std::pair{4, 5}}) {
+    LogApiServerOptions options;
+    options.address = "127.0.0.1:0";
+    options.requestHeader.clientCaPem = TestPki().CaPem();
+    options.limits.maxFollows = total;
+    options.limits.maxFollowsPerUser = perUser;
+    LogApiServer server(
+        logs, [](const UserInfo&, const std::string&, const std::string&) { return Status::Ok(); },
+        options);
+    Status s = server.Start();
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << total << "/" << perUser;
+    EXPECT_NE(s.message().find("follow caps"), std::string::npos) << s.ToString();
+  }
+}
+
 }  // namespace
 }  // namespace ayatori::logapi
