@@ -1,6 +1,6 @@
 // HttpServer over real sockets on 127.0.0.1: what it serves, and that stalled clients (one that
-// never reads a large /metrics response, one that sends half a request) neither delay /healthz
-// nor keep Stop() waiting longer than the server's timeouts.
+// never reads a large /metrics response, one that sends half a request, one with an endless
+// header) neither delay /healthz nor keep Stop() waiting.
 #include "obs/http_server.h"
 
 #include <arpa/inet.h>
@@ -156,13 +156,28 @@ TEST_F(HttpServerTest, ServesHandlersAndAnswersOtherRequestsWithErrors) {
   EXPECT_TRUE(StartsWith(boom.response, "HTTP/1.1 500 ")) << boom.response;
   EXPECT_EQ(boom.response.find("boom"), std::string::npos) << boom.response;
 
-  Answer garbage;
-  {
-    Connection c(port_);
-    ASSERT_TRUE(c.Send("NOT-HTTP\r\n\r\n"));
-    garbage.response = c.ReadAll(kProbeDeadline).data;
-  }
-  EXPECT_TRUE(StartsWith(garbage.response, "HTTP/1.1 400 ")) << garbage.response;
+  // Not HTTP: libmicrohttpd closes the connection (without an answer, or with a 400).
+  Connection garbage(port_);
+  ASSERT_TRUE(garbage.Send("NOT-HTTP\r\n\r\n"));
+  Connection::Read r = garbage.ReadAll(kProbeDeadline);
+  EXPECT_TRUE(r.closed);
+  EXPECT_TRUE(r.data.empty() || StartsWith(r.data, "HTTP/1.1 400 ")) << r.data;
+}
+
+// A request line and headers beyond 16 KiB are refused, not buffered, and the probes go on.
+TEST_F(HttpServerTest, AnEndlessHeaderIsRefusedAndProbesGoOn) {
+  Connection c(port_);
+  ASSERT_TRUE(c.Send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Long: "));
+  const std::string kib(1024, 'y');
+  size_t sent = 0;
+  while (sent < (size_t{16} << 20) && c.Send(kib)) sent += kib.size();
+  Connection::Read r = c.ReadAll(milliseconds(5000));
+  EXPECT_TRUE(r.closed);
+  EXPECT_LT(sent, size_t{16} << 20) << "the server kept reading";
+  EXPECT_TRUE(r.data.empty() || StartsWith(r.data, "HTTP/1.1 431 ") ||
+              StartsWith(r.data, "HTTP/1.1 414 "))
+      << r.data.substr(0, 200);
+  ExpectHealthzAnswersPromptly();
 }
 
 TEST_F(HttpServerTest, ClientThatNeverReadsALargeMetricsResponseDoesNotDelayHealthz) {
