@@ -1,6 +1,8 @@
 #include "logapi/server.h"
 
 #include <httplib.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/bio.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -38,12 +40,25 @@ constexpr time_t kWriteTimeoutSeconds = 10;
 // A kept-alive connection idle longer is closed; after this many requests it is closed too.
 constexpr time_t kKeepAliveSeconds = 5;
 constexpr size_t kKeepAliveRequests = 100;
+// A connection that sends nothing for this long is dropped (during the handshake too).
+constexpr std::chrono::milliseconds kSilenceTimeout{3000};
 // Headers of a request (the front proxy sends about a dozen).
 constexpr size_t kMaxHeaders = 100;
 // Output buffered between the adapter's reading thread and the client's writer before the
 // reader waits: a client that reads slowly slows the backend read instead of filling memory.
 constexpr size_t kMaxBuffered = size_t{1} << 20;
 constexpr const char* kLogContentType = "application/octet-stream";
+
+// Options of the listening socket, instead of httplib's default ones: SO_REUSEADDR but not
+// SO_REUSEPORT (a second controller on the port fails to bind rather than share it silently), and
+// TCP_DEFER_ACCEPT: a connection that sends nothing waits in the kernel, not in a server thread.
+void SetListenerOptions(int fd) {
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  int seconds =
+      static_cast<int>(std::chrono::duration_cast<std::chrono::seconds>(kSilenceTimeout).count());
+  setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &seconds, sizeof(seconds));
+}
 
 std::string JobNotFound(const std::string& name) {
   return std::string("jobs.") + controller::kJobs.group + " \"" + name + "\" not found";
@@ -471,8 +486,12 @@ Status LogApiServer::Start() {
   const size_t threads = static_cast<size_t>(limits.maxFollows) + kSpareThreads;
   listener->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   // A silent client is dropped after one read timeout; a slow one by its connection's guard.
-  const auto timeout = std::chrono::duration_cast<std::chrono::seconds>(limits.requestTimeout);
+  // A connection holds a thread from the handshake on, so a silent one is dropped soon: the
+  // front proxy sends its handshake and request at once.
+  const auto timeout = std::chrono::duration_cast<std::chrono::seconds>(
+      std::min<std::chrono::milliseconds>(limits.requestTimeout, kSilenceTimeout));
   listener->set_read_timeout(std::max<time_t>(1, timeout.count()), 0);
+  listener->set_socket_options(SetListenerOptions);
   listener->set_write_timeout(kWriteTimeoutSeconds, 0);
   listener->set_keep_alive_timeout(kKeepAliveSeconds);
   listener->set_keep_alive_max_count(kKeepAliveRequests);

@@ -300,6 +300,29 @@ TEST_F(LogApiServerTest, ASlowLorisIsDroppedByTimeoutWhileOthersAreServed) {
   EXPECT_EQ(authorized_, reads) << "the loris's request reached the handler";
 }
 
+// Connections that never send a byte (anyone on the pod network can open them) wait in the
+// kernel (TCP_DEFER_ACCEPT) or are dropped after 3 s of silence: the front proxy is served.
+TEST_F(LogApiServerTest, SilentConnectionsDoNotStarveTheFrontProxy) {
+  ASSERT_NO_FATAL_FAILURE(Start());
+  std::vector<int> idle;
+  for (int i = 0; i < 100; ++i) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(server_->port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    idle.push_back(fd);
+  }
+  for (int round = 0; round < 3; ++round) {
+    const auto start = std::chrono::steady_clock::now();
+    std::string out = ReadDone("alice", 5s);
+    EXPECT_NE(out.find("hello\n"), std::string::npos) << "round " << round << ": " << out;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 5s) << "round " << round;
+  }
+  for (int fd : idle) close(fd);
+}
+
 TEST_F(LogApiServerTest, AnOversizeChunkedBodyIsRefusedUnread) {
   ASSERT_NO_FATAL_FAILURE(Start());
   for (const char* method : {"POST", "GET"}) {
