@@ -600,6 +600,9 @@ up_install() {
   KUBECTL=$KUBECTL "$ROOT/hack/wait-crds.sh" -f "$ROOT/config/crd/"  # Established, served, admitted
   kube apply -f "$ROOT/config/samples/dockerexecutionparameters.yaml" \
     -f "$ROOT/config/samples/jobclass-docker.yaml" | sed 's/^/  /'
+  # The log API's serving certificate: the Secret the Deployment mounts and the APIService's
+  # caBundle (the aggregator verifies the controller; docs/install.md "Job logs").
+  KUBECTL=$KUBECTL "$ROOT/hack/logs-api-cert.sh" --apply "$DEMO/logs-api-pki" 2>&1 | sed 's/^/  /'
   # No kubelet runs here, so no pod of the Deployment starts: the controller runs beside the
   # cluster instead, with the Deployment's flags and its ServiceAccount's token (next step).
   echo "  (the Deployment's pods cannot start here: this control plane has no node)"
@@ -633,7 +636,9 @@ EOF
   LAUNCH=(ip netns exec "$NETNS")
   KUBECONFIG=$DEMO/controller.kubeconfig start_controller --leader-elect=true \
     --namespace=ayatori-system --leader-election-namespace=ayatori-system --workers=4 \
-    --logs-api-bind="$NETNS_INNER_IP:$LOGS_API_PORT" --docker-endpoint="$DOCKER_HOST"
+    --logs-api-bind="$NETNS_INNER_IP:$LOGS_API_PORT" --docker-endpoint="$DOCKER_HOST" \
+    --logs-api-tls-cert-file="$DEMO/logs-api-pki/tls.crt" \
+    --logs-api-tls-key-file="$DEMO/logs-api-pki/tls.key"
   kube wait --for=condition=Available --timeout=60s \
     apiservice/v1alpha1.logs.execution.ayatori.ddupan.top >/dev/null
   echo "APIService v1alpha1.logs.execution.ayatori.ddupan.top is Available"

@@ -12,7 +12,7 @@ PACKAGES=(
   cmake ninja-build g++ pkg-config ccache
   # libraries (Debian -dev packages, no vendored copies)
   libcurl4-openssl-dev zlib1g-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev libfmt-dev libcli11-dev
-  libcpp-httplib-dev
+  libcpp-httplib-dev libmicrohttpd-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   # test environment and demo
   openssl curl python3 procps busybox-static docker.io

@@ -70,6 +70,7 @@ struct Flags {
   std::string logsApiCertFile, logsApiKeyFile;
   std::string requestHeaderCaFile;
   std::string requestHeaderAllowedNames;  // comma-separated
+  logapi::LogApiLimits logsApiLimits;
 };
 
 // The front proxy's settings: from the flags when --requestheader-client-ca-file is given, else
@@ -256,7 +257,8 @@ int main(int argc, char** argv) {
                  "how long the informers may take to sync when work starts; a replica that does "
                  "not sync in time releases the Lease and exits 4 (at most 10m)");
   app.add_option("--metrics-address", f.metricsAddress,
-                 "host:port for /metrics, /healthz, /readyz (port 0 picks one)");
+                 "host:port for /metrics, /healthz, /readyz (port 0 picks one); /metrics is "
+                 "answered to loopback clients only (docs/operations.md, \"Metrics\")");
   app.add_option("--log-level", f.logLevel, "debug|info|warn|error");
   app.add_option("--log-format", f.logFormat, "json|text");
   app.add_option("--docker-endpoint", f.dockerEndpoint,
@@ -276,6 +278,12 @@ int main(int argc, char** argv) {
   app.add_option("--requestheader-allowed-names", f.requestHeaderAllowedNames,
                  "common names the front proxy certificate may have (with "
                  "--requestheader-client-ca-file; comma-separated; empty: any the CA signed)");
+  app.add_option("--logs-api-max-follows", f.logsApiLimits.maxFollows,
+                 "follows (logs -f) the log API serves at once; more get 429 with Retry-After")
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--logs-api-max-follows-per-user", f.logsApiLimits.maxFollowsPerUser,
+                 "follows one user may hold at once (at most --logs-api-max-follows)")
+      ->check(CLI::Range(1, 4096));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -339,9 +347,9 @@ int main(int argc, char** argv) {
   dockerOptions.secretNamespace = f.controllerNamespace;
   adapters::kubernetes::KubernetesAdapterOptions k8sOptions;
   k8sOptions.log = [](const std::string& line) { obs::Warn(line, {{"adapter", "kubernetes"}}); };
-  k8sOptions.streamPath = [&client](std::string_view path,
+  k8sOptions.streamPath = [&client](std::string_view path, const std::stop_token& stop,
                                     const std::function<bool(std::string_view)>& onData) {
-    return client->StreamPath(path, std::stop_token(), onData);
+    return client->StreamPath(path, stop, onData);
   };
   // One line per backend: its descriptor and its adapter (src/adapters/registry.h).
   for (const Status& s : {
@@ -391,10 +399,13 @@ int main(int argc, char** argv) {
     return ready ? obs::HttpResponse{200, "text/plain", "ok\n"}
                  : obs::HttpResponse{503, "text/plain", "informers not synced\n"};
   });
-  http.Handle("/metrics", [&] {
-    metrics.GetGauge("ayatori_leader", "1 while this replica leads.").Set(leading ? 1 : 0);
-    return obs::HttpResponse{200, "text/plain; version=0.0.4", metrics.Render()};
-  });
+  http.Handle(
+      "/metrics",
+      [&] {
+        metrics.GetGauge("ayatori_leader", "1 while this replica leads.").Set(leading ? 1 : 0);
+        return obs::HttpResponse{200, "text/plain; version=0.0.4", metrics.Render()};
+      },
+      obs::Access::kLoopbackOnly);
   if (Status s = http.Start(f.metricsAddress); !s.ok()) return Fail(s.message());
   obs::Info("serving metrics and health", {{"address", f.metricsAddress}, {"port", http.port()}});
 
@@ -411,6 +422,7 @@ int main(int argc, char** argv) {
     logsOptions.certFile = f.logsApiCertFile;
     logsOptions.keyFile = f.logsApiKeyFile;
     logsOptions.requestHeader = std::move(*requestHeader);
+    logsOptions.limits = f.logsApiLimits;
     logsApi = std::make_unique<logapi::LogApiServer>(
         *jobLogs, logapi::SubjectAccessReviewAuthorizer(*client), std::move(logsOptions));
     if (Status s = logsApi->Start(); !s.ok()) return Fail("log API: " + s.message());

@@ -10,6 +10,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -214,6 +215,10 @@ struct LogOptions {
   std::optional<int64_t> tailLines;     // only the last N lines (>= 0)
   std::optional<int64_t> sinceSeconds;  // only what was printed in the last S seconds (> 0)
   bool timestamps = false;              // prefix each line with its RFC 3339 time, if known
+  // Requested when the reader has gone: a backend that can end a blocked read (one waiting on
+  // a silent execution) ends it then; the others end at their next output (the sink returns
+  // false).
+  std::stop_token stop;
 };
 
 // Receives output bytes as they arrive; returning false ends the stream (the reader left).

@@ -1,16 +1,22 @@
 #include "logapi/server.h"
 
 #include <httplib.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/bio.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+#include <poll.h>
+#include <sys/socket.h>
 
 #include <array>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <stop_token>
 
 #include "api/json.h"
 #include "controller/backend_snapshot.h"
@@ -23,23 +29,109 @@ namespace ayatori::logapi {
 namespace {
 
 using nlohmann::json;
+using Clock = std::chrono::steady_clock;
 
 const ResourceRef kSubjectAccessReviews{"authorization.k8s.io", "v1", "subjectaccessreviews",
                                         false};
 const ResourceRef kConfigMaps{"", "v1", "configmaps", true};
 
-// A follower holds a pool thread (and its adapter call a thread of its own) for as long as the
-// execution runs; the pool is sized for a few dozen at once.
-constexpr size_t kPoolThreads = 32;
-constexpr time_t kReadTimeoutSeconds = 10;
+// A response makes progress (one blocked send) within this, else the connection is dropped.
 constexpr time_t kWriteTimeoutSeconds = 10;
+// A kept-alive connection idle longer is closed; after this many requests it is closed too.
+constexpr time_t kKeepAliveSeconds = 5;
+constexpr size_t kKeepAliveRequests = 100;
+// A connection that sends nothing for this long is dropped (during the handshake too).
+constexpr std::chrono::milliseconds kSilenceTimeout{3000};
+// Headers of a request (the front proxy sends about a dozen).
+constexpr size_t kMaxHeaders = 100;
 // Output buffered between the adapter's reading thread and the client's writer before the
 // reader waits: a client that reads slowly slows the backend read instead of filling memory.
 constexpr size_t kMaxBuffered = size_t{1} << 20;
 constexpr const char* kLogContentType = "application/octet-stream";
 
+// Options of the listening socket, instead of httplib's default ones: SO_REUSEADDR but not
+// SO_REUSEPORT (a second controller on the port fails to bind rather than share it silently), and
+// TCP_DEFER_ACCEPT: a connection that sends nothing waits in the kernel, not in a server thread.
+void SetListenerOptions(int fd) {
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  int seconds =
+      static_cast<int>(std::chrono::duration_cast<std::chrono::seconds>(kSilenceTimeout).count());
+  setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &seconds, sizeof(seconds));
+}
+
 std::string JobNotFound(const std::string& name) {
   return std::string("jobs.") + controller::kJobs.group + " \"" + name + "\" not found";
+}
+
+// What each TLS connection may still read before its request is complete: a deadline and a
+// number of bytes, both renewed after each response. Kept as ex_data of the connection's SSL and
+// checked by a callback on its reading BIO, so that a client sending a byte a second (which
+// never trips the library's per-read timeout), or an endless header line (which the library
+// would buffer whole), is cut off by the TLS layer below the HTTP parser.
+struct ConnectionGuard {
+  Clock::time_point deadline;
+  size_t budget = 0;
+  bool refused = false;  // the request was refused unread: close after the response
+};
+
+struct GuardLimits {
+  std::chrono::milliseconds timeout;
+  size_t bytes;
+};
+
+int GuardIndex() {
+  static const int index = SSL_get_ex_new_index(
+      0, nullptr, nullptr, nullptr,
+      [](void* /*parent*/, void* ptr, CRYPTO_EX_DATA* /*ad*/, int /*idx*/, long /*argl*/,
+         void* /*argp*/) { delete static_cast<ConnectionGuard*>(ptr); });
+  return index;
+}
+
+ConnectionGuard* GuardOf(const SSL* ssl) {
+  return ssl == nullptr ? nullptr
+                        : static_cast<ConnectionGuard*>(SSL_get_ex_data(ssl, GuardIndex()));
+}
+
+void Renew(ConnectionGuard& guard, const GuardLimits& limits) {
+  guard.deadline = Clock::now() + limits.timeout;
+  guard.budget = limits.bytes;
+}
+
+// The BIO callback: fails a read that comes after the deadline or beyond the budget. Only reads
+// are looked at (never a free, after which the guard is gone).
+long GuardRead(BIO* bio, int oper, const char* /*argp*/, size_t /*len*/, int /*argi*/,
+               long /*argl*/, int ret, size_t* processed) {
+  if (oper != (BIO_CB_READ | BIO_CB_RETURN) || ret <= 0 || processed == nullptr) return ret;
+  auto* guard = reinterpret_cast<ConnectionGuard*>(BIO_get_callback_arg(bio));
+  if (guard == nullptr) return ret;
+  if (Clock::now() > guard->deadline || *processed > guard->budget) {
+    *processed = 0;
+    return -1;
+  }
+  guard->budget -= *processed;
+  return ret;
+}
+
+// The info callback: at the start of a handshake, before its first read, the connection gets
+// its guard.
+void GuardNewConnection(const SSL* ssl, int where, int /*ret*/) {
+  if ((where & SSL_CB_HANDSHAKE_START) == 0 || GuardOf(ssl) != nullptr) return;
+  const auto* limits = static_cast<const GuardLimits*>(SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl)));
+  BIO* rbio = SSL_get_rbio(ssl);
+  if (limits == nullptr || rbio == nullptr) return;
+  auto* guard = new ConnectionGuard;
+  Renew(*guard, *limits);
+  SSL_set_ex_data(const_cast<SSL*>(ssl), GuardIndex(), guard);
+  BIO_set_callback_arg(rbio, reinterpret_cast<char*>(guard));
+  BIO_set_callback_ex(rbio, GuardRead);
+}
+
+// Whether the peer of a connection waiting on a silent backend has gone (closed or reset).
+bool ClientGone(const SSL* ssl) {
+  if (ssl == nullptr) return false;
+  pollfd p{SSL_get_fd(ssl), POLLRDHUP, 0};
+  return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
 }
 
 }  // namespace
@@ -64,27 +156,52 @@ class LogApiServer::Pipe {
     result_ = std::move(s);
     cv_.notify_all();
   }
-  // From the writer: the client left.
-  void Close() {
+  bool finished() {
     std::lock_guard lock(mu_);
-    closed_ = true;
-    cv_.notify_all();
+    return finished_;
   }
-  // Waits until there is output or the reader finished; the reader's result when it finished
-  // without output.
-  std::optional<Status> WaitFirst() {
+  // From the writer: the client left, or the server stops. The backend read is asked to stop
+  // (outside the lock: the adapter's stop callback may take locks of its own).
+  void Close() {
+    {
+      std::lock_guard lock(mu_);
+      closed_ = true;
+      cv_.notify_all();
+    }
+    stop_.request_stop();
+  }
+  std::stop_token token() const { return stop_.get_token(); }
+  enum class Wait { kOutput, kFinished, kClosed };
+  // Until there is output or the reader finished (then `result` is its result), or the pipe
+  // was closed or `gone` says the client left (checked every `interval` while nothing comes).
+  Wait WaitFirst(const std::function<bool()>& gone, std::chrono::milliseconds interval,
+                 Status* result) {
     std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return any_ || finished_; });
-    if (!any_) return result_;
-    return std::nullopt;
+    while (!cv_.wait_for(lock, interval, [&] { return any_ || finished_ || closed_; })) {
+      if (gone()) closed_ = true;
+    }
+    if (closed_) {
+      lock.unlock();
+      Close();
+      return Wait::kClosed;
+    }
+    if (any_) return Wait::kOutput;
+    *result = result_;
+    return Wait::kFinished;
   }
   // The next piece of output; nullopt at the end (then `result` is the reader's result) or once
-  // closed (the server stops).
-  std::optional<std::string> Next(Status* result) {
+  // closed (the server stops, or `gone` said the client left).
+  std::optional<std::string> Next(const std::function<bool()>& gone,
+                                  std::chrono::milliseconds interval, Status* result) {
     std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return !chunks_.empty() || finished_ || closed_; });
+    while (
+        !cv_.wait_for(lock, interval, [&] { return !chunks_.empty() || finished_ || closed_; })) {
+      if (gone()) closed_ = true;
+    }
     if (closed_) {
-      *result = Status(StatusCode::kCancelled, "the log API is stopping");
+      *result = Status(StatusCode::kCancelled, "the client left or the log API is stopping");
+      lock.unlock();
+      Close();
       return std::nullopt;
     }
     if (chunks_.empty()) {
@@ -107,6 +224,20 @@ class LogApiServer::Pipe {
   bool finished_ = false;
   bool closed_ = false;
   Status result_;
+  std::stop_source stop_;
+};
+
+// A follow counted against the caps until the response that holds it ends.
+class LogApiServer::FollowSlot {
+ public:
+  FollowSlot(LogApiServer& server, std::string user) : server_(server), user_(std::move(user)) {}
+  ~FollowSlot() { server_.ReleaseFollowSlot(user_); }
+  FollowSlot(const FollowSlot&) = delete;
+  FollowSlot& operator=(const FollowSlot&) = delete;
+
+ private:
+  LogApiServer& server_;
+  std::string user_;
 };
 
 namespace {
@@ -122,7 +253,8 @@ void ReplyJson(httplib::Response& res, const json& doc) {
   res.set_content(doc.dump(), "application/json");
 }
 
-// The common name of the client certificate the request-header CA verified on this connection.
+// The common name of the client certificate the request-header CA verified on this connection
+// (the handshake already refused any other).
 std::optional<std::string> VerifiedCommonName(const SSL* ssl) {
   if (ssl == nullptr) return std::nullopt;
   X509* peer = SSL_get1_peer_certificate(ssl);
@@ -138,11 +270,8 @@ std::optional<std::string> VerifiedCommonName(const SSL* ssl) {
   return cn;
 }
 
-// Accepts every client certificate during the handshake: verification still runs against the
-// store, and VerifiedCommonName reads its result, so that a request without a good certificate
-// gets a 401 Status rather than a failed handshake (as kube-apiserver answers one).
-int AcceptForLaterCheck(int /*preverified*/, X509_STORE_CTX* /*ctx*/) { return 1; }
-
+// Only the front proxy talks to this server: a client without a certificate the request-header
+// CA signed fails the TLS handshake (OpenSSL's verification, no callback that overrides it).
 Status LoadClientCa(SSL_CTX& ctx, const std::string& pem) {
   BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
   X509_STORE* store = SSL_CTX_get_cert_store(&ctx);
@@ -161,7 +290,7 @@ Status LoadClientCa(SSL_CTX& ctx, const std::string& pem) {
                   "the request-header client CA holds no certificate");
   }
   SSL_CTX_set_client_CA_list(&ctx, names);
-  SSL_CTX_set_verify(&ctx, SSL_VERIFY_PEER, AcceptForLaterCheck);
+  SSL_CTX_set_verify(&ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
   return Status::Ok();
 }
 
@@ -301,12 +430,18 @@ class LogApiServer::Listener final : public httplib::SSLServer {
       close(fd);
     }
   }
+  GuardLimits guardLimits{};  // the SSL_CTX's app data
 };
 
 LogApiServer::LogApiServer(JobLogs& logs, Authorizer authorize, LogApiServerOptions options)
     : logs_(logs), authorize_(std::move(authorize)), options_(std::move(options)) {}
 
 LogApiServer::~LogApiServer() { Stop(); }
+
+int LogApiServer::follows() const {
+  std::lock_guard lock(mu_);
+  return follows_;
+}
 
 Status LogApiServer::Start() {
   if (thread_.joinable()) return {StatusCode::kFailedPrecondition, "already serving"};
@@ -321,8 +456,15 @@ Status LogApiServer::Start() {
     return {StatusCode::kInvalidArgument,
             "the log API's certificate and key files go together: give both or neither"};
   }
+  const LogApiLimits& limits = options_.limits;
+  if (limits.maxFollows < 1 || limits.maxFollowsPerUser < 1 ||
+      limits.maxFollowsPerUser > limits.maxFollows) {
+    return {StatusCode::kInvalidArgument,
+            "the log API's follow caps must be >= 1, the per-user one at most the total one"};
+  }
   Status setup;
-  auto listener = std::make_unique<Listener>([&](SSL_CTX& ctx) {
+  std::unique_ptr<Listener> listener;
+  listener = std::make_unique<Listener>([&](SSL_CTX& ctx) {
     SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION);
     if (options_.certFile.empty()) {
       setup = UseSelfSignedCertificate(ctx);
@@ -334,85 +476,60 @@ Status LogApiServer::Start() {
                          options_.keyFile + " (PEM files of one key pair)");
     }
     if (setup.ok()) setup = LoadClientCa(ctx, options_.requestHeader.clientCaPem);
+    SSL_CTX_set_info_callback(&ctx, GuardNewConnection);
     return setup.ok();
   });
   if (!setup.ok()) return setup;
   if (!listener->is_valid()) return {StatusCode::kInternal, "could not set up TLS"};
-  listener->new_task_queue = [] { return new httplib::ThreadPool(kPoolThreads); };
-  listener->set_read_timeout(kReadTimeoutSeconds, 0);
+  listener->guardLimits = {limits.requestTimeout, limits.maxRequestHeadBytes};
+  SSL_CTX_set_app_data(listener->ssl_context(), &listener->guardLimits);
+  const size_t threads = static_cast<size_t>(limits.maxFollows) + kSpareThreads;
+  listener->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // A silent client is dropped after one read timeout; a slow one by its connection's guard.
+  // A connection holds a thread from the handshake on, so a silent one is dropped soon: the
+  // front proxy sends its handshake and request at once.
+  const auto timeout = std::chrono::duration_cast<std::chrono::seconds>(
+      std::min<std::chrono::milliseconds>(limits.requestTimeout, kSilenceTimeout));
+  listener->set_read_timeout(std::max<time_t>(1, timeout.count()), 0);
+  listener->set_socket_options(SetListenerOptions);
   listener->set_write_timeout(kWriteTimeoutSeconds, 0);
-  listener->set_payload_max_length(size_t{16} * 1024);
-  listener->Get(".*", [this](const httplib::Request& req, httplib::Response& res) {
-    Headers headers(req.headers.begin(), req.headers.end());
-    auto user =
-        AuthenticateFrontProxy(options_.requestHeader, VerifiedCommonName(req.ssl), headers);
-    if (!user.ok()) return ReplyStatus(res, user.status());
-    const Route route = ParseRoute(req.path);
-    switch (route.kind) {
-      case Route::Kind::kApiGroupList:
-        return ReplyJson(res, ApiGroupList());
-      case Route::Kind::kApiGroup:
-        return ReplyJson(res, ApiGroup());
-      case Route::Kind::kApiResourceList:
-        return ReplyJson(res, ApiResourceList());
-      case Route::Kind::kUnknown:
-        return ReplyStatus(
-            res, Status(StatusCode::kNotFound, "the server could not find the requested resource"));
-      case Route::Kind::kJobLog:
-        break;
+  listener->set_keep_alive_timeout(kKeepAliveSeconds);
+  listener->set_keep_alive_max_count(kKeepAliveRequests);
+  listener->set_payload_max_length(0);
+  // No body is ever read: a request that announces one is refused before the library reads it.
+  listener->set_expect_100_continue_handler(
+      [](const httplib::Request&, httplib::Response&) { return 417; });
+  listener->set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+    using Result = httplib::Server::HandlerResponse;
+    Status refused;
+    if (req.method != "GET") {
+      res.set_header("Allow", "GET");
+      refused = Status(StatusCode::kInvalidArgument, "only GET is served here");
+      ReplyStatus(res, refused);
+      res.status = 405;
+    } else if (req.has_header("Transfer-Encoding") ||
+               (req.has_header("Content-Length") &&
+                req.get_header_value("Content-Length") != "0")) {
+      ReplyStatus(res, Status(StatusCode::kInvalidArgument, "a request takes no body"));
+      res.status = 413;
+    } else if (req.headers.size() > kMaxHeaders) {
+      ReplyStatus(res, Status(StatusCode::kInvalidArgument, "too many request headers"));
+      res.status = 431;
+    } else {
+      return Result::Unhandled;
     }
-    std::multimap<std::string, std::string> query(req.params.begin(), req.params.end());
-    auto options = ParseLogQuery(query);
-    if (!options.ok()) return ReplyStatus(res, options.status(), route.name);
-    if (Status allowed = authorize_(*user, route.namespace_, route.name); !allowed.ok()) {
-      obs::Info("log request refused",
-                {{"user", user->name},
-                 {"namespace", route.namespace_},
-                 {"job", route.name},
-                 {"code", allowed.code() == StatusCode::kForbidden ? 403 : 503}});
-      return ReplyStatus(res, allowed, route.name);
-    }
-    // The backend is read on a thread of its own, so that an error found before any output
-    // (no such Job, execution gone) is still answered with its own code, while output, once it
-    // comes, is written as it arrives.
-    auto pipe = std::make_shared<Pipe>();
-    {
-      std::lock_guard lock(pipesMu_);
-      if (stopping_) return ReplyStatus(res, Status(StatusCode::kUnavailable, "stopping"));
-      std::erase_if(pipes_, [](const std::weak_ptr<Pipe>& p) { return p.expired(); });
-      pipes_.push_back(pipe);
-    }
-    std::thread([this, pipe, route, options = *options] {
-      Status s = logs_.Stream(route.namespace_, route.name, options,
-                              [&](std::string_view bytes) { return pipe->Push(bytes); });
-      pipe->Finish(std::move(s));
-    }).detach();
-    if (auto early = pipe->WaitFirst(); early) {
-      if (!early->ok()) return ReplyStatus(res, *early, route.name);
-      res.status = 200;
-      res.set_content("", kLogContentType);
-      return;
-    }
-    res.status = 200;
-    // Not text/*: httplib gzips text for a client that accepts it (kube-apiserver's proxy
-    // does), and its compressor holds output back until it has a block, which would stall a
-    // follower. The body is the raw output bytes.
-    res.set_chunked_content_provider(
-        kLogContentType,
-        [pipe](size_t /*offset*/, httplib::DataSink& sink) {
-          Status result;
-          while (auto chunk = pipe->Next(&result)) {
-            if (!sink.write(chunk->data(), chunk->size())) {
-              pipe->Close();
-              return false;
-            }
-          }
-          // An error after output was sent cannot change the status line: the stream just ends
-          // (as kubectl logs -f ends when the kubelet's stream breaks).
-          sink.done();
-          return true;
-        },
-        [pipe](bool /*success*/) { pipe->Close(); });
+    if (ConnectionGuard* guard = GuardOf(req.ssl)) guard->refused = true;
+    return Result::Handled;
+  });
+  listener->Get(".*",
+                [this](const httplib::Request& req, httplib::Response& res) { Serve(req, res); });
+  // After each response: the next request gets a fresh deadline and budget; after a refused
+  // one (its body unread) the connection ends.
+  listener->set_logger([l = listener.get()](const httplib::Request& req, const httplib::Response&) {
+    ConnectionGuard* guard = GuardOf(req.ssl);
+    if (guard == nullptr) return;
+    Renew(*guard, l->guardLimits);
+    if (guard->refused) shutdown(SSL_get_fd(req.ssl), SHUT_RDWR);
   });
   listener->set_exception_handler(
       [](const httplib::Request&, httplib::Response& res, const std::exception_ptr&) {
@@ -432,20 +549,158 @@ Status LogApiServer::Start() {
   return Status::Ok();
 }
 
+void LogApiServer::Serve(const httplib::Request& req, httplib::Response& res) {
+  Headers headers(req.headers.begin(), req.headers.end());
+  auto user = AuthenticateFrontProxy(options_.requestHeader, VerifiedCommonName(req.ssl), headers);
+  if (!user.ok()) return ReplyStatus(res, user.status());
+  const Route route = ParseRoute(req.path);
+  switch (route.kind) {
+    case Route::Kind::kApiGroupList:
+      return ReplyJson(res, ApiGroupList());
+    case Route::Kind::kApiGroup:
+      return ReplyJson(res, ApiGroup());
+    case Route::Kind::kApiResourceList:
+      return ReplyJson(res, ApiResourceList());
+    case Route::Kind::kUnknown:
+      return ReplyStatus(
+          res, Status(StatusCode::kNotFound, "the server could not find the requested resource"));
+    case Route::Kind::kJobLog:
+      return ServeLog(req, res, *user, route);
+  }
+}
+
+std::shared_ptr<LogApiServer::FollowSlot> LogApiServer::TakeFollowSlot(const std::string& user,
+                                                                       httplib::Response& res) {
+  std::string refusal;
+  {
+    std::lock_guard lock(mu_);
+    int& mine = followsByUser_[user];
+    if (follows_ >= options_.limits.maxFollows) {
+      refusal = "the log API follows " + std::to_string(follows_) + " logs, its limit";
+    } else if (mine >= options_.limits.maxFollowsPerUser) {
+      refusal = "user \"" + user + "\" follows " + std::to_string(mine) + " logs, the limit";
+    } else {
+      ++follows_;
+      ++mine;
+      obs::Debug("follow started", {{"user", user}, {"follows", follows_}});
+      return std::make_shared<FollowSlot>(*this, user);
+    }
+    if (mine == 0) followsByUser_.erase(user);
+  }
+  obs::Info("follow refused", {{"user", user}, {"reason", refusal}});
+  ReplyStatus(res,
+              Status(StatusCode::kTooManyRequests,
+                     refusal + ": try again later, or end a follow (kubectl ayatori logs -f)"));
+  res.set_header("Retry-After", std::to_string(options_.limits.retryAfterSeconds));
+  return nullptr;
+}
+
+void LogApiServer::ReleaseFollowSlot(const std::string& user) {
+  std::lock_guard lock(mu_);
+  --follows_;
+  obs::Debug("follow ended", {{"user", user}, {"follows", follows_}});
+  if (auto it = followsByUser_.find(user); it != followsByUser_.end() && --it->second <= 0) {
+    followsByUser_.erase(it);
+  }
+}
+
+std::shared_ptr<LogApiServer::Pipe> LogApiServer::StartReader(const Route& route,
+                                                              LogOptions options) {
+  auto pipe = std::make_shared<Pipe>();
+  std::list<Reader> finished;
+  std::lock_guard lock(mu_);
+  if (stopping_) return nullptr;
+  // Readers that ended are joined here (their last act was Finish: the join is immediate).
+  for (auto it = readers_.begin(); it != readers_.end();) {
+    auto next = std::next(it);
+    if (it->pipe->finished()) finished.splice(finished.end(), readers_, it);
+    it = next;
+  }
+  options.stop = pipe->token();
+  readers_.push_back({pipe, std::jthread([this, pipe, route, options = std::move(options)] {
+                        Status s =
+                            logs_.Stream(route.namespace_, route.name, options,
+                                         [&](std::string_view bytes) { return pipe->Push(bytes); });
+                        pipe->Finish(std::move(s));
+                      })});
+  return pipe;
+}
+
+// The backend is read on a thread of its own, so that an error found before any output (no such
+// Job, execution gone) is still answered with its own code, while output, once it comes, is
+// written as it arrives. While the backend is silent the client is checked every
+// clientCheckInterval: a follower that left releases its slot, thread and backend read.
+void LogApiServer::ServeLog(const httplib::Request& req, httplib::Response& res,
+                            const UserInfo& user, const Route& route) {
+  std::multimap<std::string, std::string> query(req.params.begin(), req.params.end());
+  auto options = ParseLogQuery(query);
+  if (!options.ok()) return ReplyStatus(res, options.status(), route.name);
+  std::shared_ptr<FollowSlot> slot;
+  if (options->follow && !(slot = TakeFollowSlot(user.name, res))) return;
+  if (Status allowed = authorize_(user, route.namespace_, route.name); !allowed.ok()) {
+    obs::Info("log request refused",
+              {{"user", user.name},
+               {"namespace", route.namespace_},
+               {"job", route.name},
+               {"code", allowed.code() == StatusCode::kForbidden ? 403 : 503}});
+    return ReplyStatus(res, allowed, route.name);
+  }
+  auto pipe = StartReader(route, *options);
+  if (pipe == nullptr) return ReplyStatus(res, Status(StatusCode::kUnavailable, "stopping"));
+  const SSL* ssl = req.ssl;
+  auto gone = [ssl] { return ClientGone(ssl); };
+  const auto interval = options_.limits.clientCheckInterval;
+  Status early;
+  switch (pipe->WaitFirst(gone, interval, &early)) {
+    case Pipe::Wait::kClosed:
+      pipe->Close();
+      return ReplyStatus(res, Status(StatusCode::kCancelled, "the client left"), route.name);
+    case Pipe::Wait::kFinished:
+      if (!early.ok()) return ReplyStatus(res, early, route.name);
+      res.status = 200;
+      res.set_content("", kLogContentType);
+      return;
+    case Pipe::Wait::kOutput:
+      break;
+  }
+  res.status = 200;
+  // Not text/*: httplib gzips text for a client that accepts it (kube-apiserver's proxy does),
+  // and its compressor holds output back until it has a block, which would stall a follower.
+  // The body is the raw output bytes. The slot is held until the response ends.
+  res.set_chunked_content_provider(
+      kLogContentType,
+      [pipe, gone, interval, slot](size_t /*offset*/, httplib::DataSink& sink) {
+        Status result;
+        while (auto chunk = pipe->Next(gone, interval, &result)) {
+          if (!sink.write(chunk->data(), chunk->size())) {
+            pipe->Close();
+            return false;
+          }
+        }
+        if (result.code() == StatusCode::kCancelled) return false;
+        // An error after output was sent cannot change the status line: the stream just ends
+        // (as kubectl logs -f ends when the kubelet's stream breaks).
+        sink.done();
+        return true;
+      },
+      [pipe](bool /*success*/) { pipe->Close(); });
+}
+
 void LogApiServer::Stop() {
   if (!thread_.joinable()) return;
   listener_->Close();
-  // Followers end now rather than when their executions end; their backend reads stop at their
-  // next piece of output.
+  // Followers end now rather than when their executions end, and their backend reads are asked
+  // to stop.
+  std::list<Reader> readers;
   {
-    std::lock_guard lock(pipesMu_);
+    std::lock_guard lock(mu_);
     stopping_ = true;
-    for (const auto& weak : pipes_) {
-      if (auto pipe = weak.lock()) pipe->Close();
-    }
+    readers.swap(readers_);
   }
+  for (Reader& r : readers) r.pipe->Close();
   thread_.join();
   listener_.reset();
+  readers.clear();  // joins: a backend that cannot stop a blocked read ends at its next output
 }
 
 }  // namespace ayatori::logapi

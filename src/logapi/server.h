@@ -1,24 +1,33 @@
 // The Job log API over HTTPS (log_api.h has its paths): what kube-apiserver's aggregator proxies
 // `kubectl get --raw /apis/logs.execution.ayatori.ddupan.top/v1alpha1/namespaces/NS/jobs/NAME/log`
-// to, through an APIService (config/default/logs-api.yaml). Each request is authenticated as
-// the front proxy (front_proxy.h; else 401), authorized by a SubjectAccessReview for the user
-// the proxy names (else 403), and answered with the Job's output, read through the Job's
-// adapter (Adapter::StreamLogs). With follow=true the output is streamed in chunks until the
+// to, through an APIService (config/logs-api/apiservice.yaml). Only the front proxy connects: the
+// TLS handshake requires a client certificate of the request-header CA, and its common name must
+// be an allowed one (front_proxy.h; else 401). Each request is authorized by a SubjectAccessReview
+// for the user the proxy names (else 403), and answered with the Job's output, read through the
+// Job's adapter (Adapter::StreamLogs). With follow=true the output is streamed in chunks until the
 // execution ends. Errors are metav1.Status documents, as kube-apiserver's.
 #pragma once
 
+#include <chrono>
 #include <functional>
+#include <list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include "adapters/registry.h"
 #include "ayatori/adapter.h"
 #include "ayatori/kube_client.h"
 #include "ayatori/status.h"
 #include "logapi/front_proxy.h"
+#include "logapi/log_api.h"
+
+namespace httplib {
+struct Request;
+struct Response;
+}  // namespace httplib
 
 namespace ayatori::logapi {
 
@@ -60,15 +69,36 @@ using Authorizer =
 // Asks the apiserver with a SubjectAccessReview (log_api.h, LogSubjectAccessReview).
 Authorizer SubjectAccessReviewAuthorizer(KubeClient& client);
 
+// What one tenant may hold of the log API (docs/operations.md, "Log API limits"). Every
+// connection must present a client certificate the front proxy's CA signed (else the TLS
+// handshake fails); a request is GET without a body; its line and headers arrive within
+// `requestTimeout` of the connection (or of the previous response) and in at most
+// `maxRequestHeadBytes` TLS bytes, else the connection is dropped. Follows (follow=true) beyond
+// the caps are answered 429 with Retry-After; the server has `maxFollows` + kSpareThreads
+// threads, so that follows never hold all of them.
+struct LogApiLimits {
+  int maxFollows = 48;         // --logs-api-max-follows
+  int maxFollowsPerUser = 40;  // --logs-api-max-follows-per-user
+  std::chrono::milliseconds requestTimeout{10000};
+  size_t maxRequestHeadBytes = size_t{64} * 1024;
+  int retryAfterSeconds = 10;
+  // How often a response waiting on a silent backend checks that its client is still there.
+  std::chrono::milliseconds clientCheckInterval{1000};
+};
+
 struct LogApiServerOptions {
   std::string address = "0.0.0.0:8443";  // host:port; port 0 picks one
   // PEM files of the serving certificate (with its chain) and key; both empty: a self-signed
-  // certificate made at start (the APIService then says insecureSkipTLSVerify, as
-  // metrics-server's default install does).
+  // certificate made at start (only for tests and local runs: the APIService cannot verify it).
   std::string certFile;
   std::string keyFile;
   RequestHeaderConfig requestHeader;
+  LogApiLimits limits;
 };
+
+// Threads of the server beyond the follow cap: what requests other than follows are served on
+// while every follow slot is taken.
+inline constexpr int kSpareThreads = 16;
 
 class LogApiServer {
  public:
@@ -77,26 +107,42 @@ class LogApiServer {
   LogApiServer(const LogApiServer&) = delete;
   LogApiServer& operator=(const LogApiServer&) = delete;
 
-  // Loads the certificates and binds; kInvalidArgument names a bad address, file or CA.
+  // Loads the certificates and binds; kInvalidArgument names a bad address, file, CA or limit.
   Status Start();
-  // Stops accepting, ends the responses in progress (followers included) and waits for them.
-  // A backend read still blocked (a follow with no output) ends at its next output, on its
-  // own detached thread, which uses the JobLogs: keep that alive until the process exits.
+  // Stops accepting, ends the responses in progress (followers included), asks the backend
+  // reads to stop (LogOptions::stop) and joins their threads.
   void Stop();
   int port() const { return port_; }
+  // Follows in progress (for tests and metrics).
+  int follows() const;
 
  private:
   class Listener;
   class Pipe;  // output from a backend read to a response
+  class FollowSlot;
+  struct Reader {
+    std::shared_ptr<Pipe> pipe;
+    std::jthread thread;
+  };
+  void Serve(const httplib::Request& req, httplib::Response& res);
+  void ServeLog(const httplib::Request& req, httplib::Response& res, const UserInfo& user,
+                const Route& route);
+  // nullptr (and `res` answered 429) when a cap is reached.
+  std::shared_ptr<FollowSlot> TakeFollowSlot(const std::string& user, httplib::Response& res);
+  void ReleaseFollowSlot(const std::string& user);
+  // Starts reading the backend on a thread of its own; nullptr when stopping.
+  std::shared_ptr<Pipe> StartReader(const Route& route, LogOptions options);
   JobLogs& logs_;
   Authorizer authorize_;
   LogApiServerOptions options_;
   std::unique_ptr<Listener> listener_;
   std::thread thread_;
   int port_ = 0;
-  std::mutex pipesMu_;
+  mutable std::mutex mu_;
   bool stopping_ = false;
-  std::vector<std::weak_ptr<Pipe>> pipes_;  // of the requests in progress
+  std::list<Reader> readers_;  // of the requests in progress, and finished ones not yet joined
+  int follows_ = 0;
+  std::map<std::string, int> followsByUser_;
 };
 
 }  // namespace ayatori::logapi

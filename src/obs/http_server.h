@@ -1,15 +1,15 @@
 // The /healthz, /readyz and /metrics endpoints over HTTP/1.1, GET and HEAD only, on Debian's
-// cpp-httplib. Connections are served concurrently by a small pool of threads, with read, write
-// and keep-alive timeouts: a client that stalls (sends half a request, or never reads a large
-// /metrics response) holds one pool thread for a few seconds at most and never delays a probe
-// served by another. Enough for kubelet probes and Prometheus scrapes; not a web framework.
+// libmicrohttpd: one event loop (no thread per connection), so a client that stalls — sends half
+// a request, sends it a byte a second, or never reads a large /metrics response — holds a
+// connection slot, never a thread, and never delays a probe. Limits: 2 s of inactivity, 16 KiB
+// for a request's line and headers (else 431/414), no request body (413), 64 connections in all
+// and 16 from one address. Enough for kubelet probes and Prometheus scrapes; not a web framework.
 #pragma once
 
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "ayatori/status.h"
 
@@ -21,6 +21,12 @@ struct HttpResponse {
   std::string body;
 };
 
+// Who a path is served to. /metrics is kLoopbackOnly: anyone who can reach the pod could
+// otherwise read it (the numbers of Jobs, their backends and outcomes); a scraper reaches it
+// through a sidecar in the pod that authenticates it (docs/operations.md, "Metrics"). Probes
+// come from the kubelet over the pod network: /healthz and /readyz are kAnyone.
+enum class Access { kAnyone, kLoopbackOnly };
+
 class HttpServer {
  public:
   using Handler = std::function<HttpResponse()>;
@@ -30,25 +36,31 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   // Before Start(). Handlers run on the pool's threads, possibly several at once.
-  void Handle(const std::string& path, Handler handler);
+  void Handle(const std::string& path, Handler handler, Access access = Access::kAnyone);
   // Binds "host:port" (port 0 picks a free one; numeric hosts only) and serves on background
   // threads.
   Status Start(const std::string& address);
-  // Stops accepting and returns once every connection is closed, which a stalled client delays by
-  // two write timeouts (4 s) at most.
+  // Stops accepting, closes every connection and returns.
   void Stop();
   int port() const { return port_; }
 
  private:
-  class Listener;  // the cpp-httplib server, kept out of this header
+  struct Daemon;  // the libmicrohttpd daemon, kept out of this header
 
-  std::map<std::string, Handler> handlers_;
-  std::unique_ptr<Listener> listener_;
-  std::thread thread_;
+  struct Route {
+    Handler handler;
+    Access access = Access::kAnyone;
+  };
+  std::map<std::string, Route> handlers_;
+  std::unique_ptr<Daemon> daemon_;
   int port_ = 0;
 };
 
 // Splits "host:port" (host may be empty = 0.0.0.0, or "[::1]"); false if malformed.
 bool SplitHostPort(const std::string& address, std::string* host, int* port);
+
+// Whether a peer address (as the server reports it: "127.0.0.1", "::1", "::ffff:127.0.0.1") is
+// a loopback address.
+bool IsLoopbackAddress(const std::string& address);
 
 }  // namespace ayatori::obs

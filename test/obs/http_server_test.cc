@@ -1,15 +1,17 @@
 // HttpServer over real sockets on 127.0.0.1: what it serves, and that stalled clients (one that
-// never reads a large /metrics response, one that sends half a request) neither delay /healthz
-// nor keep Stop() waiting longer than the server's timeouts.
+// never reads a large /metrics response, one that sends half a request, one with an endless
+// header) neither delay /healthz nor keep Stop() waiting.
 #include "obs/http_server.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -154,13 +156,28 @@ TEST_F(HttpServerTest, ServesHandlersAndAnswersOtherRequestsWithErrors) {
   EXPECT_TRUE(StartsWith(boom.response, "HTTP/1.1 500 ")) << boom.response;
   EXPECT_EQ(boom.response.find("boom"), std::string::npos) << boom.response;
 
-  Answer garbage;
-  {
-    Connection c(port_);
-    ASSERT_TRUE(c.Send("NOT-HTTP\r\n\r\n"));
-    garbage.response = c.ReadAll(kProbeDeadline).data;
-  }
-  EXPECT_TRUE(StartsWith(garbage.response, "HTTP/1.1 400 ")) << garbage.response;
+  // Not HTTP: libmicrohttpd closes the connection (without an answer, or with a 400).
+  Connection garbage(port_);
+  ASSERT_TRUE(garbage.Send("NOT-HTTP\r\n\r\n"));
+  Connection::Read r = garbage.ReadAll(kProbeDeadline);
+  EXPECT_TRUE(r.closed);
+  EXPECT_TRUE(r.data.empty() || StartsWith(r.data, "HTTP/1.1 400 ")) << r.data;
+}
+
+// A request line and headers beyond 16 KiB are refused, not buffered, and the probes go on.
+TEST_F(HttpServerTest, AnEndlessHeaderIsRefusedAndProbesGoOn) {
+  Connection c(port_);
+  ASSERT_TRUE(c.Send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Long: "));
+  const std::string kib(1024, 'y');
+  size_t sent = 0;
+  while (sent < (size_t{16} << 20) && c.Send(kib)) sent += kib.size();
+  Connection::Read r = c.ReadAll(milliseconds(5000));
+  EXPECT_TRUE(r.closed);
+  EXPECT_LT(sent, size_t{16} << 20) << "the server kept reading";
+  EXPECT_TRUE(r.data.empty() || StartsWith(r.data, "HTTP/1.1 431 ") ||
+              StartsWith(r.data, "HTTP/1.1 414 "))
+      << r.data.substr(0, 200);
+  ExpectHealthzAnswersPromptly();
 }
 
 TEST_F(HttpServerTest, ClientThatNeverReadsALargeMetricsResponseDoesNotDelayHealthz) {
@@ -223,6 +240,68 @@ TEST_F(HttpServerTest, StartRejectsBadAddressesAndAPortInUse) {
   s = other.Start("127.0.0.1:" + std::to_string(port_));
   EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
   EXPECT_NE(s.message().find("in use"), std::string::npos) << s.ToString();
+}
+
+// /metrics is answered to loopback peers only; /healthz to anyone (the kubelet probes over the
+// pod network). The "remote" peer is this host's own non-loopback address, which the server sees
+// as a peer off localhost.
+TEST(HttpServerAccess, MetricsAreRefusedOffLocalhostAndServedOnIt) {
+  std::string external;
+  ifaddrs* addrs = nullptr;
+  ASSERT_EQ(getifaddrs(&addrs), 0);
+  for (ifaddrs* a = addrs; a != nullptr && external.empty(); a = a->ifa_next) {
+    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
+    std::array<char, INET_ADDRSTRLEN> text{};
+    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, text.data(),
+              text.size());
+    if (!std::string(text.data()).starts_with("127.")) external = text.data();
+  }
+  freeifaddrs(addrs);
+  if (external.empty()) GTEST_SKIP() << "this host has no non-loopback IPv4 address";
+  HttpServer server;
+  server.Handle("/healthz", [] { return HttpResponse{200, "text/plain", "ok\n"}; });
+  server.Handle(
+      "/metrics",
+      [] {
+        return HttpResponse{200, "text/plain", "secret 1\n"};
+      },
+      Access::kLoopbackOnly);
+  ASSERT_TRUE(server.Start("0.0.0.0:0").ok());
+  auto ask = [&](const std::string& host, const std::string& path) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(server.port()));
+    inet_pton(AF_INET, host.c_str(), &addr.sin_addr);
+    std::string got;
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+      std::string req = "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+      send(fd, req.data(), req.size(), MSG_NOSIGNAL);
+      std::array<char, 4096> buf{};
+      for (ssize_t n; (n = recv(fd, buf.data(), buf.size(), 0)) > 0;) {
+        got.append(buf.data(), static_cast<size_t>(n));
+      }
+    }
+    close(fd);
+    return got;
+  };
+  std::string off = ask(external, "/metrics");
+  EXPECT_TRUE(StartsWith(off, "HTTP/1.1 403")) << off;
+  EXPECT_EQ(off.find("secret"), std::string::npos) << off;
+  EXPECT_TRUE(StartsWith(ask(external, "/healthz"), "HTTP/1.1 200")) << external;
+  std::string on = ask("127.0.0.1", "/metrics");
+  EXPECT_TRUE(StartsWith(on, "HTTP/1.1 200")) << on;
+  EXPECT_NE(on.find("secret 1"), std::string::npos) << on;
+  server.Stop();
+}
+
+TEST(HttpServerAccess, LoopbackAddresses) {
+  EXPECT_TRUE(IsLoopbackAddress("127.0.0.1"));
+  EXPECT_TRUE(IsLoopbackAddress("::1"));
+  EXPECT_TRUE(IsLoopbackAddress("::ffff:127.0.0.5"));
+  EXPECT_FALSE(IsLoopbackAddress("10.0.0.1"));
+  EXPECT_FALSE(IsLoopbackAddress("::ffff:10.0.0.1"));
+  EXPECT_FALSE(IsLoopbackAddress("1127.0.0.1"));
 }
 
 }  // namespace

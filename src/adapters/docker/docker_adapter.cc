@@ -2,6 +2,7 @@
 
 #include <set>
 #include <sstream>
+#include <stop_token>
 #include <thread>
 
 #include "adapters/docker/container.h"
@@ -682,6 +683,8 @@ Status DockerAdapter::StreamLogs(const ExecutionKey& key, const LogOptions& opti
   long httpStatus = 0;
   std::string errorBody;
   StreamStop stop;
+  // A reader that left ends the stream now, not at the container's next output.
+  std::stop_callback readerLeftNow(options.stop, [&stop] { stop.Cancel(); });
   Status st = client.Stream(
       "/containers/" + EngineClient::Escape(GetString(**found, "Id")) + "/logs?" + query,
       [&](long code) { httpStatus = code; },

@@ -575,7 +575,7 @@ Status KubernetesAdapter::StreamLogs(const ExecutionKey& key, const LogOptions& 
            {"timestamps", options.timestamps ? "true" : ""},
            {"tailLines", options.tailLines ? std::to_string(*options.tailLines) : ""},
            {"sinceSeconds", options.sinceSeconds ? std::to_string(*options.sinceSeconds) : ""}});
-  Status s = options_.streamPath(path, sink);
+  Status s = options_.streamPath(path, options.stop, sink);
   if (s.ok() || s.code() == StatusCode::kNotFound) return s;
   // The apiserver reaches the kubelet for the log; say which pod when that fails.
   return Status(s.code(), "pod " + key.namespace_ + "/" + pod + ": " + s.message());

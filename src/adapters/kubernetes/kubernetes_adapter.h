@@ -24,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
@@ -46,8 +47,10 @@ struct KubernetesAdapterOptions {
   // One line per problem worth an operator's attention; nullptr = stderr.
   std::function<void(const std::string&)> log;
   // GET of an API path whose body is streamed (kube::RestClient::StreamPath), for the pod's
-  // log subresource; nullptr: StreamLogs answers kFailedPrecondition.
-  std::function<Status(std::string_view path, const std::function<bool(std::string_view)>& onData)>
+  // log subresource, ended early when `stop` is requested (the log reader left, LogOptions::stop);
+  // nullptr: StreamLogs answers kFailedPrecondition.
+  std::function<Status(std::string_view path, std::stop_token stop,
+                       const std::function<bool(std::string_view)>& onData)>
       streamPath;
 };
 

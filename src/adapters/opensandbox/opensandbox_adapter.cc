@@ -1,7 +1,9 @@
 #include "adapters/opensandbox/opensandbox_adapter.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <limits>
+#include <mutex>
 #include <thread>
 
 #include "adapters/docker/container.h"
@@ -792,7 +794,12 @@ Status OpenSandboxAdapter::StreamLogs(const ExecutionKey& key, const LogOptions&
     if (window.size() > from && !write(std::string_view(window).substr(from))) return Status::Ok();
     cursor = *end;
     if (last) return Status::Ok();
-    std::this_thread::sleep_for(kFollowPoll);
+    // The poll's pause, cut short when the reader leaves (LogOptions::stop).
+    std::mutex mu;
+    std::condition_variable_any cv;
+    std::unique_lock lock(mu);
+    cv.wait_for(lock, options.stop, kFollowPoll, [] { return false; });
+    if (options.stop.stop_requested()) return Status::Ok();
   }
   for (;;) {
     last = !options.follow || IsStopped(Observe(key).phase);
