@@ -53,6 +53,16 @@ kube::InformerOptions Named(const char* name) {
   return o;
 }
 
+// The Job informer's list pages: a page's body is read whole before its items are decoded one by
+// one, and a Job may be ~530 KB (the CRD's caps, docs/api.md § Limits at a glance), so 100 Jobs
+// a page bound that body to ~53 MB where the default 500 would allow ~265 MB, over the
+// controller's 256Mi limit (docs/operations.md § A flood of large waiting Jobs).
+kube::InformerOptions JobPages() {
+  kube::InformerOptions o = Named("jobs");
+  o.pageSize = 100;
+  return o;
+}
+
 kube::InformerOptions SnapshotsIn(const std::string& controllerNamespace) {
   kube::InformerOptions o = Named("backend snapshots");
   o.namespace_ = controllerNamespace;
@@ -190,7 +200,7 @@ api::Job CompactJobForCache(api::Job job, bool* taskComplete) {
 InformerClusterCache::InformerClusterCache(KubeClient& client,
                                            const adapters::AdapterRegistry& registry,
                                            const std::string& controllerNamespace)
-    : jobs(client, kJobs, Named("jobs"), DecodeJob),
+    : jobs(client, kJobs, JobPages(), DecodeJob),
       jobClasses(client, kJobClasses, Named("jobclasses"), DecodeJobClass),
       parameters(ParametersInformers(client, registry)),
       namespaces(client, kNamespaces, Named("namespaces"), DecodeNamespace),

@@ -55,7 +55,7 @@ struct ControllerOptions {
 // `taskComplete` (when given) is set to whether the copy's spec.task is the Job's whole task.
 api::Job CompactJobForCache(api::Job job, bool* taskComplete = nullptr);
 // A waiting Job whose task (the sum of its strings, TaskBytes) is larger is cached compact.
-inline constexpr size_t kWholeTaskBytes = 8 * 1024;
+inline constexpr size_t kWholeTaskBytes = size_t{8} * 1024;
 // The bytes of a task's strings (image, argv, working dir, env names and values, references).
 size_t TaskBytes(const api::TaskSpec& task);
 
