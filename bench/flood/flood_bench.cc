@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -211,7 +212,7 @@ void CreateOrdinary(KubeClient& client, StartWatch& watch, const Options& o, con
 
 double Percentile(const std::vector<double>& sorted, double p) {
   if (sorted.empty()) return -1;
-  size_t i = static_cast<size_t>(p * static_cast<double>(sorted.size() - 1) + 0.5);
+  const auto i = static_cast<size_t>(std::lround(p * static_cast<double>(sorted.size() - 1)));
   return sorted[std::min(i, sorted.size() - 1)];
 }
 
@@ -322,6 +323,7 @@ int main(int argc, char** argv) {
   double floodSeconds = -1;
   {
     std::vector<std::jthread> creators;
+    creators.reserve(static_cast<size_t>(o.creators));
     for (int w = 0; w < o.creators; ++w) {
       creators.emplace_back([&] {
         for (int i = next++; i < o.jobs; i = next++) {
