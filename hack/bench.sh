@@ -2,10 +2,10 @@
 # make bench: runs the benchmark programs of bench/ that need only a control plane, dockerd and
 # one controller (bench/docker: the Docker path vs docker run --rm), each printing its ratio
 # against a baseline measured in the same run, and names the make target of each other one
-# (bench-kubernetes, bench-failover, bench-scale, bench-startup, bench-opensandbox; `bench.sh plan`
-# prints that list alone). It starts what they need the way
-# hack/demo.sh does, in directories of its own (never the demo's or the tests'), and stops exactly
-# what it started when it ends, also on failure or Ctrl-C:
+# (bench-kubernetes, bench-failover, bench-flood, bench-scale, bench-startup, bench-opensandbox;
+# `bench.sh plan` prints that list alone). It starts what they need the way hack/demo.sh does, in
+# directories of its own (never the demo's or the tests'), and stops exactly what it started when
+# it ends, also on failure or Ctrl-C:
 #   - a control plane (hack/testenv/testenv.sh up api, TESTENV_DIR=$BENCH/testenv)
 #   - a dockerd (hack/dockerd.sh up, AYATORI_DOCKERD_DIR=$BENCH/dockerd) with the local images
 #   - the CRDs, a Docker JobClass "bench-docker" and ayatori-controller from the build directory
@@ -134,6 +134,7 @@ declare -A OWN_TARGET=(
   [failover]="make bench-failover (leader-elected replicas: SIGKILL of the leader, SIGTERM handover, a replica re-observing 10000 Jobs)"
   [scale]="make bench-scale (a fresh controller syncing N=10000 finished Kubernetes Jobs vs kube-controller-manager: time, RSS per Job, CPU)"
   [startup]="make bench-startup (a fresh controller taking over 10000 Jobs and 10000 Secrets: time to ready and to every Job reconciled)"
+  [flood]="make bench-flood (N=2000 maximal Jobs waiting in one namespace: the controller's peak RSS vs its 256Mi limit, other namespaces' start latency vs a run without the flood)"
   [opensandbox]="make bench-opensandbox (OpenSandbox adapter vs the official Python SDK on the real opensandbox-server)"
 )
 

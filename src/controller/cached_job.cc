@@ -48,7 +48,7 @@ const Bytef* Bytes(std::string_view s) { return reinterpret_cast<const Bytef*>(s
 
 }  // namespace
 
-StatusOr<CachedJob> CachedJob::Encode(const api::Job& job) {
+StatusOr<CachedJob> CachedJob::Encode(const api::Job& job, bool taskComplete) {
   const std::string json = api::ToJson(job).dump();
   z_stream z{};
   if (deflateInit(&z, Z_BEST_SPEED) != Z_OK) {
@@ -73,6 +73,7 @@ StatusOr<CachedJob> CachedJob::Encode(const api::Job& job) {
   entry.inflatedBytes_ = static_cast<uint32_t>(json.size());
   entry.state_ = statemachine::DeriveState(job);
   entry.needsResolution_ = statemachine::NeedsResolution(job);
+  entry.taskComplete_ = taskComplete;
   entry.waitsOn_ = WaitTargets(job);
   return entry;
 }

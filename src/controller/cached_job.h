@@ -25,12 +25,15 @@ namespace ayatori::controller {
 
 class CachedJob {
  public:
-  static StatusOr<CachedJob> Encode(const api::Job& job);
+  // `taskComplete`: job.spec.task is the Job's whole task (CompactJobForCache says).
+  static StatusOr<CachedJob> Encode(const api::Job& job, bool taskComplete = false);
   // The Job as it was encoded (api::ToJson / api::JobFromJson round trip).
   StatusOr<api::Job> Decode() const;
 
   statemachine::State state() const { return state_; }
   bool needsResolution() const { return needsResolution_; }
+  // Whether the encoded Job's spec.task is whole, or a compact projection of it.
+  bool taskComplete() const { return taskComplete_; }
   // Empty unless needsResolution(): accepted and finished Jobs wait on nothing.
   const std::vector<std::string>& waitsOn() const { return waitsOn_; }
   size_t encodedBytes() const { return deflated_.size(); }
@@ -41,6 +44,7 @@ class CachedJob {
   uint32_t inflatedBytes_ = 0;
   statemachine::State state_ = statemachine::State::kResolving;
   bool needsResolution_ = false;
+  bool taskComplete_ = false;
 };
 
 }  // namespace ayatori::controller

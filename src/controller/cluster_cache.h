@@ -11,6 +11,7 @@
 #include "api/types.h"
 #include "controller/backend_snapshot.h"
 #include "kube/object_metadata.h"
+#include "statemachine/statemachine.h"
 
 namespace ayatori::controller {
 
@@ -19,6 +20,21 @@ class ClusterCache {
   virtual ~ClusterCache() = default;
   virtual std::shared_ptr<const api::Job> GetJob(const std::string& ns,
                                                  const std::string& name) const = 0;
+  // A cached Job and whether its spec.task is whole: the cache keeps a compact projection of
+  // accepted Jobs and of large waiting ones (controller.h, CompactJobForCache), and the reconciler
+  // reads the Job from the API server before a call that needs the whole task (Ensure, and a
+  // resolution that may accept it, since adapter Validate reads all of it).
+  struct JobCopy {
+    std::shared_ptr<const api::Job> job;
+    bool taskComplete = false;
+  };
+  // By default (caches that hold Jobs as the API server has them): the task is taken as whole
+  // while the Job needs resolution, as the production cache's small waiting Jobs are.
+  virtual JobCopy GetJobCopy(const std::string& ns, const std::string& name) const {
+    auto job = GetJob(ns, name);
+    const bool complete = job && statemachine::NeedsResolution(*job);
+    return {std::move(job), complete};
+  }
   virtual std::shared_ptr<const api::JobClass> GetJobClass(const std::string& name) const = 0;
   virtual std::vector<std::shared_ptr<const api::JobClass>> ListJobClasses() const = 0;
   // A parameters object by kind (one a registered adapter names, AdapterDescriptor::parameters)

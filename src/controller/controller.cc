@@ -53,6 +53,16 @@ kube::InformerOptions Named(const char* name) {
   return o;
 }
 
+// The Job informer's list pages: a page's body is read whole before its items are decoded one by
+// one, and a Job may be ~530 KB (the CRD's caps, docs/api.md § Limits at a glance), so 100 Jobs
+// a page bound that body to ~53 MB where the default 500 would allow ~265 MB, over the
+// controller's 256Mi limit (docs/operations.md § A flood of large waiting Jobs).
+kube::InformerOptions JobPages() {
+  kube::InformerOptions o = Named("jobs");
+  o.pageSize = 100;
+  return o;
+}
+
 kube::InformerOptions SnapshotsIn(const std::string& controllerNamespace) {
   kube::InformerOptions o = Named("backend snapshots");
   o.namespace_ = controllerNamespace;
@@ -66,7 +76,9 @@ std::shared_ptr<const CachedJob> DecodeJob(const nlohmann::json& j) {
     obs::Error("cannot decode Job; it is ignored", {{"error", job.status().message()}});
     return nullptr;
   }
-  auto entry = CachedJob::Encode(CompactJobForCache(std::move(*job)));
+  bool taskComplete = false;
+  api::Job compact = CompactJobForCache(std::move(*job), &taskComplete);
+  auto entry = CachedJob::Encode(compact, taskComplete);
   if (!entry.ok()) {
     obs::Error("cannot encode Job for the cache; it is ignored",
                {{"error", entry.status().message()}});
@@ -142,25 +154,53 @@ int WorkPriority(statemachine::State state) {
   }
 }
 
-api::Job CompactJobForCache(api::Job job) {
+size_t TaskBytes(const api::TaskSpec& task) {
+  size_t n = task.image.size() + task.workingDir.size();
+  for (const auto& s : task.command) n += s.size();
+  for (const auto& s : task.args) n += s.size();
+  for (const auto& p : task.imagePullSecrets) n += p.name.size();
+  for (const auto& e : task.env) {
+    n += e.name.size() + (e.value ? e.value->size() : 0);
+    if (!e.valueFrom) continue;
+    for (const auto& ref : {e.valueFrom->secretKeyRef, e.valueFrom->configMapKeyRef}) {
+      if (ref) n += ref->name.size() + ref->key.size();
+    }
+  }
+  return n;
+}
+
+api::Job CompactJobForCache(api::Job job, bool* taskComplete) {
   job.metadata.generateName.clear();
   job.metadata.labels.clear();
   job.metadata.ownerReferences.clear();
   std::erase_if(job.metadata.annotations,
                 [](const auto& a) { return a.first != api::kConfirmBackendLostAnnotation; });
+  bool complete = false;
   if (!statemachine::NeedsResolution(job)) {
     api::TaskSpec compact;
     compact.image = std::move(job.spec.task.image);
     job.spec.task = std::move(compact);
     job.spec.resources.reset();
+  } else if (TaskBytes(job.spec.task) <= kWholeTaskBytes) {
+    complete = true;
+  } else {
+    // What the resolver reads before adapter Validate, and what WaitTargets reads.
+    api::TaskSpec& task = job.spec.task;
+    task.args.clear();
+    task.args.shrink_to_fit();
+    task.workingDir.clear();
+    if (!task.command.empty()) task.command = {""};
+    std::erase_if(task.env, [](const api::EnvVar& e) { return !e.valueFrom.has_value(); });
+    task.env.shrink_to_fit();
   }
+  if (taskComplete != nullptr) *taskComplete = complete;
   return job;
 }
 
 InformerClusterCache::InformerClusterCache(KubeClient& client,
                                            const adapters::AdapterRegistry& registry,
                                            const std::string& controllerNamespace)
-    : jobs(client, kJobs, Named("jobs"), DecodeJob),
+    : jobs(client, kJobs, JobPages(), DecodeJob),
       jobClasses(client, kJobClasses, Named("jobclasses"), DecodeJobClass),
       parameters(ParametersInformers(client, registry)),
       namespaces(client, kNamespaces, Named("namespaces"), DecodeNamespace),
@@ -223,15 +263,20 @@ bool InformerClusterCache::WaitForSync(std::chrono::milliseconds timeout, std::s
 
 std::shared_ptr<const api::Job> InformerClusterCache::GetJob(const std::string& ns,
                                                              const std::string& name) const {
+  return GetJobCopy(ns, name).job;
+}
+
+ClusterCache::JobCopy InformerClusterCache::GetJobCopy(const std::string& ns,
+                                                       const std::string& name) const {
   auto entry = jobs.Get(Key(ns, name));
-  if (!entry) return nullptr;
+  if (!entry) return {};
   auto job = entry->Decode();
   if (!job.ok()) {
     obs::Error("cannot decode a cached Job",
                {{"namespace", ns}, {"name", name}, {"error", job.status().message()}});
-    return nullptr;
+    return {};
   }
-  return std::make_shared<const api::Job>(std::move(*job));
+  return {std::make_shared<const api::Job>(std::move(*job)), entry->taskComplete()};
 }
 
 std::shared_ptr<const api::JobClass> InformerClusterCache::GetJobClass(

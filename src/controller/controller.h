@@ -45,9 +45,19 @@ struct ControllerOptions {
 // What the Job cache keeps (≤ 3 KiB per Job is the budget): once a Job no longer needs
 // resolution, its task (argv, env, pull secrets) and requested resources are dropped, since the
 // controller reads the Job fresh from the API server before the one call that needs them
-// (Ensure), and effectiveResources in status carries the resources. Labels, owner references and
-// annotations other than confirm-backend-lost are never needed.
-api::Job CompactJobForCache(api::Job job);
+// (Ensure), and effectiveResources in status carries the resources. A Job that needs resolution
+// keeps its whole task while the task is small (kWholeTaskBytes); a larger one keeps only what
+// its wait reads (the resolver before Validate, and WaitTargets): the class name, the env
+// references (names, keys, optional) without literal values, imagePullSecrets, resources, and
+// whether a command is set (one empty argument stands for it). The reconciler reads such a Job
+// from the API server before a resolution that may accept it (ClusterCache::JobCopy). Labels,
+// owner references and annotations other than confirm-backend-lost are never needed.
+// `taskComplete` (when given) is set to whether the copy's spec.task is the Job's whole task.
+api::Job CompactJobForCache(api::Job job, bool* taskComplete = nullptr);
+// A waiting Job whose task (the sum of its strings, TaskBytes) is larger is cached compact.
+inline constexpr size_t kWholeTaskBytes = size_t{8} * 1024;
+// The bytes of a task's strings (image, argv, working dir, env names and values, references).
+size_t TaskBytes(const api::TaskSpec& task);
 
 // The workqueue's order (kube::WorkqueueOptions::priority), by what a Job's next round does, so
 // that under a burst the rounds that make a Job start, or say that it started, are not queued
@@ -90,6 +100,7 @@ class InformerClusterCache final : public ClusterCache {
 
   std::shared_ptr<const api::Job> GetJob(const std::string& ns,
                                          const std::string& name) const override;
+  JobCopy GetJobCopy(const std::string& ns, const std::string& name) const override;
   std::shared_ptr<const api::JobClass> GetJobClass(const std::string& name) const override;
   std::vector<std::shared_ptr<const api::JobClass>> ListJobClasses() const override;
   std::shared_ptr<const nlohmann::json> GetParameters(const std::string& kind,

@@ -70,8 +70,9 @@ struct JobReconciler::RoundState {
   api::Job job;
   statemachine::Facts facts;
   bool fresh = false;  // job was returned by a write or a GET in this round
-  // job has its whole spec: it came from the API server this round, or from the cache before
-  // acceptance (CompactJobForCache drops the task of accepted Jobs).
+  // job has its whole spec: it came from the API server this round, or the cache's copy is whole
+  // (ClusterCache::JobCopy: CompactJobForCache drops the task of accepted Jobs and most of the
+  // task of large waiting ones).
   bool taskComplete = false;
   // The acceptance this controller decided but has not written (Plan::unwrittenAcceptance):
   // job.status holds it, so the round decides as if it were written; its next write carries it.
@@ -105,7 +106,8 @@ JobReconciler::JobReconciler(KubeClient& client, const ClusterCache& cache,
 
 ReconcileResult JobReconciler::Reconcile(const std::string& ns, const std::string& name) {
   const std::string key = kube::ObjectKey(ns, name);
-  auto cached = cache_.GetJob(ns, name);
+  ClusterCache::JobCopy copy = cache_.GetJobCopy(ns, name);
+  const auto& cached = copy.job;
   if (!cached) {
     UnreportedExecutionOf(key, nullptr, nullptr);
     ForgetAcceptanceSent(key);
@@ -129,7 +131,7 @@ ReconcileResult JobReconciler::Reconcile(const std::string& ns, const std::strin
     round.job = std::move(**current);
     round.fresh = true;
   }
-  round.taskComplete = round.fresh || statemachine::NeedsResolution(round.job);
+  round.taskComplete = round.fresh || copy.taskComplete;
   std::optional<api::JobStatus> acceptance;
   round.facts.unreportedExecution = UnreportedExecutionOf(key, &round.job, &acceptance);
   if (!api::IsConditionTrue(round.job.status.conditions, api::kConditionAccepted)) {
@@ -148,11 +150,11 @@ ReconcileResult JobReconciler::Reconcile(const std::string& ns, const std::strin
     }
   }
   if (result.error.ok() && statemachine::NeedsResolution(round.job)) {
-    auto resolution = Resolve(round.job);
-    if (resolution.ok()) {
-      round.facts.resolution = std::move(*resolution);
-    } else {
-      result = Failed(resolution.status());
+    bool gone = false;
+    if (Status s = ResolveWholeTask(round, &gone); !s.ok()) {
+      result = Failed(s);
+    } else if (gone) {
+      return {};
     }
   }
   round.facts.holdWaitingMessage = WaitingMessageHold(round.job.metadata.uid);
@@ -575,6 +577,40 @@ ExecutionKey JobReconciler::BuildKey(const api::Job& job, nlohmann::json paramet
   key.parameters = std::move(parameters);
   key.resultUnknown = statemachine::InResultUnknownEpisode(job.status);
   return key;
+}
+
+Status JobReconciler::ResolveWholeTask(RoundState& round, bool* gone) {
+  if (!round.taskComplete) {
+    // A compact copy (CompactJobForCache) has what the wait reads: while it keeps the Job
+    // waiting, that is the outcome, and a flood of large waiting Jobs costs no read. Anything
+    // else (acceptance, a refusal) is decided on the whole task, which adapter Validate reads.
+    auto onCopy = ResolveJob(round.job, cache_, registry_, references_);
+    if (!onCopy.ok()) return onCopy.status();
+    if (onCopy->outcome == statemachine::Resolution::Outcome::kPending) {
+      round.facts.resolution = std::move(*onCopy);
+      return Status::Ok();
+    }
+    metrics_
+        .GetCounter("ayatori_compact_job_reads_total",
+                    "Reads of a Job whose cached copy is compact, before a resolution that may "
+                    "accept it.")
+        .Inc();
+    const api::ObjectMeta& meta = round.job.metadata;
+    auto current = ReadCurrentJob(meta.namespace_, meta.name, meta.uid);
+    if (!current.ok()) return current.status();
+    if (!current->has_value()) {
+      *gone = true;
+      return Status::Ok();
+    }
+    round.job = std::move(**current);
+    round.fresh = true;
+    round.taskComplete = true;
+    if (!statemachine::NeedsResolution(round.job)) return Status::Ok();
+  }
+  auto resolution = Resolve(round.job);
+  if (!resolution.ok()) return resolution.status();
+  round.facts.resolution = std::move(*resolution);
+  return Status::Ok();
 }
 
 StatusOr<statemachine::Resolution> JobReconciler::Resolve(const api::Job& job) {

@@ -102,6 +102,10 @@ class JobReconciler {
   // conflicting object keeps the Job pending (Accepted=False) with a reason; other API errors end
   // the round (retried with backoff).
   StatusOr<statemachine::Resolution> Resolve(const api::Job& job);
+  // Sets round.facts.resolution for a Job that needs resolution. From a compact copy
+  // (!round.taskComplete) the copy decides only a wait; any other outcome is decided on the Job
+  // read from the API server, which then replaces round.job. *gone: that read found no such Job.
+  Status ResolveWholeTask(RoundState& round, bool* gone);
   StatusOr<ExecutionRequest> BuildRequest(const api::Job& job, nlohmann::json parameters,
                                           bool acceptanceUnwritten);
   static ExecutionKey BuildKey(const api::Job& job, nlohmann::json parameters);

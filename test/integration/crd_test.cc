@@ -275,14 +275,16 @@ TEST(CrdTest, PrinterColumnsShowClassResultExitCodeAndStart) {
   EXPECT_EQ(row[5], "false");
 }
 
-// The largest Job etcd stores (about 1.2 MB of task) is accepted, and the immutability rules still
-// run within the apiserver's CEL cost budget when it is updated.
+// The largest Job the CRD admits (every list at its item limit, argv and env at their 256 KiB
+// totals: about 530 KB) is accepted, and the immutability rules still run within the apiserver's
+// CEL cost budget when it is updated.
 TEST(CrdTest, JobAtTheSizeLimitsStaysWithinTheCelBudget) {
   ASSERT_TRUE(InstallCrds());
   std::string ns = CreateTestNamespace("crd-large");
   nlohmann::json env = nlohmann::json::array();
   for (int i = 0; i < 128; ++i) {
-    env.push_back({{"name", "VAR_" + std::to_string(i)}, {"value", std::string(5000, 'v')}});
+    std::string name = "V" + std::to_string(1000 + i).substr(1);  // 4 bytes
+    env.push_back({{"name", name}, {"value", std::string(2048 - name.size(), 'v')}});
   }
   nlohmann::json job = {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
                         {"kind", "Job"},
@@ -290,8 +292,8 @@ TEST(CrdTest, JobAtTheSizeLimitsStaysWithinTheCelBudget) {
                         {"spec",
                          {{"task",
                            {{"image", "busybox"},
-                            {"command", std::vector<std::string>(64, std::string(1000, 'c'))},
-                            {"args", std::vector<std::string>(256, std::string(2000, 'a'))},
+                            {"command", std::vector<std::string>(64, std::string(1024, 'c'))},
+                            {"args", std::vector<std::string>(256, std::string(768, 'a'))},
                             {"env", env}}}}}};
   auto r = RunKubectl({"create", "-f", "-"}, job.dump());
   ASSERT_EQ(r.exitCode, 0) << r.err.substr(0, 2000);

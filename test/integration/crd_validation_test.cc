@@ -104,6 +104,25 @@ std::string Repeated(const std::string& item, int n) {
   return s;
 }
 
+// `n` two-byte UTF-8 characters (é), quoted for YAML.
+std::string Utf8Run(int n) {
+  std::string s = "'";
+  for (int i = 0; i < n; ++i) s += "\xC3\xA9";
+  return s + "'";
+}
+
+// `count` env entries E00..E<count-1> (3-byte names) with literal values of `valueBytes` bytes.
+std::string EnvRun(int count, int valueBytes) {
+  std::string s;
+  for (int i = 0; i < count; ++i) {
+    const std::string name =
+        std::string("E") + static_cast<char>('0' + i / 10) + static_cast<char>('0' + i % 10);
+    s += (i == 0 ? "" : ", ") +
+         ("{name: " + name + ", value: " + std::string(valueBytes, 'v') + "}");
+  }
+  return s;
+}
+
 // ---- the table
 // ------------------------------------------------------------------------------------
 
@@ -147,6 +166,34 @@ std::vector<Case> JobSpecCases() {
        .error = "must have at most 64 items"},
       {.description = "command of 64 items accepted",
        .object = Job("{task: {image: busybox, command: [" + Repeated("x", 64) + "]}}")},
+      // Totals (docs/api.md § Limits at a glance): 256 KiB of argv, 256 KiB of env names and
+      // literal values, in bytes of UTF-8.
+      {.description = "argv of more than 256 KiB rejected",
+       .object = Job("{task: {image: busybox, command: [" + Repeated(std::string(4096, 'c'), 32) +
+                     "], args: [" + Repeated(std::string(8192, 'a'), 16) + ", x]}}"),
+       .error = "spec.task.command and spec.task.args together must be at most 262144 bytes"},
+      {.description = "argv of exactly 256 KiB accepted",
+       .object = Job("{task: {image: busybox, command: [" + Repeated(std::string(4096, 'c'), 32) +
+                     "], args: [" + Repeated(std::string(8192, 'a'), 16) + "]}}")},
+      {.description = "argv counted in bytes, not characters",
+       .object = Job("{task: {image: busybox, args: [" + Repeated(Utf8Run(4096), 33) + "]}}"),
+       .error = "spec.task.command and spec.task.args together must be at most 262144 bytes"},
+      {.description = "argv of two-byte characters within 256 KiB accepted",
+       .object = Job("{task: {image: busybox, args: [" + Repeated(Utf8Run(4095), 32) + "]}}")},
+      {.description = "env of more than 256 KiB rejected",
+       .object = Job("{task: {image: busybox, env: [" + EnvRun(32, 8192 - 3) +
+                     ", {name: X, value: ''}]}}"),
+       .error = "spec.task.env names and literal values together must be at most 262144 bytes"},
+      {.description = "env of exactly 256 KiB accepted",
+       .object = Job("{task: {image: busybox, env: [" + EnvRun(32, 8192 - 3) + "]}}")},
+      {.description = "an env reference's name counts toward the env total",
+       .object = Job("{task: {image: busybox, env: [" + EnvRun(32, 8192 - 3) +
+                     ", {name: R, valueFrom: {secretKeyRef: {name: s, key: k}}}]}}"),
+       .error = "spec.task.env names and literal values together must be at most 262144 bytes"},
+      {.description = "an env reference's Secret name and key do not count toward the env total",
+       .object = Job("{task: {image: busybox, env: [" + EnvRun(32, 8192 - 4) +
+                     ", {name: R, valueFrom: {secretKeyRef: {name: s, key: " +
+                     std::string(253, 'k') + "}}}]}}")},
       {.description = "env with value and valueFrom rejected",
        .object = Job("{task: {image: busybox, env: [{name: A, value: a, valueFrom: "
                      "{configMapKeyRef: {name: c, key: k}}}]}}"),

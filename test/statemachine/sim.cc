@@ -359,8 +359,11 @@ class SimCache final : public controller::ClusterCache {
  public:
   explicit SimCache(Harness& h) : h_(h) {}
 
-  std::shared_ptr<const api::Job> GetJob(const std::string& /*ns*/,
+  std::shared_ptr<const api::Job> GetJob(const std::string& ns,
                                          const std::string& name) const override {
+    return GetJobCopy(ns, name).job;
+  }
+  JobCopy GetJobCopy(const std::string& /*ns*/, const std::string& name) const override {
     std::optional<api::Job> job;
     auto cached = h_.cached_.find(name);
     if (h_.useCache && cached != h_.cached_.end()) {
@@ -368,8 +371,10 @@ class SimCache final : public controller::ClusterCache {
     } else {
       job = h_.api.Get(name);
     }
-    if (!job) return nullptr;
-    return std::make_shared<const api::Job>(controller::CompactJobForCache(std::move(*job)));
+    if (!job) return {};
+    bool complete = false;
+    api::Job compact = controller::CompactJobForCache(std::move(*job), &complete);
+    return {std::make_shared<const api::Job>(std::move(compact)), complete};
   }
   std::shared_ptr<const api::JobClass> GetJobClass(const std::string& name) const override {
     return DecodeClass(h_.server.Peek(controller::kJobClasses, "", name));
