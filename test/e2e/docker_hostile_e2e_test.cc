@@ -66,8 +66,13 @@ class DockerHostileE2ETest : public ControllerTest {
 
   // The ordinary Job's usual time, measured alone right before a case (the machine's load
   // changes over the suite): the slower of two runs.
+  // An ordinary Job's time alone: the slower of two runs, and never counted below 1 s. Its
+  // few hundred milliseconds are mostly kubectl's start and the 100 ms polls of this test, whose
+  // jitter on a loaded 2-core machine alone reached 2x (674 vs 322 ms beside the stdout flood in
+  // one CI run); starvation, which the 2x bound is for, shows as seconds.
   void MeasureUsual(const std::string& name) {
-    usual_ = std::max(RunOrdinary(name + "-alone-1"), RunOrdinary(name + "-alone-2"));
+    usual_ = std::max({RunOrdinary(name + "-alone-1"), RunOrdinary(name + "-alone-2"),
+                       Clock::duration(std::chrono::seconds(1))});
   }
 
   // An ordinary Job: created now, waited for until it ended; it must succeed. Its time from
