@@ -66,8 +66,13 @@ class DockerHostileE2ETest : public ControllerTest {
 
   // The ordinary Job's usual time, measured alone right before a case (the machine's load
   // changes over the suite): the slower of two runs.
+  // An ordinary Job's time alone: the slower of two runs, and never counted below 1 s. Its
+  // few hundred milliseconds are mostly kubectl's start and the 100 ms polls of this test, whose
+  // jitter on a loaded 2-core machine alone reached 2x (674 vs 322 ms beside the stdout flood in
+  // one CI run); starvation, which the 2x bound is for, shows as seconds.
   void MeasureUsual(const std::string& name) {
-    usual_ = std::max(RunOrdinary(name + "-alone-1"), RunOrdinary(name + "-alone-2"));
+    usual_ = std::max({RunOrdinary(name + "-alone-1"), RunOrdinary(name + "-alone-2"),
+                       Clock::duration(std::chrono::seconds(1))});
   }
 
   // An ordinary Job: created now, waited for until it ended; it must succeed. Its time from
@@ -157,7 +162,7 @@ TEST_F(DockerHostileE2ETest, ProbeShowsTheRestrictedProfile) {
 // A fork bomb fills its pids limit and no more; its deadline ends it.
 TEST_F(DockerHostileE2ETest, ForkBombHitsThePidsLimit) {
   json spec = Limits("500m", "256Mi");
-  spec["activeDeadlineSeconds"] = 4;
+  spec["activeDeadlineSeconds"] = 8;  // room for the bomb to reach the limit on a loaded machine
   // Every process of the bomb prints how many the container holds (shell builtins only). The
   // bomb runs in a subshell: the main shell forks only before it, then waits for a sleep, so a
   // fork the bomb makes fail cannot end the task before its deadline.
@@ -170,7 +175,8 @@ TEST_F(DockerHostileE2ETest, ForkBombHitsThePidsLimit) {
   long most = 0;
   for (const auto& line : testing::Lines(Logs(job))) most = std::max(most, std::atol(line.c_str()));
   EXPECT_LE(most, 256) << "more processes than pidsLimit";
-  EXPECT_GE(most, 200) << "the bomb never came near the limit: the check could not fail";
+  // At least half the limit: a bomb that got that far without a limit would have gone past it.
+  EXPECT_GE(most, 128) << "the bomb never came near the limit: the check could not fail";
 }
 
 // Writing to / fails (read-only root); writing to /tmp ends at the tmpfs size.

@@ -261,8 +261,12 @@ TEST_F(OpenSandboxE2ETest, APlainHttpClassWithoutInsecureCreatesNothing) {
   EXPECT_EQ(CountSandboxes(r.job.metadata.uid), 0);
   r.parameters["spec"]["insecure"] = true;  // the same class, saying so, runs
   o = adapter_->Ensure(r);
-  ASSERT_EQ(o.phase, ExecutionPhase::kRunning) << PhaseName(o);
-  EXPECT_EQ(WaitStopped(KeyOf(r, o)).phase, ExecutionPhase::kSucceeded);
+  // Running, or already done when the answer comes (the task is one echo).
+  ASSERT_TRUE(o.phase == ExecutionPhase::kRunning || o.phase == ExecutionPhase::kSucceeded)
+      << PhaseName(o);
+  if (o.phase == ExecutionPhase::kRunning) {
+    EXPECT_EQ(WaitStopped(KeyOf(r, o)).phase, ExecutionPhase::kSucceeded);
+  }
 }
 
 TEST_F(OpenSandboxE2ETest, SuccessHasSandboxAndCommandReferencesOutputAndEnv) {
