@@ -584,7 +584,8 @@ Status JobReconciler::ResolveWholeTask(RoundState& round, bool* gone) {
     // A compact copy (CompactJobForCache) has what the wait reads: while it keeps the Job
     // waiting, that is the outcome, and a flood of large waiting Jobs costs no read. Anything
     // else (acceptance, a refusal) is decided on the whole task, which adapter Validate reads.
-    auto onCopy = ResolveJob(round.job, cache_, registry_, references_);
+    auto onCopy =
+        ResolveJob(round.job, cache_, registry_, references_, options_.controllerNamespace);
     if (!onCopy.ok()) return onCopy.status();
     if (onCopy->outcome == statemachine::Resolution::Outcome::kPending) {
       round.facts.resolution = std::move(*onCopy);
