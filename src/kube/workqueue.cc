@@ -21,31 +21,52 @@ void Workqueue::AddLocked(const std::string& key, int level) {
     auto it = level_.find(key);
     if (it == level_.end() || level >= it->second) return;
     it->second = level;
-    if (processing_.count(key) == 0) queues_[static_cast<size_t>(level)].push_back(key);
+    if (processing_.count(key) == 0) PushLocked(key, level);
     return;
   }
   level_[key] = level;
   if (processing_.count(key) != 0) return;  // re-queued by Done()
-  queues_[static_cast<size_t>(level)].push_back(key);
+  PushLocked(key, level);
   ++ready_;
   cv_.notify_one();
 }
 
+void Workqueue::PushLocked(const std::string& key, int level) {
+  Level& l = queues_[static_cast<size_t>(level)];
+  std::string share = options_.shareOf ? options_.shareOf(key) : std::string();
+  auto& fifo = l.byShare[share];
+  if (fifo.empty()) l.turns.push_back(std::move(share));
+  fifo.push_back(key);
+}
+
 std::optional<std::string> Workqueue::PopLocked() {
   for (size_t level = 0; level < queues_.size(); ++level) {
-    auto& q = queues_[level];
-    while (!q.empty()) {
-      std::string key = std::move(q.front());
-      q.pop_front();
-      auto it = level_.find(key);
-      if (it == level_.end() || it->second != static_cast<int>(level) ||
-          processing_.count(key) != 0) {
-        continue;  // left behind by a move up, or handed out already
+    Level& l = queues_[level];
+    while (!l.turns.empty()) {
+      std::string share = std::move(l.turns.front());
+      l.turns.pop_front();
+      auto fifo = l.byShare.find(share);
+      std::optional<std::string> live;
+      while (!live && !fifo->second.empty()) {
+        std::string key = std::move(fifo->second.front());
+        fifo->second.pop_front();
+        auto it = level_.find(key);
+        if (it == level_.end() || it->second != static_cast<int>(level) ||
+            processing_.count(key) != 0) {
+          continue;  // left behind by a move up, or handed out already
+        }
+        level_.erase(it);
+        dirty_.erase(key);
+        --ready_;
+        live = std::move(key);
       }
-      level_.erase(it);
-      dirty_.erase(key);
-      --ready_;
-      return key;
+      // The share's next key waits for its next turn, behind every other share's.
+      if (fifo->second.empty()) {
+        l.byShare.erase(fifo);
+      } else {
+        l.turns.push_back(std::move(share));
+      }
+      if (live) return live;
     }
   }
   return std::nullopt;
@@ -189,7 +210,7 @@ void Workqueue::Done(const std::string& key) {
   processing_.erase(key);
   if (dirty_.count(key) != 0) {
     auto level = level_.find(key);
-    queues_[level == level_.end() ? 0 : static_cast<size_t>(level->second)].push_back(key);
+    PushLocked(key, level == level_.end() ? 0 : level->second);
     ++ready_;
     cv_.notify_one();
   }

@@ -12,6 +12,11 @@
 //    may read caches whose handlers add keys); adding a queued key again at a lower level moves it
 //    up. A delayed key's level is asked when it is due (its next round may do something else
 //    by then); a key re-queued by Done() the lowest level of the adds made while it was processed.
+//  - With WorkqueueOptions::shareOf, the ready keys of a level are handed out in turns between
+//    shares (round robin, FIFO within a share): a share with thousands of keys queued delays
+//    another share's next key by at most one key per share ahead of it, not by its whole backlog.
+//    The controller makes each namespace a share, so that one tenant's flood cannot starve the
+//    others (docs/security.md).
 // Delays are measured with the Clock's steady time. Blocked Get() calls sleep until the earliest
 // delayed key is due; with a fake clock, call PromoteDue() after advancing it.
 #pragma once
@@ -41,6 +46,8 @@ struct WorkqueueOptions {
   // every key is level 0 (one FIFO, client-go's order).
   int priorityLevels = 1;
   std::function<int(const std::string& key)> priority;
+  // The share a key belongs to; without a function every key is in one share (FIFO per level).
+  std::function<std::string(const std::string& key)> shareOf;
 };
 
 class Workqueue {
@@ -82,8 +89,11 @@ class Workqueue {
  private:
   int LevelOf(const std::string& key) const;
   void AddLocked(const std::string& key, int level);
-  // The front key of the lowest non-empty level, skipping entries left behind by a move up.
+  // The next key of the lowest non-empty level (the front key of the share whose turn it is),
+  // skipping entries left behind by a move up.
   std::optional<std::string> PopLocked();
+  // Appends a key to its share's FIFO at a level (the share takes its turn if it had none).
+  void PushLocked(const std::string& key, int level);
   // Moves the due keys into the ready queues at the level priority() gives them now (the lock
   // is released while it is asked); returns how many.
   size_t PromoteDueLocked(std::unique_lock<std::mutex>& lock);
@@ -94,9 +104,14 @@ class Workqueue {
   const WorkqueueOptions options_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  // Ready keys, one FIFO per level. A key moved up leaves a stale entry behind: an entry is live
+  // Ready keys: per level, one FIFO per share and the shares' turns (a share is in `turns` exactly
+  // while its FIFO is not empty). A key moved up leaves a stale entry behind: an entry is live
   // only while its key is dirty, not processing, and at that level (level_).
-  std::vector<std::deque<std::string>> queues_;
+  struct Level {
+    std::unordered_map<std::string, std::deque<std::string>> byShare;
+    std::deque<std::string> turns;
+  };
+  std::vector<Level> queues_;
   size_t ready_ = 0;  // live entries
   std::unordered_set<std::string> dirty_;
   // The level of each dirty key: where it is queued, or where Done() will queue it.

@@ -311,5 +311,72 @@ TEST(WorkqueueTest, LevelsOutOfRangeAreClamped) {
   EXPECT_EQ(q.Get().key, "low");
 }
 
+WorkqueueOptions SharesByNamespace() {
+  WorkqueueOptions o;
+  o.shareOf = [](const std::string& key) { return key.substr(0, key.find('/')); };
+  return o;
+}
+
+// The attacker queues a thousand keys first; the other namespaces' keys come out among the
+// first few, one per turn, instead of after the thousand.
+TEST(WorkqueueTest, AShareWithAThousandKeysQueuedDoesNotDelayAnotherShareBehindThem) {
+  FakeClock clock;
+  Workqueue q(clock, SharesByNamespace());
+  for (int i = 0; i < 1000; ++i) q.Add("flood/job-" + std::to_string(i));
+  q.Add("team-a/one");
+  q.Add("team-a/two");
+  q.Add("team-b/one");
+  std::vector<std::string> first(6);
+  for (auto& key : first) {
+    key = q.Get().key;
+    q.Done(key);
+  }
+  EXPECT_EQ(first, (std::vector<std::string>{"flood/job-0", "team-a/one", "team-b/one",
+                                             "flood/job-1", "team-a/two", "flood/job-2"}));
+  // The rest of the flood, in its own order, and nothing handed out twice.
+  for (int i = 3; i < 1000; ++i) {
+    auto item = q.Get();
+    EXPECT_EQ(item.key, "flood/job-" + std::to_string(i));
+    q.Done(item.key);
+  }
+  EXPECT_EQ(q.Len(), 0u);
+  EXPECT_FALSE(q.GetFor(20ms).has_value());
+}
+
+TEST(WorkqueueTest, SharesTakeTurnsWithinALevelAndLevelsStillComeFirst) {
+  FakeClock clock;
+  std::map<std::string, int> levels = {{"a/1", 1}, {"a/2", 1}, {"b/1", 1}, {"b/urgent", 0}};
+  WorkqueueOptions o = Levels(&levels);
+  o.shareOf = SharesByNamespace().shareOf;
+  Workqueue q(clock, o);
+  q.Add("a/1");
+  q.Add("a/2");
+  q.Add("b/1");
+  q.Add("b/urgent");
+  std::vector<std::string> order(4);
+  for (auto& key : order) key = q.Get().key;
+  EXPECT_EQ(order, (std::vector<std::string>{"b/urgent", "a/1", "b/1", "a/2"}));
+}
+
+// A key moved up leaves a stale entry in its share's FIFO at the old level; the share's turn
+// skips it and hands out its next live key, and a share left with only stale entries drops out.
+TEST(WorkqueueTest, AShareWhoseOnlyEntryMovedUpGivesItsTurnAway) {
+  FakeClock clock;
+  std::map<std::string, int> levels = {{"a/1", 1}, {"b/1", 1}, {"b/2", 1}};
+  WorkqueueOptions o = Levels(&levels);
+  o.shareOf = SharesByNamespace().shareOf;
+  Workqueue q(clock, o);
+  q.Add("a/1");
+  q.Add("b/1");
+  q.Add("b/2");
+  levels["a/1"] = 0;
+  q.Add("a/1");
+  std::vector<std::string> order(3);
+  for (auto& key : order) key = q.Get().key;
+  EXPECT_EQ(order, (std::vector<std::string>{"a/1", "b/1", "b/2"}));
+  EXPECT_EQ(q.Len(), 0u);
+  EXPECT_FALSE(q.GetFor(20ms).has_value());
+}
+
 }  // namespace
 }  // namespace ayatori::kube
