@@ -42,6 +42,8 @@ struct KubernetesAdapterOptions {
   std::string fieldManager = "ayatori";
   // Namespace the watches cover; "" = all namespaces.
   std::string namespace_;
+  // Several namespaces instead (namespace_ unused): one watch each (--watch-namespaces).
+  std::vector<std::string> namespaces;
   // Start() waits this long for the first lists of the watch caches.
   std::chrono::milliseconds syncTimeout{30000};
   // One line per problem worth an operator's attention; nullptr = stderr.
