@@ -28,8 +28,8 @@ TEST(ParseNamespaceListTest, SplitsOnCommasInOrderAndTrimsSpaces) {
 }
 
 TEST(ParseNamespaceListTest, RefusesAnInvalidNameNamingIt) {
-  for (const char* bad : {"team-a,Team-B", "team-a,team_b", "team-a,-b", "team-a,b-",
-                          "team-a,a/b", "team-a,a.b"}) {
+  for (const char* bad :
+       {"team-a,Team-B", "team-a,team_b", "team-a,-b", "team-a,b-", "team-a,a/b", "team-a,a.b"}) {
     auto list = ParseNamespaceList(bad);
     ASSERT_FALSE(list.ok()) << bad;
     EXPECT_EQ(list.status().code(), StatusCode::kInvalidArgument);
