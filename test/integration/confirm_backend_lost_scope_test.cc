@@ -33,11 +33,12 @@ class ConfirmerScopeTest : public ::testing::Test {
     ASSERT_EQ(r.exitCode, 0) << r.err;
     ns_ = CreateTestNamespace("confirmer");
     confirmer_ = UniqueName("confirmer");
-    const std::string job = "apiVersion: execution.ayatori.ddupan.top/v1alpha1\nkind: Job\n"
-                            "metadata: {name: j, namespace: " +
-                            ns_ +
-                            ", labels: {team: \"a\"}, annotations: {example.com/note: "
-                            "\"kept\"}}\nspec: {task: {image: busybox}}\n";
+    const std::string job =
+        "apiVersion: execution.ayatori.ddupan.top/v1alpha1\nkind: Job\n"
+        "metadata: {name: j, namespace: " +
+        ns_ +
+        ", labels: {team: \"a\"}, annotations: {example.com/note: "
+        "\"kept\"}}\nspec: {task: {image: busybox}}\n";
     r = RunKubectl({"create", "-f", "-"}, job);
     ASSERT_EQ(r.exitCode, 0) << r.err;
     // The controller reports j as ResultUnknown: the only state a confirmation is accepted in.
@@ -110,15 +111,18 @@ TEST_F(ConfirmerScopeTest, AConfirmerChangesNothingButTheConfirmation) {
   EXPECT_EQ(GetJsonPath(kJobs, ns_, "j", "{.metadata.labels.team}"), "a");
   EXPECT_EQ(GetJsonPath(kJobs, ns_, "j", "{.metadata.annotations.example\\.com/note}"), "kept");
   EXPECT_EQ(GetJsonPath(kJobs, ns_, "j", "{.metadata.finalizers}"), "");
-  EXPECT_EQ(GetJsonPath(kJobs, ns_, "j", "{.metadata.annotations.execution\\.ayatori\\.ddupan\\.top/"
-                                         "confirm-backend-lost}"),
+  EXPECT_EQ(GetJsonPath(kJobs, ns_, "j",
+                        "{.metadata.annotations.execution\\.ayatori\\.ddupan\\.top/"
+                        "confirm-backend-lost}"),
             "");
 
   // The legitimate confirmation is accepted.
-  auto r = AsConfirmer({"annotate", kJobs, "j", std::string(kAnnotation) + "=0:on-call: host gone"});
+  auto r =
+      AsConfirmer({"annotate", kJobs, "j", std::string(kAnnotation) + "=0:on-call: host gone"});
   EXPECT_EQ(r.exitCode, 0) << r.err;
-  EXPECT_EQ(GetJsonPath(kJobs, ns_, "j", "{.metadata.annotations.execution\\.ayatori\\.ddupan\\.top/"
-                                         "confirm-backend-lost}"),
+  EXPECT_EQ(GetJsonPath(kJobs, ns_, "j",
+                        "{.metadata.annotations.execution\\.ayatori\\.ddupan\\.top/"
+                        "confirm-backend-lost}"),
             "0:on-call: host gone");
 
   // A user who may update Jobs as well is an editor, not narrowed: the administrator cancels.
