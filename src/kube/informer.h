@@ -248,7 +248,7 @@ class Informer {
   void Start() { core_.Start(); }
   void Stop() { core_.Stop(); }
   bool HasSynced() const { return core_.HasSynced(); }
-  bool WaitForSync(std::chrono::milliseconds timeout, std::stop_token cancel = {}) const {
+  bool WaitForSync(std::chrono::milliseconds timeout, const std::stop_token& cancel = {}) const {
     return core_.WaitForSync(timeout, cancel);
   }
 

@@ -163,13 +163,12 @@ TEST_F(NamespacedInstall, RunsTheServedNamespacesJobsAndNeverTouchesAnotherNames
   const std::string audit = TestenvVar("TESTENV_AUDIT_LOG");
   const std::streamoff auditFrom = static_cast<std::streamoff>(ReadFile(audit).size());
 
-  Status s = controller_.Start(binary_,
-                               {"--kubeconfig=" + saKubeconfig_, "--enable-test-adapter",
-                                "--watch-namespaces=" + served_, "--namespace=ayatori-system",
-                                "--metrics-address=127.0.0.1:0", "--log-format=json",
-                                "--workers=2"},
-                               ::testing::TempDir() + "/ayatori-controller-" + served_ + ".log",
-                               60s);
+  Status s =
+      controller_.Start(binary_,
+                        {"--kubeconfig=" + saKubeconfig_, "--enable-test-adapter",
+                         "--watch-namespaces=" + served_, "--namespace=ayatori-system",
+                         "--metrics-address=127.0.0.1:0", "--log-format=json", "--workers=2"},
+                        ::testing::TempDir() + "/ayatori-controller-" + served_ + ".log", 60s);
   ASSERT_TRUE(s.ok()) << "the controller did not become ready with the namespaced RBAC: "
                       << s.ToString();
 

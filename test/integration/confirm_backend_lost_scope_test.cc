@@ -42,10 +42,12 @@ class ConfirmerScopeTest : public ::testing::Test {
     r = RunKubectl({"create", "-f", "-"}, job);
     ASSERT_EQ(r.exitCode, 0) << r.err;
     // The controller reports j as ResultUnknown: the only state a confirmation is accepted in.
+    const std::string resultUnknown =
+        R"({"status":{"conditions":[{"type":"Succeeded","status":"Unknown",)"
+        R"("reason":"ResultUnknown","message":"backend unreachable",)"
+        R"("observedGeneration":1,"lastTransitionTime":"2026-01-01T00:00:00Z"}]}})";
     r = RunKubectl({"patch", kJobs, "j", "-n", ns_, "--subresource=status", "--type=merge", "-p",
-                    R"({"status":{"conditions":[{"type":"Succeeded","status":"Unknown",)"
-                    R"("reason":"ResultUnknown","message":"backend unreachable",)"
-                    R"("observedGeneration":1,"lastTransitionTime":"2026-01-01T00:00:00Z"}]}})"});
+                    resultUnknown});
     ASSERT_EQ(r.exitCode, 0) << r.err;
     // The confirmer: the shipped role in this namespace, nothing else.
     r = RunKubectl({"create", "rolebinding", "confirmer", "-n", ns_,
