@@ -426,7 +426,8 @@ int main(int argc, char** argv) {
   if (!f.logsApiBind.empty()) {
     auto requestHeader = RequestHeaderSettings(f, *client);
     if (!requestHeader.ok()) return Fail("log API: " + requestHeader.status().message());
-    jobLogs = std::make_unique<logapi::AdapterJobLogs>(*client, registry, f.controllerNamespace);
+    jobLogs = std::make_unique<logapi::AdapterJobLogs>(*client, registry, f.controllerNamespace,
+                                                       *watchNamespaces);
     logapi::LogApiServerOptions logsOptions;
     logsOptions.address = f.logsApiBind;
     logsOptions.certFile = f.logsApiCertFile;
