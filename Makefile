@@ -11,7 +11,7 @@ FUZZ_SECONDS ?= 60
         bench-opensandbox format format-check tidy bench bench-kubernetes bench-startup bench-scale \
         bench-failover bench-flood clean \
         configure-asan configure-tsan build-asan build-tsan test-asan test-tsan fuzz fuzz-ci chaos \
-        image install-manifests
+        image install-manifests install-manifests-namespaced
 
 all: build
 
@@ -37,6 +37,11 @@ image: configure
 # policy, Deployment, metrics Service), like kubebuilder's build-installer; see docs/install.md.
 install-manifests:
 	@hack/install-manifests.sh dist/install.yaml
+
+# The namespaced install for NAMESPACES (comma-separated; docs/install.md, "Namespaced install").
+NAMESPACES ?= team-a
+install-manifests-namespaced:
+	@hack/install-manifests.sh --namespaces $(NAMESPACES) dist/install-namespaced.yaml
 
 # Builds (once per machine, cached outside the repository) the pinned control-plane binaries.
 testenv: deps

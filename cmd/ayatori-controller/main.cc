@@ -31,6 +31,7 @@
 #include "kube/config.h"
 #include "kube/events.h"
 #include "kube/leader_election.h"
+#include "kube/resource.h"
 #include "kube/rest_client.h"
 #include "logapi/front_proxy.h"
 #include "logapi/server.h"
@@ -59,6 +60,7 @@ struct Flags {
   bool leaderElect = false;
   std::string controllerNamespace = controller::kDefaultControllerNamespace;
   std::string leaseNamespace = controller::kDefaultControllerNamespace;
+  std::string watchNamespaces;  // comma-separated; empty = all namespaces
   std::string leaseName = "ayatori-controller";
   std::string leaseDuration = "15s", renewDeadline = "10s", retryPeriod = "2s";
   std::string syncTimeout = "60s";
@@ -248,6 +250,9 @@ int main(int argc, char** argv) {
                  "the controller's namespace (must exist): it stores its backend snapshot "
                  "ConfigMaps there, and the Secrets that parameters objects name must be there "
                  "unless they set allowCrossNamespaceSecretRefs");
+  app.add_option("--watch-namespaces", f.watchNamespaces,
+                 "comma-separated namespaces whose Jobs this controller runs (one watch each; "
+                 "the namespaced install, docs/install.md); empty: every namespace");
   app.add_option("--leader-election-namespace", f.leaseNamespace, "namespace of the Lease");
   app.add_option("--leader-election-name", f.leaseName, "name of the Lease");
   app.add_option("--lease-duration", f.leaseDuration, "Lease duration (e.g. 15s)");
@@ -301,6 +306,9 @@ int main(int argc, char** argv) {
   }
   obs::ConfigureLogging(level, format);
   if (f.controllerNamespace.empty()) return Fail("--namespace must name a namespace");
+  auto watchNamespaces = kube::ParseNamespaceList(f.watchNamespaces);
+  if (!watchNamespaces.ok())
+    return Fail("--watch-namespaces: " + watchNamespaces.status().message());
   auto leaseDuration = ParseDuration(f.leaseDuration);
   auto renewDeadline = ParseDuration(f.renewDeadline);
   auto retryPeriod = ParseDuration(f.retryPeriod);
@@ -347,6 +355,7 @@ int main(int argc, char** argv) {
   dockerOptions.secretNamespace = f.controllerNamespace;
   adapters::kubernetes::KubernetesAdapterOptions k8sOptions;
   k8sOptions.log = [](const std::string& line) { obs::Warn(line, {{"adapter", "kubernetes"}}); };
+  k8sOptions.namespaces = *watchNamespaces;
   k8sOptions.streamPath = [&client](std::string_view path, const std::stop_token& stop,
                                     const std::function<bool(std::string_view)>& onData) {
     return client->StreamPath(path, stop, onData);
@@ -384,6 +393,7 @@ int main(int argc, char** argv) {
   controllerOptions.workers = f.workers;
   controllerOptions.syncTimeout = *syncTimeout;
   controllerOptions.reconciler.controllerNamespace = f.controllerNamespace;
+  controllerOptions.watchNamespaces = *watchNamespaces;
   controller::JobController jobController(*client, registry, SystemClock::Instance(), metrics,
                                           &events, controllerOptions);
 
@@ -416,7 +426,8 @@ int main(int argc, char** argv) {
   if (!f.logsApiBind.empty()) {
     auto requestHeader = RequestHeaderSettings(f, *client);
     if (!requestHeader.ok()) return Fail("log API: " + requestHeader.status().message());
-    jobLogs = std::make_unique<logapi::AdapterJobLogs>(*client, registry, f.controllerNamespace);
+    jobLogs = std::make_unique<logapi::AdapterJobLogs>(*client, registry, f.controllerNamespace,
+                                                       *watchNamespaces);
     logapi::LogApiServerOptions logsOptions;
     logsOptions.address = f.logsApiBind;
     logsOptions.certFile = f.logsApiCertFile;

@@ -63,6 +63,12 @@ kube::InformerOptions JobPages() {
   return o;
 }
 
+// The options of a namespaced kind's informer: the watched namespaces, or all (empty).
+kube::InformerOptions In(const std::vector<std::string>& watchNamespaces, kube::InformerOptions o) {
+  o.namespaces = watchNamespaces;
+  return o;
+}
+
 kube::InformerOptions SnapshotsIn(const std::string& controllerNamespace) {
   kube::InformerOptions o = Named("backend snapshots");
   o.namespace_ = controllerNamespace;
@@ -199,13 +205,15 @@ api::Job CompactJobForCache(api::Job job, bool* taskComplete) {
 
 InformerClusterCache::InformerClusterCache(KubeClient& client,
                                            const adapters::AdapterRegistry& registry,
-                                           const std::string& controllerNamespace)
-    : jobs(client, kJobs, JobPages(), DecodeJob),
+                                           const std::string& controllerNamespace,
+                                           const std::vector<std::string>& watchNamespaces)
+    : jobs(client, kJobs, In(watchNamespaces, JobPages()), DecodeJob),
       jobClasses(client, kJobClasses, Named("jobclasses"), DecodeJobClass),
       parameters(ParametersInformers(client, registry)),
       namespaces(client, kNamespaces, Named("namespaces"), DecodeNamespace),
-      secrets(client, kSecrets, MetadataOnly("secrets"), DecodeMetadata),
-      configMaps(client, kConfigMaps, MetadataOnly("configmaps"), DecodeMetadata),
+      secrets(client, kSecrets, In(watchNamespaces, MetadataOnly("secrets")), DecodeMetadata),
+      configMaps(client, kConfigMaps, In(watchNamespaces, MetadataOnly("configmaps")),
+                 DecodeMetadata),
       backendSnapshots(client, kConfigMaps, SnapshotsIn(controllerNamespace),
                        DecodeBackendSnapshot),
       controllerNamespace_(controllerNamespace) {
@@ -322,8 +330,8 @@ JobController::JobController(KubeClient& client, adapters::AdapterRegistry& regi
     : registry_(registry),
       metrics_(metrics),
       options_(std::move(options)),
-      cache_(std::make_unique<InformerClusterCache>(client, registry,
-                                                    options_.reconciler.controllerNamespace)),
+      cache_(std::make_unique<InformerClusterCache>(
+          client, registry, options_.reconciler.controllerNamespace, options_.watchNamespaces)),
       reconciler_(std::make_unique<JobReconciler>(client, *cache_, registry, clock, metrics, events,
                                                   WithBacklog(options_.reconciler))),
       queue_(std::make_unique<kube::Workqueue>(clock, WithPriority(options_.queue))) {

@@ -37,6 +37,10 @@ struct ControllerOptions {
   ReconcilerOptions reconciler;
   kube::WorkqueueOptions queue;
   std::chrono::milliseconds syncTimeout{60000};
+  // The namespaces whose Jobs, Secrets and ConfigMaps are listed and watched (one watch each;
+  // --watch-namespaces); empty = all namespaces. Jobs elsewhere are never seen. Cluster-scoped
+  // kinds (JobClasses, parameters, Namespaces) are watched cluster-wide either way.
+  std::vector<std::string> watchNamespaces;
   // Test hook: called for each waiting Job requeued because `target` (a WaitTargets value of
   // controller/resolver.h) changed.
   std::function<void(const std::string& jobKey, const std::string& target)> onWake;
@@ -89,8 +93,10 @@ class InformerClusterCache final : public ClusterCache {
  public:
   // One parameters informer per adapter of `registry` that takes parameters.
   // `controllerNamespace`: where the backend snapshots are (backend_snapshot.h).
+  // `watchNamespaces`: ControllerOptions::watchNamespaces.
   InformerClusterCache(KubeClient& client, const adapters::AdapterRegistry& registry,
-                       const std::string& controllerNamespace);
+                       const std::string& controllerNamespace,
+                       const std::vector<std::string>& watchNamespaces = {});
   void Start();
   void Stop();
   // False, with the informers not synced named in `notSynced`, on timeout or when `cancel` is
@@ -118,7 +124,8 @@ class InformerClusterCache final : public ClusterCache {
   // In registration order.
   std::vector<ParametersInformer> parameters;
   kube::Informer<NamespaceInfo> namespaces;
-  // Metadata-only list/watch of every Secret and ConfigMap (kube/object_metadata.h): they wake
+  // Metadata-only list/watch of every Secret and ConfigMap of the watched namespaces
+  // (kube/object_metadata.h): they wake
   // the Jobs waiting for one and answer whether one exists; the content is never sent.
   kube::Informer<kube::ObjectMetadata> secrets;
   kube::Informer<kube::ObjectMetadata> configMaps;

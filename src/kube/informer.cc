@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <iterator>
 #include <random>
 
 #include "kube/resource.h"
@@ -420,6 +421,122 @@ void InformerCore::Run(const std::stop_token& stop) {
     // from the server (Forbidden, ...) start over with a list, like client-go.
     if (s.code() != StatusCode::kUnavailable) needList = true;
   }
+}
+
+InformerGroup::InformerGroup(KubeClient& client, const ResourceRef& ref,
+                             const InformerOptions& options, const InformerCore::Decoder& decode) {
+  if (options.namespaces.empty()) {
+    cores_.push_back(std::make_unique<InformerCore>(client, ref, options, decode));
+    return;
+  }
+  for (const auto& ns : options.namespaces) {
+    InformerOptions one = options;
+    one.namespaces.clear();
+    one.namespace_ = ns;
+    cores_.push_back(std::make_unique<InformerCore>(client, ref, std::move(one), decode));
+  }
+}
+
+void InformerGroup::AddHandlers(const InformerCore::Handlers& handlers) {
+  for (auto& c : cores_) c->AddHandlers(handlers);
+}
+
+void InformerGroup::AddIndex(const std::string& name, const InformerCore::IndexFunc& fn) {
+  for (auto& c : cores_) c->AddIndex(name, fn);
+}
+
+void InformerGroup::Start() {
+  for (auto& c : cores_) c->Start();
+}
+
+void InformerGroup::Stop() {
+  for (auto& c : cores_) c->Stop();
+}
+
+bool InformerGroup::HasSynced() const {
+  return std::all_of(cores_.begin(), cores_.end(), [](const auto& c) { return c->HasSynced(); });
+}
+
+bool InformerGroup::WaitForSync(std::chrono::milliseconds timeout,
+                                const std::stop_token& cancel) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (const auto& c : cores_) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (!c->WaitForSync(std::max(left, std::chrono::milliseconds(0)), cancel)) return false;
+  }
+  return true;
+}
+
+InformerGroup::Object InformerGroup::Get(std::string_view key) const {
+  for (const auto& c : cores_) {
+    if (auto o = c->Get(key)) return o;
+  }
+  return nullptr;
+}
+
+std::vector<InformerGroup::Object> InformerGroup::List() const {
+  if (cores_.size() == 1) return cores_.front()->List();
+  std::vector<Object> out;
+  for (const auto& c : cores_) std::ranges::move(c->List(), std::back_inserter(out));
+  return out;
+}
+
+std::vector<std::string> InformerGroup::Keys() const {
+  if (cores_.size() == 1) return cores_.front()->Keys();
+  std::vector<std::string> out;
+  for (const auto& c : cores_) std::ranges::move(c->Keys(), std::back_inserter(out));
+  return out;
+}
+
+void InformerGroup::ForEach(
+    const std::function<void(const std::string&, const Object&)>& fn) const {
+  for (const auto& c : cores_) c->ForEach(fn);
+}
+
+std::vector<InformerGroup::Object> InformerGroup::ByIndex(const std::string& index,
+                                                          const std::string& value) const {
+  if (cores_.size() == 1) return cores_.front()->ByIndex(index, value);
+  std::vector<Object> out;
+  for (const auto& c : cores_) std::ranges::move(c->ByIndex(index, value), std::back_inserter(out));
+  return out;
+}
+
+std::vector<std::string> InformerGroup::IndexKeys(const std::string& index,
+                                                  const std::string& value) const {
+  if (cores_.size() == 1) return cores_.front()->IndexKeys(index, value);
+  std::vector<std::string> out;
+  for (const auto& c : cores_) {
+    std::ranges::move(c->IndexKeys(index, value), std::back_inserter(out));
+  }
+  return out;
+}
+
+size_t InformerGroup::Size() const {
+  size_t n = 0;
+  for (const auto& c : cores_) n += c->Size();
+  return n;
+}
+
+InformerStats InformerGroup::Stats() const {
+  if (cores_.size() == 1) return cores_.front()->Stats();
+  InformerStats sum;
+  for (const auto& c : cores_) {
+    InformerStats s = c->Stats();
+    sum.lists += s.lists;
+    sum.watches += s.watches;
+    sum.relistsAfterGone += s.relistsAfterGone;
+    sum.watchErrors += s.watchErrors;
+    sum.listErrors += s.listErrors;
+    sum.decodeErrors += s.decodeErrors;
+    sum.events += s.events;
+    sum.bookmarks += s.bookmarks;
+  }
+  return sum;
+}
+
+void InformerGroup::AbortWatchForTest() {
+  for (auto& c : cores_) c->AbortWatchForTest();
 }
 
 }  // namespace ayatori::kube

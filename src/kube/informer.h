@@ -2,7 +2,8 @@
 // the sharing): lists (paginated), then watches from the list's resourceVersion with bookmarks,
 // resumes from the last seen resourceVersion after a dropped stream, relists on 410 Gone, and
 // keeps a cache keyed "namespace/name" of what a user-supplied decode function makes of each
-// object (managedFields stripped first). One thread per informer; handlers run on it.
+// object (managedFields stripped first). One thread per informer (per namespace, with
+// InformerOptions::namespaces); handlers run on it.
 //
 //   kube::Informer<api::Job> jobs(client, JobsResource(), {}, [](const nlohmann::json& j) {
 //     return std::make_shared<const api::Job>(DecodeJob(j));   // nullptr = skip (decode error)
@@ -36,6 +37,10 @@ namespace ayatori::kube {
 
 struct InformerOptions {
   std::string namespace_;  // "" = all namespaces (and cluster-scoped kinds)
+  // Several namespaces (namespace_ then unused): one list and watch per namespace, each on its
+  // own thread, and one cache of their union. For an install whose RBAC grants the namespaced
+  // kinds only in some namespaces (Roles), where a list of all namespaces is forbidden.
+  std::vector<std::string> namespaces;
   std::string labelSelector;
   std::string fieldSelector;
   // List and watch PartialObjectMetadata (ListOptions::metadataOnly): the decoder gets
@@ -165,6 +170,38 @@ class InformerCore {
   std::jthread thread_;
 };
 
+// One InformerCore per namespace of InformerOptions::namespaces (one for namespace_ otherwise),
+// seen as one: keys are "namespace/name", so the caches never overlap. Handlers run on the
+// thread of the namespace's core; one key's events always come from the same core, in order.
+class InformerGroup {
+ public:
+  using Object = InformerCore::Object;
+  InformerGroup(KubeClient& client, const ResourceRef& ref, const InformerOptions& options,
+                const InformerCore::Decoder& decode);
+
+  void AddHandlers(const InformerCore::Handlers& handlers);
+  void AddIndex(const std::string& name, const InformerCore::IndexFunc& fn);
+  void Start();
+  void Stop();
+  bool HasSynced() const;
+  bool WaitForSync(std::chrono::milliseconds timeout, const std::stop_token& cancel) const;
+  Object Get(std::string_view key) const;
+  std::vector<Object> List() const;
+  std::vector<std::string> Keys() const;
+  void ForEach(const std::function<void(const std::string&, const Object&)>& fn) const;
+  std::vector<Object> ByIndex(const std::string& index, const std::string& value) const;
+  std::vector<std::string> IndexKeys(const std::string& index, const std::string& value) const;
+  size_t Size() const;
+  // Counters summed over the namespaces; lastResourceVersion only with a single core (the
+  // streams' versions are not comparable positions of one stream).
+  InformerStats Stats() const;
+  const ResourceRef& resource() const { return cores_.front()->resource(); }
+  void AbortWatchForTest();
+
+ private:
+  std::vector<std::unique_ptr<InformerCore>> cores_;
+};
+
 template <typename T>
 class Informer {
  public:
@@ -176,8 +213,9 @@ class Informer {
     std::function<void(const std::string& key, const Ptr& obj)> onDelete;
   };
 
-  Informer(KubeClient& client, ResourceRef ref, InformerOptions options, Decoder decode)
-      : core_(client, std::move(ref), std::move(options),
+  Informer(KubeClient& client, const ResourceRef& ref, const InformerOptions& options,
+           Decoder decode)
+      : core_(client, ref, options,
               [d = std::move(decode)](const nlohmann::json& j) -> InformerCore::Object {
                 return d(j);
               }) {}
@@ -199,7 +237,7 @@ class Informer {
       c.onDelete = [f = std::move(h.onDelete)](const std::string& k,
                                                const InformerCore::Object& o) { f(k, Cast(o)); };
     }
-    core_.AddHandlers(std::move(c));
+    core_.AddHandlers(c);
   }
   void AddIndex(const std::string& name, std::function<std::vector<std::string>(const T&)> fn) {
     core_.AddIndex(name, [f = std::move(fn)](const InformerCore::Object& o) {
@@ -210,8 +248,8 @@ class Informer {
   void Start() { core_.Start(); }
   void Stop() { core_.Stop(); }
   bool HasSynced() const { return core_.HasSynced(); }
-  bool WaitForSync(std::chrono::milliseconds timeout, std::stop_token cancel = {}) const {
-    return core_.WaitForSync(timeout, std::move(cancel));
+  bool WaitForSync(std::chrono::milliseconds timeout, const std::stop_token& cancel = {}) const {
+    return core_.WaitForSync(timeout, cancel);
   }
 
   Ptr Get(std::string_view key) const { return Cast(core_.Get(key)); }
@@ -242,7 +280,7 @@ class Informer {
     return out;
   }
 
-  InformerCore core_;
+  InformerGroup core_;
 };
 
 }  // namespace ayatori::kube

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ayatori/kube_client.h"
+#include "ayatori/status.h"
 
 namespace ayatori::kube {
 
@@ -27,6 +28,14 @@ std::string QueryString(const std::vector<std::pair<std::string, std::string>>& 
 std::string ObjectKey(std::string_view ns, std::string_view name);
 // The inverse of ObjectKey: {"", name} for a key without '/'.
 std::pair<std::string, std::string> SplitObjectKey(std::string_view key);
+
+// Whether `ns` can be a namespace's name: an RFC 1123 label (1 to 63 lowercase letters, digits and
+// '-', starting and ending with a letter or digit). The error quotes `ns` and says what is wrong.
+Status ValidateNamespaceName(std::string_view ns);
+// A comma-separated list of namespaces, as in --watch-namespaces=team-a,team-b: "" is none (the
+// caller's "all namespaces"); spaces around names are ignored; every name must be valid and named
+// once (the error names the offending entry).
+StatusOr<std::vector<std::string>> ParseNamespaceList(std::string_view list);
 
 // Built-in kinds.
 ResourceRef ConfigMapsResource();

@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <array>
 #include <condition_variable>
 #include <deque>
@@ -322,8 +323,12 @@ Status UseSelfSignedCertificate(SSL_CTX& ctx) {
 }  // namespace
 
 AdapterJobLogs::AdapterJobLogs(KubeClient& client, const adapters::AdapterRegistry& registry,
-                               std::string controllerNamespace)
-    : client_(client), registry_(registry), controllerNamespace_(std::move(controllerNamespace)) {}
+                               std::string controllerNamespace,
+                               std::vector<std::string> watchNamespaces)
+    : client_(client),
+      registry_(registry),
+      controllerNamespace_(std::move(controllerNamespace)),
+      watchNamespaces_(std::move(watchNamespaces)) {}
 
 StatusOr<json> AdapterJobLogs::Parameters(const json& job, const AdapterDescriptor& descriptor) {
   json parameters = json::object();
@@ -363,6 +368,13 @@ StatusOr<json> AdapterJobLogs::Parameters(const json& job, const AdapterDescript
 
 Status AdapterJobLogs::Stream(const std::string& ns, const std::string& name,
                               const LogOptions& options, const LogSink& sink) {
+  if (!watchNamespaces_.empty() &&
+      std::ranges::find(watchNamespaces_, ns) == watchNamespaces_.end()) {
+    // The served namespaces are not named: a tenant need not learn which others exist.
+    return Status(StatusCode::kNotFound, JobNotFound(name) +
+                                             ": this controller does not serve namespace " + ns +
+                                             " (its --watch-namespaces)");
+  }
   auto job = client_.Get(controller::kJobs, ns, name);
   if (!job.ok()) {
     if (job.status().code() == StatusCode::kNotFound) {

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "adapters/registry.h"
 #include "ayatori/adapter.h"
@@ -47,9 +48,11 @@ class JobLogs {
 // the Job's resolved class.
 class AdapterJobLogs final : public JobLogs {
  public:
-  // `client` and `registry` must outlive this object.
+  // `client` and `registry` must outlive this object. `watchNamespaces`: the namespaces the
+  // controller serves (--watch-namespaces), empty = all; a Job elsewhere is answered NotFound
+  // without a request, since the controller neither ran it nor may read it.
   AdapterJobLogs(KubeClient& client, const adapters::AdapterRegistry& registry,
-                 std::string controllerNamespace);
+                 std::string controllerNamespace, std::vector<std::string> watchNamespaces = {});
   Status Stream(const std::string& ns, const std::string& name, const LogOptions& options,
                 const LogSink& sink) override;
 
@@ -59,6 +62,7 @@ class AdapterJobLogs final : public JobLogs {
   KubeClient& client_;
   const adapters::AdapterRegistry& registry_;
   std::string controllerNamespace_;
+  std::vector<std::string> watchNamespaces_;
 };
 
 // Whether `user` may read the log of Job ns/name: OK, kForbidden with the message to show, or

@@ -274,6 +274,54 @@ TEST_F(InformerTest, NamespaceAndLabelSelectorLimitWhatIsCached) {
   EXPECT_THAT(inf.Keys(), UnorderedElementsAre("ns/a", "ns/d"));
 }
 
+// --watch-namespaces: an install whose Roles grant list/watch only in some namespaces must never
+// ask for all namespaces (the API server would answer Forbidden), and must never see the others.
+TEST_F(InformerTest, SeveralNamespacesAreListedAndWatchedOneByOneAndNothingElse) {
+  Create(ConfigMap("team-a", "a", "1"));
+  Create(ConfigMap("team-b", "b", "1"));
+  Create(ConfigMap("team-c", "c", "1"));
+  InformerOptions o = Options();
+  o.namespaces = {"team-a", "team-b"};
+  Informer<Item> inf(fake_, cm_, o, DecodeItem);
+  inf.AddIndex("value", [](const Item& i) { return std::vector<std::string>{i.value}; });
+  Recorder rec;
+  inf.AddHandlers(rec.Handlers());
+  inf.Start();
+  ASSERT_TRUE(inf.WaitForSync(5s));
+  ASSERT_TRUE(fake_.WaitForWatches(2, 5s));
+  Create(ConfigMap("team-b", "d", "2"));
+  Create(ConfigMap("team-c", "e", "2"));
+  ASSERT_TRUE(Eventually([&] { return inf.Get("team-b/d") != nullptr; }, 10s));
+  EXPECT_THAT(inf.Keys(), UnorderedElementsAre("team-a/a", "team-b/b", "team-b/d"));
+  EXPECT_EQ(inf.Size(), 3u);
+  EXPECT_EQ(inf.List().size(), 3u);
+  EXPECT_EQ(inf.Get("team-c/c"), nullptr);
+  EXPECT_THAT(inf.IndexKeys("value", "1"), UnorderedElementsAre("team-a/a", "team-b/b"));
+  EXPECT_EQ(inf.ByIndex("value", "2").size(), 1u);
+  EXPECT_THAT(rec.Calls(),
+              UnorderedElementsAre("add team-a/a=1", "add team-b/b=1", "add team-b/d=2"));
+  std::vector<std::string> asked;
+  for (const auto& a : fake_.Actions()) {
+    if (a.verb == "list" || a.verb == "watch") asked.push_back(a.verb + " " + a.namespace_);
+  }
+  EXPECT_THAT(asked,
+              UnorderedElementsAre("list team-a", "list team-b", "watch team-a", "watch team-b"));
+  EXPECT_EQ(inf.Stats().lists, 2u);
+  EXPECT_EQ(inf.Stats().watches, 2u);
+}
+
+TEST_F(InformerTest, SeveralNamespacesSyncOnlyWhenEveryOneHas) {
+  fake_.FailNext("list", cm_.GroupResource(), Status(StatusCode::kForbidden, "forbidden"), 1000);
+  InformerOptions o = Options();
+  o.namespaces = {"team-a", "team-b"};
+  Informer<Item> inf(fake_, cm_, o, DecodeItem);
+  inf.Start();
+  EXPECT_FALSE(inf.WaitForSync(200ms));
+  EXPECT_FALSE(inf.HasSynced());
+  fake_.ClearFailures();
+  EXPECT_TRUE(inf.WaitForSync(10s));
+}
+
 TEST_F(InformerTest, ClusterScopedKeysAreBareNames) {
   const ResourceRef nsRes = NamespacesResource();
   ASSERT_TRUE(fake_.Create(nsRes, "", {{"metadata", {{"name", "team-a"}}}}, {}).ok());

@@ -115,6 +115,7 @@ Status KubernetesAdapter::Start(
 
   kube::InformerOptions io;
   io.namespace_ = options_.namespace_;
+  io.namespaces = options_.namespaces;
   io.labelSelector = ManagedSelector();
   io.log = options_.log;
   io.name = "batch/v1 jobs (ayatori)";
@@ -129,6 +130,7 @@ Status KubernetesAdapter::Start(
   pods_->AddIndex(kUidIndex, [](const PodFacts& p) { return std::vector<std::string>{p.jobUid}; });
   kube::InformerOptions eo;
   eo.namespace_ = options_.namespace_;
+  eo.namespaces = options_.namespaces;
   eo.fieldSelector = "involvedObject.kind=Job,reason=FailedCreate";
   eo.log = options_.log;
   eo.name = "v1 events (FailedCreate of batch Jobs)";

@@ -11,10 +11,11 @@
 // Requests per Job on the happy path: Ensure = 1 create; Observe = 0 (watch caches) plus one
 // fresh GET of the pod before a terminal answer; Delete = 1 delete (+ 1 get without a recorded
 // reference). Start() runs three informers: batch Jobs and pods carrying the label
-// execution.ayatori.ddupan.top/job-uid (all namespaces or options.namespace_), and core/v1 Events
-// with reason FailedCreate about batch Jobs (why a pod was not created: quota, admission, a
-// missing service account or PriorityClass); their changes call notify(namespace, Ayatori Job
-// name). Without Start() every call reads fresh from the apiserver (and cannot tell FailedCreate).
+// execution.ayatori.ddupan.top/job-uid (all namespaces, or options.namespace_ / .namespaces), and
+// core/v1 Events with reason FailedCreate about batch Jobs (why a pod was not created: quota,
+// admission, a missing service account or PriorityClass); their changes call notify(namespace,
+// Ayatori Job name). Without Start() every call reads fresh from the apiserver (and cannot tell
+// FailedCreate).
 #pragma once
 
 #include <chrono>
@@ -42,6 +43,8 @@ struct KubernetesAdapterOptions {
   std::string fieldManager = "ayatori";
   // Namespace the watches cover; "" = all namespaces.
   std::string namespace_;
+  // Several namespaces instead (namespace_ unused): one watch each (--watch-namespaces).
+  std::vector<std::string> namespaces;
   // Start() waits this long for the first lists of the watch caches.
   std::chrono::milliseconds syncTimeout{30000};
   // One line per problem worth an operator's attention; nullptr = stderr.
