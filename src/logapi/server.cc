@@ -322,8 +322,12 @@ Status UseSelfSignedCertificate(SSL_CTX& ctx) {
 }  // namespace
 
 AdapterJobLogs::AdapterJobLogs(KubeClient& client, const adapters::AdapterRegistry& registry,
-                               std::string controllerNamespace)
-    : client_(client), registry_(registry), controllerNamespace_(std::move(controllerNamespace)) {}
+                               std::string controllerNamespace,
+                               std::function<void(const std::string&)> log)
+    : client_(client),
+      registry_(registry),
+      controllerNamespace_(std::move(controllerNamespace)),
+      log_(std::move(log)) {}
 
 StatusOr<json> AdapterJobLogs::Parameters(const json& job, const AdapterDescriptor& descriptor) {
   json parameters = json::object();
@@ -403,7 +407,18 @@ Status AdapterJobLogs::Stream(const std::string& ns, const std::string& name,
                       " backend no longer has it (removed after the Job finished, or by hand), "
                       "so its output cannot be read any more");
   }
-  return s;
+  Status forReader = BackendErrorForReader(s, what + " in namespace " + ns, adapter->Name());
+  if (forReader.message() != s.message()) {
+    // The details stay here, for the operator: they may name the engine's address.
+    std::string line = "log api: the log of " + what + " in namespace " + ns + " (" +
+                       adapter->Name() + " backend): " + s.ToString();
+    if (log_) {
+      log_(line);
+    } else {
+      std::fprintf(stderr, "%s\n", line.c_str());
+    }
+  }
+  return forReader;
 }
 
 Authorizer SubjectAccessReviewAuthorizer(KubeClient& client) {

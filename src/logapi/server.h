@@ -47,9 +47,11 @@ class JobLogs {
 // the Job's resolved class.
 class AdapterJobLogs final : public JobLogs {
  public:
-  // `client` and `registry` must outlive this object.
+  // `client` and `registry` must outlive this object. `log` gets the detailed backend errors
+  // that readers are only told the category of (BackendErrorForReader); nullptr = stderr.
   AdapterJobLogs(KubeClient& client, const adapters::AdapterRegistry& registry,
-                 std::string controllerNamespace);
+                 std::string controllerNamespace,
+                 std::function<void(const std::string&)> log = nullptr);
   Status Stream(const std::string& ns, const std::string& name, const LogOptions& options,
                 const LogSink& sink) override;
 
@@ -59,6 +61,7 @@ class AdapterJobLogs final : public JobLogs {
   KubeClient& client_;
   const adapters::AdapterRegistry& registry_;
   std::string controllerNamespace_;
+  std::function<void(const std::string&)> log_;
 };
 
 // Whether `user` may read the log of Job ns/name: OK, kForbidden with the message to show, or
