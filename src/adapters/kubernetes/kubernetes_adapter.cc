@@ -159,13 +159,18 @@ Status KubernetesAdapter::Start(
           },
       .onDelete = [wake](const std::string& k, const auto& o) { wake(k, o->jobName); },
   });
+  // A pod wakes its Job only when it claims the Job's batch Job as its controller: any pod-creating
+  // tenant can copy the label, and must not make the controller reconcile a Job at will.
+  auto wakeForPod = [wake](const std::string& key, const PodFacts& p) {
+    if (IsPodOfBatchJob(p, p.jobUid, "")) wake(key, p.jobName);
+  };
   pods_->AddHandlers({
-      .onAdd = [wake](const std::string& k, const auto& o) { wake(k, o->jobName); },
+      .onAdd = [wakeForPod](const std::string& k, const auto& o) { wakeForPod(k, *o); },
       .onUpdate =
-          [wake](const std::string& k, const auto& old, const auto& cur) {
-            if (!(*old == *cur)) wake(k, cur->jobName);
+          [wakeForPod](const std::string& k, const auto& old, const auto& cur) {
+            if (!(*old == *cur)) wakeForPod(k, *cur);
           },
-      .onDelete = [wake](const std::string& k, const auto& o) { wake(k, o->jobName); },
+      .onDelete = [wakeForPod](const std::string& k, const auto& o) { wakeForPod(k, *o); },
   });
   // An Event names the batch Job; ours map to the Ayatori Job through the batch Job cache (an
   // Event that comes before its batch Job is cached is seen by the batch Job's own wake-up).

@@ -472,19 +472,48 @@ TEST_F(KubernetesAdapterTest, PodsThatCopyTheLabelNeitherSpeakForTheJobNorFeedIt
 }
 
 TEST_F(KubernetesAdapterTest, APodThatOnlyCopiesTheLabelIsNotAnExecutionToReport) {
-  StartWatching();
   CreateImpostorPod("impostor-unowned", json::array(), "Running", Running());
+  StartWatching();  // the caches start with the impostor (Start waits for their first lists)
   client_.ClearActions();
   Observation o = adapter_->Ensure(Request());
   EXPECT_EQ(client_.CountActions("create", "jobs.batch"), 1u)
       << "the impostor held the create up: " << o.message;
   EXPECT_EQ(o.phase, ExecutionPhase::kPending) << o.message;
+  // Nor does it wake the Job up: a pod whose changes do not concern it would be a way to make
+  // the controller reconcile at will.
+  ASSERT_TRUE(Eventually([&] { return WasNotified("ci/hello"); }, 5s));  // the batch Job's add
+  ClearNotified();
+  json impostor = *client_.Peek(PodsResource(), kNs, "impostor-unowned");
+  SetPodState(impostor, "Failed", Exited(1));
+  CreateImpostorPod("impostor-2", json::array(), "Running", Running());
+  ASSERT_TRUE(client_.Delete(PodsResource(), kNs, "impostor-2", {}).ok());
+  // A pod of another Job's batch Job, made after them on the same watch: once it has woken its
+  // Job, the impostors' events have all been delivered.
+  const std::string otherUid = "1d2c3b4a-0000-4000-8000-000000000002";
+  json flush = {{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata",
+                 {{"name", "other-pod"},
+                  {"namespace", kNs},
+                  {"labels", {{api::kJobUidLabel, otherUid}, {kManagedByLabel, kManagedByValue}}},
+                  {"annotations", {{kJobNameAnnotation, "other"}}},
+                  {"ownerReferences",
+                   {{{"apiVersion", "batch/v1"},
+                     {"kind", "Job"},
+                     {"name", BatchJobName(otherUid)},
+                     {"uid", "batch-of-other"},
+                     {"controller", true}}}}}}};
+  ASSERT_TRUE(client_.Create(PodsResource(), kNs, flush, {}).ok());
+  ASSERT_TRUE(Eventually([&] { return WasNotified("ci/other"); }, 5s));
+  EXPECT_FALSE(WasNotified("ci/hello")) << "an impostor's events woke the Job";
   // Without the batch Job nor a pod of it, there is no log to read, whatever the label says.
   ASSERT_TRUE(client_.Delete(BatchJobsResource(), kNs, BatchJobName(kUid), {}).ok());
   EXPECT_EQ(
       adapter_->StreamLogs(Key(o.references), {}, [](std::string_view) { return true; }).code(),
       StatusCode::kNotFound);
-  EXPECT_EQ(adapter_->Observe(Key(o.references)).phase, ExecutionPhase::kAbsent);
+  // (Once the watch cache has seen the deletion too.)
+  EXPECT_TRUE(Eventually(
+      [&] { return adapter_->Observe(Key(o.references)).phase == ExecutionPhase::kAbsent; }, 5s));
 }
 
 TEST_F(KubernetesAdapterTest, ImagePullTimeoutWakesTheController) {
