@@ -426,8 +426,10 @@ int main(int argc, char** argv) {
   if (!f.logsApiBind.empty()) {
     auto requestHeader = RequestHeaderSettings(f, *client);
     if (!requestHeader.ok()) return Fail("log API: " + requestHeader.status().message());
-    jobLogs = std::make_unique<logapi::AdapterJobLogs>(*client, registry, f.controllerNamespace,
-                                                       *watchNamespaces);
+    jobLogs = std::make_unique<logapi::AdapterJobLogs>(
+        *client, registry, f.controllerNamespace, *watchNamespaces, [](const std::string& error) {
+          obs::Warn("log API: a backend error", {{"error", error}});
+        });
     logapi::LogApiServerOptions logsOptions;
     logsOptions.address = f.logsApiBind;
     logsOptions.certFile = f.logsApiCertFile;

@@ -135,6 +135,39 @@ json StatusDocument(int code, const std::string& reason, const std::string& mess
   return doc;
 }
 
+Status BackendErrorForReader(const Status& adapterError, const std::string& what,
+                             const std::string& backend) {
+  const char* category = nullptr;
+  switch (adapterError.code()) {
+    case StatusCode::kOk:
+    case StatusCode::kNotFound:
+    case StatusCode::kGone:
+    case StatusCode::kForbidden:
+    case StatusCode::kTooManyRequests:
+    case StatusCode::kFailedPrecondition:
+    case StatusCode::kInvalidArgument:
+      return adapterError;
+    case StatusCode::kUnavailable:
+      category = "unreachable";
+      break;
+    case StatusCode::kDeadlineExceeded:
+      category = "timed out";
+      break;
+    case StatusCode::kServerError:
+      category = "backend error";
+      break;
+    case StatusCode::kCancelled:
+      category = "cancelled";
+      break;
+    default:
+      category = "unexpected answer";
+      break;
+  }
+  return Status(adapterError.code(),
+                "the " + backend + " backend could not be reached for the log of " + what + " (" +
+                    category + "); the controller's log has the details");
+}
+
 std::pair<int, std::string> HttpCodeAndReason(StatusCode code) {
   switch (code) {
     case StatusCode::kInvalidArgument:

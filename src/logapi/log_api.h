@@ -56,6 +56,17 @@ StatusOr<LogOptions> ParseLogQuery(const std::multimap<std::string, std::string>
 nlohmann::json StatusDocument(int code, const std::string& reason, const std::string& message,
                               const std::string& name = {});
 
+// What the reader of a log is told when the backend failed the read: a Status of the same code
+// saying that the `backend` could not serve the log of `what`, with the failure's category, and
+// that the controller's log has the details. Never the adapter's own message: it can name the
+// engine's address (a Docker endpoint or unix socket path, an OpenSandbox server URL in a curl
+// error such as "Failed to connect to 127.0.0.1 port 2375"), which is the operator's business,
+// not a tenant's. Errors that are about the Job itself and name nothing of the backend (kNotFound,
+// kGone, kForbidden, kTooManyRequests, and kFailedPrecondition / kInvalidArgument: the backend
+// refused the read as asked, e.g. a container that has not started) keep their message.
+Status BackendErrorForReader(const Status& adapterError, const std::string& what,
+                             const std::string& backend);
+
 // The HTTP code and Status reason for a Status of this code base.
 std::pair<int, std::string> HttpCodeAndReason(StatusCode code);
 

@@ -324,11 +324,13 @@ Status UseSelfSignedCertificate(SSL_CTX& ctx) {
 
 AdapterJobLogs::AdapterJobLogs(KubeClient& client, const adapters::AdapterRegistry& registry,
                                std::string controllerNamespace,
-                               std::vector<std::string> watchNamespaces)
+                               std::vector<std::string> watchNamespaces,
+                               std::function<void(const std::string&)> log)
     : client_(client),
       registry_(registry),
       controllerNamespace_(std::move(controllerNamespace)),
-      watchNamespaces_(std::move(watchNamespaces)) {}
+      watchNamespaces_(std::move(watchNamespaces)),
+      log_(std::move(log)) {}
 
 StatusOr<json> AdapterJobLogs::Parameters(const json& job, const AdapterDescriptor& descriptor) {
   json parameters = json::object();
@@ -415,7 +417,18 @@ Status AdapterJobLogs::Stream(const std::string& ns, const std::string& name,
                       " backend no longer has it (removed after the Job finished, or by hand), "
                       "so its output cannot be read any more");
   }
-  return s;
+  Status forReader = BackendErrorForReader(s, what + " in namespace " + ns, adapter->Name());
+  if (forReader.message() != s.message()) {
+    // The details stay here, for the operator: they may name the engine's address.
+    std::string line = "log api: the log of " + what + " in namespace " + ns + " (" +
+                       adapter->Name() + " backend): " + s.ToString();
+    if (log_) {
+      log_(line);
+    } else {
+      std::fprintf(stderr, "%s\n", line.c_str());
+    }
+  }
+  return forReader;
 }
 
 Authorizer SubjectAccessReviewAuthorizer(KubeClient& client) {

@@ -50,9 +50,12 @@ class AdapterJobLogs final : public JobLogs {
  public:
   // `client` and `registry` must outlive this object. `watchNamespaces`: the namespaces the
   // controller serves (--watch-namespaces), empty = all; a Job elsewhere is answered NotFound
-  // without a request, since the controller neither ran it nor may read it.
+  // without a request, since the controller neither ran it nor may read it. `log` gets the
+  // detailed backend errors that readers are only told the category of (BackendErrorForReader);
+  // nullptr = stderr.
   AdapterJobLogs(KubeClient& client, const adapters::AdapterRegistry& registry,
-                 std::string controllerNamespace, std::vector<std::string> watchNamespaces = {});
+                 std::string controllerNamespace, std::vector<std::string> watchNamespaces = {},
+                 std::function<void(const std::string&)> log = nullptr);
   Status Stream(const std::string& ns, const std::string& name, const LogOptions& options,
                 const LogSink& sink) override;
 
@@ -63,6 +66,7 @@ class AdapterJobLogs final : public JobLogs {
   const adapters::AdapterRegistry& registry_;
   std::string controllerNamespace_;
   std::vector<std::string> watchNamespaces_;
+  std::function<void(const std::string&)> log_;
 };
 
 // Whether `user` may read the log of Job ns/name: OK, kForbidden with the message to show, or

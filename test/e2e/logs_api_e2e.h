@@ -93,28 +93,35 @@ class LogsApiE2ETest : public ControllerTest {
         60s, 500ms);
     ASSERT_TRUE(available) << Kubectl({"get", "apiservice", kApiService, "-o", "yaml"}).out;
 
-    // Who may read logs in the test's namespace: get on jobs/log of the log API group.
+    // Who may read logs in the test's namespace.
+    AllowLogReading(ns_, {kReader, kCertUser});
+  }
+
+  // A Role in `ns` with get on jobs/log of the log API group, bound to `users`.
+  void AllowLogReading(const std::string& ns, const std::vector<std::string>& users) {
     ASSERT_TRUE(
         Apply({{"apiVersion", "rbac.authorization.k8s.io/v1"},
                {"kind", "Role"},
-               {"metadata", {{"name", "job-log-reader"}, {"namespace", ns_}}},
+               {"metadata", {{"name", "job-log-reader"}, {"namespace", ns}}},
                {"rules",
                 {{{"apiGroups", {kLogGroup}}, {"resources", {"jobs/log"}}, {"verbs", {"get"}}},
                  // kubectl ayatori logs reads the Job first.
                  {{"apiGroups", {"execution.ayatori.ddupan.top"}},
                   {"resources", {"jobs"}},
                   {"verbs", {"get"}}}}}}));
-    ASSERT_TRUE(Apply(
-        {{"apiVersion", "rbac.authorization.k8s.io/v1"},
-         {"kind", "RoleBinding"},
-         {"metadata", {{"name", "job-log-reader"}, {"namespace", ns_}}},
-         {"roleRef",
-          {{"apiGroup", "rbac.authorization.k8s.io"},
-           {"kind", "Role"},
-           {"name", "job-log-reader"}}},
-         {"subjects",
-          {{{"kind", "User"}, {"name", kReader}, {"apiGroup", "rbac.authorization.k8s.io"}},
-           {{"kind", "User"}, {"name", kCertUser}, {"apiGroup", "rbac.authorization.k8s.io"}}}}}));
+    json subjects = json::array();
+    for (const auto& user : users) {
+      subjects.push_back(
+          {{"kind", "User"}, {"name", user}, {"apiGroup", "rbac.authorization.k8s.io"}});
+    }
+    ASSERT_TRUE(Apply({{"apiVersion", "rbac.authorization.k8s.io/v1"},
+                       {"kind", "RoleBinding"},
+                       {"metadata", {{"name", "job-log-reader"}, {"namespace", ns}}},
+                       {"roleRef",
+                        {{"apiGroup", "rbac.authorization.k8s.io"},
+                         {"kind", "Role"},
+                         {"name", "job-log-reader"}}},
+                       {"subjects", subjects}}));
   }
 
   void TearDown() override {

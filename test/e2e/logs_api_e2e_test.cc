@@ -48,6 +48,19 @@ TEST_F(DockerLogsApiE2ETest, AnAllowedUserReadsADockerJobsOutputAndOthersAreRefu
   EXPECT_NE(r.exitCode, 0);
   EXPECT_NE(r.err.find("Forbidden"), std::string::npos) << r.err;
   EXPECT_EQ(r.out.find("three"), std::string::npos);
+  // An ordinary user of another namespace, with the same rule there: nothing of this one.
+  const std::string otherNs = testing::CreateTestNamespace("e2e-logs-team-b");
+  const std::string teamB = "e2e-log-team-b";
+  AllowLogReading(otherNs, {teamB});
+  if (HasFatalFailure()) return;
+  r = RawAs(teamB, LogPath("hello"));
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_NE(r.err.find("Forbidden"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("three"), std::string::npos);
+  r = Kubectl({"get", "jobs.execution.ayatori.ddupan.top", "hello", "-n", ns_, "--as=" + teamB});
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_NE(r.err.find("Forbidden"), std::string::npos) << r.err;
+  Kubectl({"delete", "namespace", otherNs, "--wait=false"});
 
   // Straight to the server: a client without the front proxy's certificate (none, or one of
   // the cluster CA) fails the TLS handshake and gets no HTTP answer at all.

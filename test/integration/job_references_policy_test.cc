@@ -151,6 +151,13 @@ TEST_F(JobReferencesPolicyTest, TheIssuesJobIsRefusedUntilItsAuthorMayGetTheSecr
   ASSERT_EQ(WaitUntil(steal, /*admitted=*/true).exitCode, 0);
   r = Create(steal, User::kCertUser);
   EXPECT_EQ(r.exitCode, 0) << r.err;
+  // The stranger can neither read nor list it.
+  r = RunKubectl({"get", kJobs, "steal", "-n", ns_}, "", User::kTokenUser);
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_THAT(r.err, HasSubstr("cannot get resource \"jobs\""));
+  r = RunKubectl({"get", kJobs, "-n", ns_}, "", User::kTokenUser);
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_THAT(r.err, HasSubstr("cannot list resource \"jobs\""));
   // A grant names the object: another Secret of the namespace stays out of reach.
   r = RunKubectl({"create", "secret", "generic", "other", "-n", ns_, "--from-literal=pw=y"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
@@ -166,6 +173,62 @@ TEST_F(JobReferencesPolicyTest, TheIssuesJobIsRefusedUntilItsAuthorMayGetTheSecr
                  User::kCertUser);
   EXPECT_NE(r.exitCode, 0);
   EXPECT_THAT(r.err, HasSubstr("spec.task is immutable"));
+}
+
+// An ordinary user of another namespace (team-b: may create Jobs and read Secrets there, nothing
+// in team-a; played by impersonation). team-a's Secrets stay out of reach: a Job in team-a is
+// RBAC's to refuse, and a Job in team-b names its Secrets in team-b only (a secretKeyRef has no
+// namespace), so a name that exists only in team-a gets nothing of team-a's.
+TEST_F(JobReferencesPolicyTest, AUserOfAnotherNamespaceCannotReachItsSecrets) {
+  const std::string teamB = "team-b-user-" + other_;
+  auto as = [&](std::vector<std::string> args, const std::string& input = "") {
+    args.push_back("--as=" + teamB);
+    return RunKubectl(args, input, User::kAdmin);
+  };
+  auto r = RunKubectl({"create", "rolebinding", "team-b-author", "-n", other_, "--role=job-author",
+                       "--user=" + teamB});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  r = RunKubectl({"create", "secret", "generic", "only-in-a", "-n", ns_, "--from-literal=pw=a"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+
+  // A Job in team-a: RBAC refuses the create before any policy.
+  r = as({"create", "-f", "-"}, StealingJob(ns_, "cross", "admin-only"));
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_THAT(r.err, HasSubstr("cannot create resource \"jobs\""));
+  EXPECT_THAT(r.err, HasSubstr("in the namespace \"" + ns_ + "\""));
+
+  // A Job in team-b naming team-a's Secret: the reference is team-b/only-in-a, which the user may
+  // not get either; the refusal names team-b's object, never team-a's.
+  const std::string cross = StealingJob(other_, "cross", "only-in-a");
+  ProcessResult last;
+  Eventually(
+      [&] {
+        last = as({"create", "-f", "-", "--dry-run=server"}, cross);
+        return last.exitCode != 0 && last.err.find(kPolicyDenied) != std::string::npos;
+      },
+      std::chrono::seconds(30), kKubectlPoll);
+  EXPECT_THAT(last.err, HasSubstr("user " + teamB + " may not get Secret " + other_ +
+                                  "/only-in-a, which the Job references"));
+  EXPECT_EQ(last.err.find(ns_ + "/"), std::string::npos) << last.err;
+  EXPECT_NE(as({"get", "secret", "only-in-a", "-n", ns_}).exitCode, 0);
+
+  // With get on team-b's Secrets the Job is admitted, and harmless: it references team-b's
+  // only-in-a, which does not exist (the controller resolves references in the Job's namespace).
+  r = RunKubectl(
+      {"create", "role", "secret-reader", "-n", other_, "--verb=get", "--resource=secrets"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  r = RunKubectl({"create", "rolebinding", "team-b-secrets", "-n", other_, "--role=secret-reader",
+                  "--user=" + teamB});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return as({"create", "-f", "-", "--dry-run=server"}, cross).exitCode == 0;
+      },
+      std::chrono::seconds(30), kKubectlPoll));
+  r = as({"create", "-f", "-"}, cross);
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  r = RunKubectl({"get", "secret", "only-in-a", "-n", other_});
+  EXPECT_NE(r.exitCode, 0) << "team-b has no Secret only-in-a: the Job's reference finds nothing";
 }
 
 TEST_F(JobReferencesPolicyTest, ImagePullSecretsAndConfigMapsAreCheckedLikewise) {

@@ -126,5 +126,39 @@ TEST(LastLinesOffset, CountsLinesLikeKubectlTail) {
   EXPECT_EQ(LastLinesOffset("", 3), 0u);
 }
 
+// A transport error names the engine's address; the reader learns only the category.
+TEST(BackendErrorForReader, AnUnreachableBackendIsNotNamedToTheReader) {
+  const Status engine(StatusCode::kUnavailable,
+                      "GET http://127.0.0.1:2375/v1.43/containers/abc/logs: Failed to connect to "
+                      "127.0.0.1 port 2375 after 0 ms: Couldn't connect to server");
+  Status s = BackendErrorForReader(engine, "job \"hello\"", "docker");
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(s.message().find("127.0.0.1"), std::string::npos) << s.message();
+  EXPECT_EQ(s.message().find("2375"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("docker backend could not be reached"), std::string::npos);
+  EXPECT_NE(s.message().find("(unreachable)"), std::string::npos) << s.message();
+
+  const Status socket(StatusCode::kDeadlineExceeded,
+                      "unix:///run/secret-engine/docker.sock: Operation timed out");
+  s = BackendErrorForReader(socket, "job \"hello\"", "docker");
+  EXPECT_EQ(s.message().find("/run/secret-engine"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("(timed out)"), std::string::npos) << s.message();
+
+  const Status server(StatusCode::kServerError, "https://sandbox.internal:8443/v1: HTTP 502");
+  s = BackendErrorForReader(server, "job \"hello\"", "opensandbox");
+  EXPECT_EQ(s.message().find("sandbox.internal"), std::string::npos) << s.message();
+}
+
+TEST(BackendErrorForReader, ErrorsAboutTheReadItselfKeepTheirMessage) {
+  for (StatusCode code : {StatusCode::kNotFound, StatusCode::kFailedPrecondition,
+                          StatusCode::kInvalidArgument, StatusCode::kForbidden}) {
+    const Status refused(code, "container main is waiting to start: ContainerCreating");
+    Status s = BackendErrorForReader(refused, "job \"hello\"", "kubernetes");
+    EXPECT_EQ(s.code(), code);
+    EXPECT_EQ(s.message(), refused.message());
+  }
+  EXPECT_TRUE(BackendErrorForReader(Status::Ok(), "job", "docker").ok());
+}
+
 }  // namespace
 }  // namespace ayatori::logapi

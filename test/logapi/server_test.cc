@@ -17,6 +17,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "api/json.h"
+#include "controller/kinds.h"
+#include "kube/testing/fake_kube_client.h"
 #include "test/support/process.h"
 #include "test/support/wait.h"
 
@@ -390,6 +393,58 @@ TEST(LogApiServerLimits, CapsThatCannotWorkAreAClearError) {
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << total << "/" << perUser;
     EXPECT_NE(s.message().find("follow caps"), std::string::npos) << s.ToString();
   }
+}
+
+// A backend that cannot be reached: its error names the engine's address, as curl's do.
+class FakeUnreachableAdapter final : public Adapter {
+ public:
+  std::string Name() const override { return "docker"; }
+  Status Start(std::function<void(const std::string&, const std::string&)>) override {
+    return Status::Ok();
+  }
+  Status Validate(const ExecutionRequest&) override { return Status::Ok(); }
+  Observation Ensure(const ExecutionRequest&) override { return {}; }
+  Observation Observe(const ExecutionKey&) override { return {}; }
+  Observation Cancel(const ExecutionKey&) override { return {}; }
+  Status Delete(const ExecutionKey&) override { return Status::Ok(); }
+  Status StreamLogs(const ExecutionKey&, const LogOptions&, const LogSink&) override {
+    return Status(StatusCode::kUnavailable,
+                  "GET http://127.0.0.1:2375/v1.43/containers/c0ffee/logs: Failed to connect to "
+                  "127.0.0.1 port 2375 after 0 ms: Couldn't connect to server");
+  }
+};
+
+TEST(AdapterJobLogs, AnUnreachableBackendIsReportedWithoutItsAddress) {
+  kube::testing::FakeKubeClient client;
+  adapters::AdapterRegistry registry;
+  AdapterDescriptor descriptor;
+  descriptor.controllerName = "execution.ayatori.ddupan.top/docker";
+  ASSERT_TRUE(registry.Register(descriptor, std::make_shared<FakeUnreachableAdapter>()).ok());
+  api::Job job;
+  job.metadata.namespace_ = "team-a";
+  job.metadata.name = "hello";
+  job.spec.task.image = "busybox";
+  auto created = client.Create(controller::kJobs, "team-a", api::ToJson(job), {});
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  job.metadata.uid = created->value("/metadata/uid"_json_pointer, std::string());
+  job.metadata.resourceVersion = created->value("/metadata/resourceVersion"_json_pointer, "");
+  job.status.resolvedJobClass =
+      api::ResolvedJobClass{"default", "8aa4e2a4-8f1d-4c6b-9d2e-0a1b2c3d4e5f",
+                            descriptor.controllerName, std::nullopt, std::nullopt};
+  job.status.execution = api::ExecutionStatus{"docker", {{"Container", "c0ffee"}}};
+  ASSERT_TRUE(client.UpdateStatus(controller::kJobs, "team-a", api::ToJson(job), {}).ok());
+
+  std::vector<std::string> operatorLog;
+  AdapterJobLogs logs(client, registry, "ayatori-system", {},
+                      [&](const std::string& line) { operatorLog.push_back(line); });
+  Status s = logs.Stream("team-a", "hello", {}, [](std::string_view) { return true; });
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+  EXPECT_EQ(s.message().find("127.0.0.1"), std::string::npos) << s.message();
+  EXPECT_EQ(s.message().find("2375"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("could not be reached"), std::string::npos) << s.message();
+  // The operator keeps the details.
+  ASSERT_EQ(operatorLog.size(), 1u);
+  EXPECT_NE(operatorLog[0].find("127.0.0.1 port 2375"), std::string::npos) << operatorLog[0];
 }
 
 }  // namespace

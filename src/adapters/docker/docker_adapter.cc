@@ -207,7 +207,7 @@ StatusOr<DockerAdapter::Target> DockerAdapter::TargetFor(const nlohmann::json& p
   Status error;
   auto client = ClientFor(endpoint, tlsName, tls, error);
   if (client == nullptr) return error;
-  return Target{std::move(client), std::move(*params)};
+  return Target{std::move(client), std::move(*params), tls.keyPem};
 }
 
 Status DockerAdapter::Start(std::function<void(const std::string&, const std::string&)> notify) {
@@ -489,14 +489,45 @@ Observation DockerAdapter::StartAndObserve(EngineClient& client, const std::stri
   return Observed(client, **found, resultUnknown);
 }
 
+// Engine messages may quote parts of the request they answer; none of a Secret goes back up.
 Observation DockerAdapter::Ensure(const ExecutionRequest& request) {
-  // Engine messages may quote parts of the create request; none of a Secret goes back up.
-  Observation o = EnsureExecution(request);
-  o.message = RedactEnvValues(o.message, request);
+  Redactor redactor;
+  redactor.AddRequest(request);
+  Observation o = EnsureExecution(request, redactor);
+  o.message = redactor.Apply(std::move(o.message));
   return o;
 }
 
-Observation DockerAdapter::EnsureExecution(const ExecutionRequest& request) {
+Observation DockerAdapter::Observe(const ExecutionKey& key) {
+  Redactor redactor;
+  Observation o = ObserveExecution(key, redactor);
+  o.message = redactor.Apply(std::move(o.message));
+  return o;
+}
+
+Observation DockerAdapter::Cancel(const ExecutionKey& key) {
+  Redactor redactor;
+  Observation o = CancelExecution(key, redactor);
+  o.message = redactor.Apply(std::move(o.message));
+  return o;
+}
+
+Status DockerAdapter::Delete(const ExecutionKey& key) {
+  Redactor redactor;
+  Status s = DeleteExecution(key, redactor);
+  if (s.ok()) return s;
+  return Status(s.code(), redactor.Apply(s.message()));
+}
+
+Status DockerAdapter::StreamLogs(const ExecutionKey& key, const LogOptions& options,
+                                 const LogSink& sink) {
+  Redactor redactor;
+  Status s = StreamExecutionLogs(key, options, sink, redactor);
+  if (s.ok()) return s;
+  return Status(s.code(), redactor.Apply(s.message()));
+}
+
+Observation DockerAdapter::EnsureExecution(const ExecutionRequest& request, Redactor& redactor) {
   auto target = TargetFor(request.parameters);
   if (!target.ok()) {
     // Parameters that can never work fail the Job; a TLS Secret that cannot be read now may be
@@ -506,6 +537,7 @@ Observation DockerAdapter::EnsureExecution(const ExecutionRequest& request) {
     }
     return Unknown(target.status().message());
   }
+  redactor.Add(target->tlsKey.reveal());
   EngineClient& client = *target->client;
   if (auto st = ValidateRequest(request, target->params); !st.ok()) {
     return Failed(kReasonBackendRejected, st.message());
@@ -574,22 +606,26 @@ Observation DockerAdapter::EnsureExecution(const ExecutionRequest& request) {
   }
 }
 
-Observation DockerAdapter::Observe(const ExecutionKey& key) {
+Observation DockerAdapter::ObserveExecution(const ExecutionKey& key, Redactor& redactor) {
   auto target = TargetFor(key.parameters);
   if (!target.ok()) return Unknown("docker adapter: " + target.status().message());
+  redactor.Add(target->tlsKey.reveal());
   auto found = FindContainer(*target->client, key.uid, key.references);
   if (!found.ok()) return Unreachable(found.status());
   if (!*found) return Absent();
+  redactor.AddContainerEnv(**found);
   return Observed(*target->client, **found, key.resultUnknown);
 }
 
-Observation DockerAdapter::Cancel(const ExecutionKey& key) {
+Observation DockerAdapter::CancelExecution(const ExecutionKey& key, Redactor& redactor) {
   auto target = TargetFor(key.parameters);
   if (!target.ok()) return Unknown("docker adapter: " + target.status().message());
+  redactor.Add(target->tlsKey.reveal());
   EngineClient& client = *target->client;
   auto found = FindContainer(client, key.uid, key.references);
   if (!found.ok()) return Unreachable(found.status());
   if (!*found) return Absent();
+  redactor.AddContainerEnv(**found);
   Observation before = Observed(client, **found, key.resultUnknown);
   // It ended by itself first: its true result, or an end whose result the engine lost (nothing
   // to stop, and marking it cancelled now would report a cancel that stopped nothing).
@@ -620,9 +656,10 @@ Observation DockerAdapter::Cancel(const ExecutionKey& key) {
   return Observed(client, **after, key.resultUnknown);
 }
 
-Status DockerAdapter::Delete(const ExecutionKey& key) {
+Status DockerAdapter::DeleteExecution(const ExecutionKey& key, Redactor& redactor) {
   auto target = TargetFor(key.parameters);
   if (!target.ok()) return target.status();
+  redactor.Add(target->tlsKey.reveal());
   EngineClient& client = *target->client;
   std::vector<std::string> ids;
   for (const auto& ref : key.references) {
@@ -658,14 +695,16 @@ StatusOr<std::string> DockerAdapter::Logs(const ExecutionKey& key, size_t tailBy
 
 // The engine applies every option itself (GET /containers/{id}/logs: follow, tail, since,
 // timestamps); with follow it ends the stream when the container stops.
-Status DockerAdapter::StreamLogs(const ExecutionKey& key, const LogOptions& options,
-                                 const LogSink& sink) {
+Status DockerAdapter::StreamExecutionLogs(const ExecutionKey& key, const LogOptions& options,
+                                          const LogSink& sink, Redactor& redactor) {
   auto target = TargetFor(key.parameters);
   if (!target.ok()) return target.status();
+  redactor.Add(target->tlsKey.reveal());
   EngineClient& client = *target->client;
   auto found = FindContainer(client, key.uid, key.references);
   if (!found.ok()) return found.status();
   if (!*found) return Status(StatusCode::kNotFound, "no container for Job UID " + key.uid);
+  redactor.AddContainerEnv(**found);
   std::string query = "stdout=1&stderr=1";
   if (options.follow) query += "&follow=1";
   if (options.timestamps) query += "&timestamps=1";

@@ -23,6 +23,7 @@
 #include <set>
 #include <string>
 
+#include "adapters/docker/container.h"
 #include "adapters/docker/engine.h"
 #include "adapters/docker/events.h"
 #include "adapters/docker/logs.h"
@@ -86,8 +87,17 @@ class DockerAdapter final : public Adapter, public LogSource {
   struct Target {
     std::shared_ptr<EngineClient> client;
     DockerExecutionParameters params;
+    SensitiveString tlsKey;  // the client's private key (PEM), for the Redactor
   };
-  Observation EnsureExecution(const ExecutionRequest& request);
+  // The calls behind the public ones, which report what they learn of the Secret values in play
+  // (the target's key, the container's env) to `redactor`; the public ones apply it to the
+  // message they return (Redactor in adapters/docker/container.h).
+  Observation EnsureExecution(const ExecutionRequest& request, Redactor& redactor);
+  Observation ObserveExecution(const ExecutionKey& key, Redactor& redactor);
+  Observation CancelExecution(const ExecutionKey& key, Redactor& redactor);
+  Status DeleteExecution(const ExecutionKey& key, Redactor& redactor);
+  Status StreamExecutionLogs(const ExecutionKey& key, const LogOptions& options,
+                             const LogSink& sink, Redactor& redactor);
   // kFailedPrecondition (NotEnforceable at acceptance) when the engine's runtime list (GET /info,
   // kept for a few seconds) lacks `runtime`; OK when it has it or cannot be asked now.
   Status CheckRuntime(const nlohmann::json& parameters, const std::string& runtime);

@@ -127,7 +127,13 @@ Status KubernetesAdapter::Start(
   pods_ = std::make_unique<kube::Informer<PodFacts>>(
       client_, PodsResource(), io,
       [](const json& j) { return std::make_shared<const PodFacts>(PodFactsFromJson(j)); });
-  pods_->AddIndex(kUidIndex, [](const PodFacts& p) { return std::vector<std::string>{p.jobUid}; });
+  // Indexed by UID only when the pod claims the UID's batch Job as its controller: a pod that
+  // merely copies the label is nobody's execution (whether the claim names the right batch Job
+  // uid is checked where that uid is known).
+  pods_->AddIndex(kUidIndex, [](const PodFacts& p) {
+    return IsPodOfBatchJob(p, p.jobUid, "") ? std::vector<std::string>{p.jobUid}
+                                            : std::vector<std::string>{};
+  });
   kube::InformerOptions eo;
   eo.namespace_ = options_.namespace_;
   eo.namespaces = options_.namespaces;
@@ -155,13 +161,18 @@ Status KubernetesAdapter::Start(
           },
       .onDelete = [wake](const std::string& k, const auto& o) { wake(k, o->jobName); },
   });
+  // A pod wakes its Job only when it claims the Job's batch Job as its controller: any pod-creating
+  // tenant can copy the label, and must not make the controller reconcile a Job at will.
+  auto wakeForPod = [wake](const std::string& key, const PodFacts& p) {
+    if (IsPodOfBatchJob(p, p.jobUid, "")) wake(key, p.jobName);
+  };
   pods_->AddHandlers({
-      .onAdd = [wake](const std::string& k, const auto& o) { wake(k, o->jobName); },
+      .onAdd = [wakeForPod](const std::string& k, const auto& o) { wakeForPod(k, *o); },
       .onUpdate =
-          [wake](const std::string& k, const auto& old, const auto& cur) {
-            if (!(*old == *cur)) wake(k, cur->jobName);
+          [wakeForPod](const std::string& k, const auto& old, const auto& cur) {
+            if (!(*old == *cur)) wakeForPod(k, *cur);
           },
-      .onDelete = [wake](const std::string& k, const auto& o) { wake(k, o->jobName); },
+      .onDelete = [wakeForPod](const std::string& k, const auto& o) { wakeForPod(k, *o); },
   });
   // An Event names the batch Job; ours map to the Ayatori Job through the batch Job cache (an
   // Event that comes before its batch Job is cached is seen by the batch Job's own wake-up).
@@ -279,8 +290,8 @@ Status KubernetesAdapter::Validate(const ExecutionRequest& request) {
   return ValidateRequest(request, *params);
 }
 
-StatusOr<KubernetesAdapter::Fresh> KubernetesAdapter::ReadFresh(const std::string& ns,
-                                                                const std::string& uid) {
+StatusOr<KubernetesAdapter::Fresh> KubernetesAdapter::ReadFresh(
+    const std::string& ns, const std::string& uid, const std::string& recordedBatchJobUid) {
   Fresh f;
   const std::string name = BatchJobName(uid);
   auto job = client_.Get(BatchJobsResource(), ns, name);
@@ -297,9 +308,13 @@ StatusOr<KubernetesAdapter::Fresh> KubernetesAdapter::ReadFresh(const std::strin
   lo.labelSelector = SelectorForUid(uid);
   auto pods = client_.List(PodsResource(), ns, lo);
   if (!pods.ok()) return pods.status();
+  const std::string batchJobUid = f.batchJob ? Uid(*f.batchJob) : recordedBatchJobUid;
   for (auto& p : pods->items) {
-    // A stranger's Job that copied our label does not speak for our execution.
-    if (!f.foreignUid.empty() && PodFactsFromJson(p).controllerUid == f.foreignUid) continue;
+    // Only the pods of our batch Job: a pod (or a stranger's Job) that copied our label does not
+    // speak for our execution.
+    PodFacts facts = PodFactsFromJson(p);
+    if (!IsPodOfBatchJob(facts, uid, batchJobUid)) continue;
+    if (!f.foreignUid.empty() && facts.controllerUid == f.foreignUid) continue;
     f.pods.push_back(std::move(p));
   }
   return f;
@@ -315,7 +330,7 @@ Observation KubernetesAdapter::ObserveFromFresh(const Fresh& fresh,
 
 Observation KubernetesAdapter::ObserveFresh(const ExecutionKey& key,
                                             std::chrono::seconds pullTimeout) {
-  auto fresh = ReadFresh(key.namespace_, key.uid);
+  auto fresh = ReadFresh(key.namespace_, key.uid, ReferencedBatchJobUid(key.references));
   if (!fresh.ok()) {
     return FromError(fresh.status(), "reading batch/v1 Job " + key.namespace_ + "/" +
                                          BatchJobName(key.uid) + " and its pod");
@@ -415,7 +430,7 @@ Observation KubernetesAdapter::Ensure(const ExecutionRequest& request) {
   switch (err.code()) {
     case StatusCode::kAlreadyExists: {
       // Ours from an earlier Ensure whose answer was lost, or a stranger's.
-      auto fresh = ReadFresh(meta.namespace_, meta.uid);
+      auto fresh = ReadFresh(meta.namespace_, meta.uid, "");
       if (!fresh.ok()) return FromError(fresh.status(), "reading " + what);
       if (fresh->batchJob) return ObserveFromFresh(*fresh, pullTimeout, "");
       if (!fresh->foreignUid.empty()) {
@@ -469,7 +484,7 @@ Observation KubernetesAdapter::Observe(const ExecutionKey& key) {
 
 Observation KubernetesAdapter::Cancel(const ExecutionKey& key) {
   const std::string what = "batch/v1 Job " + key.namespace_ + "/" + BatchJobName(key.uid);
-  auto fresh = ReadFresh(key.namespace_, key.uid);
+  auto fresh = ReadFresh(key.namespace_, key.uid, ReferencedBatchJobUid(key.references));
   if (!fresh.ok()) return FromError(fresh.status(), "reading " + what);
 
   if (fresh->batchJob) {
@@ -540,7 +555,10 @@ Status KubernetesAdapter::Delete(const ExecutionKey& key) {
     }
     pods = ToFacts(list->items);
   }
+  // A pod that only copied the label must not hold the Job's deletion up.
+  const std::string recorded = ReferencedBatchJobUid(key.references);
   for (const PodFacts& p : pods) {
+    if (!IsPodOfBatchJob(p, key.uid, recorded)) continue;
     if (!IsPodTerminal(p)) {
       return Status(StatusCode::kUnavailable,
                     "pod " + key.namespace_ + "/" + p.name +
@@ -555,9 +573,10 @@ Status KubernetesAdapter::StreamLogs(const ExecutionKey& key, const LogOptions& 
   if (!options_.streamPath) {
     return Status(StatusCode::kFailedPrecondition, "this controller cannot stream pod logs");
   }
-  auto fresh = ReadFresh(key.namespace_, key.uid);
+  auto fresh = ReadFresh(key.namespace_, key.uid, ReferencedBatchJobUid(key.references));
   if (!fresh.ok()) return fresh.status();
-  // The newest pod: with backoffLimit 0 there is one, but a deleted pod may linger beside it.
+  // The newest pod of our batch Job (ReadFresh keeps no other): with backoffLimit 0 there is
+  // one, but a deleted pod may linger beside it.
   const json* newest = nullptr;
   for (const json& p : fresh->pods) {
     const std::string created = p.value("/metadata/creationTimestamp"_json_pointer, std::string());

@@ -102,8 +102,9 @@ class KubernetesAdapter final : public Adapter {
   // Deletes the batch Job (Background); OK when no batch Job of ours is left and no pod of the
   // UID is still running. Never deletes a batch Job that is not ours.
   Status Delete(const ExecutionKey& key) override;
-  // The log of the newest pod of the UID through the apiserver's pods/log (which the kubelet
-  // serves); kNotFound when no pod of the UID is left.
+  // The log of the newest pod of the UID's batch Job (IsPodOfBatchJob: a pod that only copies the
+  // label is never read) through the apiserver's pods/log (which the kubelet serves); kNotFound
+  // when no such pod is left.
   Status StreamLogs(const ExecutionKey& key, const LogOptions& options,
                     const LogSink& sink) override;
 
@@ -113,7 +114,10 @@ class KubernetesAdapter final : public Adapter {
     std::string foreignUid;                  // uid of a stranger's Job with our name
     std::vector<nlohmann::json> pods;
   };
-  StatusOr<Fresh> ReadFresh(const std::string& ns, const std::string& uid);
+  // The batch Job of `uid` (if ours) and the pods of that batch Job: IsPodOfBatchJob with the
+  // live batch Job's uid, else `recordedBatchJobUid` (status.execution.references; may be empty).
+  StatusOr<Fresh> ReadFresh(const std::string& ns, const std::string& uid,
+                            const std::string& recordedBatchJobUid);
   Observation ObserveFresh(const ExecutionKey& key, std::chrono::seconds pullTimeout);
   Observation ObserveFromFresh(const Fresh& fresh, std::chrono::seconds pullTimeout,
                                const std::string& expectedUid);

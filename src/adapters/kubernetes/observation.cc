@@ -1,6 +1,8 @@
 #include "adapters/kubernetes/observation.h"
 
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include "adapters/kubernetes/batch_job.h"
 #include "adapters/task_messages.h"
@@ -64,13 +66,17 @@ const json* MainContainerStatus(const json& pod) {
   return &(*statuses)[0];
 }
 
-std::string ControllerUid(const json& obj) {
+// The controller ownerReference when it is a batch/v1 Job (the only kind that runs our pods):
+// {name, uid}, both empty otherwise.
+std::pair<std::string, std::string> BatchJobController(const json& obj) {
   const json* owners = Path(obj, {"metadata", "ownerReferences"});
-  if (owners == nullptr || !owners->is_array()) return "";
+  if (owners == nullptr || !owners->is_array()) return {};
   for (const auto& ref : *owners) {
-    if (ref.is_object() && ref.value("controller", false)) return Str(ref, {"uid"});
+    if (!ref.is_object() || !ref.value("controller", false)) continue;
+    if (Str(ref, {"apiVersion"}) != "batch/v1" || Str(ref, {"kind"}) != "Job") return {};
+    return {Str(ref, {"name"}), Str(ref, {"uid"})};
   }
-  return "";
+  return {};
 }
 
 // Waiting reasons of a container that is being set up normally: nothing to explain.
@@ -239,7 +245,7 @@ PodFacts PodFactsFromJson(const json& j) {
   f.jobUid = Label(j, api::kJobUidLabel);
   f.jobName = Annotation(j, kJobNameAnnotation);
   if (f.jobName.empty()) f.jobName = Label(j, api::kJobNameLabel);
-  f.controllerUid = ControllerUid(j);
+  std::tie(f.controllerName, f.controllerUid) = BatchJobController(j);
   f.created = TimeAt(j, {"metadata", "creationTimestamp"});
   f.deleted = TimeAt(j, {"metadata", "deletionTimestamp"});
   f.deletionGracePeriodSeconds = Int(j, {"metadata", "deletionGracePeriodSeconds"});
@@ -296,6 +302,12 @@ std::string ReferencedBatchJobUid(const std::vector<api::ExecutionReference>& re
     if (r.type == kReferenceType) return r.id;
   }
   return "";
+}
+
+bool IsPodOfBatchJob(const PodFacts& pod, std::string_view jobUid, std::string_view batchJobUid) {
+  return !jobUid.empty() && pod.jobUid == jobUid && !pod.controllerUid.empty() &&
+         pod.controllerName == BatchJobName(jobUid) &&
+         (batchJobUid.empty() || pod.controllerUid == batchJobUid);
 }
 
 bool IsPodTerminal(const PodFacts& pod) {

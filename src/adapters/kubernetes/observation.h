@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "api/types.h"
@@ -55,9 +56,11 @@ enum class ContainerState { kNone, kWaiting, kRunning, kTerminated };
 
 struct PodFacts {
   std::string name;
-  std::string jobUid;         // label execution.ayatori.ddupan.top/job-uid
-  std::string jobName;        // annotation execution.ayatori.ddupan.top/job-name (or label)
-  std::string controllerUid;  // uid of the controller ownerReference (the batch Job)
+  std::string jobUid;   // label execution.ayatori.ddupan.top/job-uid
+  std::string jobName;  // annotation execution.ayatori.ddupan.top/job-name (or label)
+  // The controller ownerReference, when it is a batch/v1 Job (else both empty).
+  std::string controllerName;
+  std::string controllerUid;
   std::optional<api::Time> created;
   std::optional<api::Time> deleted;  // deletionTimestamp
   int64_t deletionGracePeriodSeconds = 0;
@@ -131,6 +134,13 @@ Observation ExplainMissingPod(Observation o, const std::string& batchJobName,
 
 // The batch Job uid in `references` ({type: Job, id}), empty if none.
 std::string ReferencedBatchJobUid(const std::vector<api::ExecutionReference>& references);
+
+// True when `pod` belongs to the execution of the Ayatori Job `jobUid`: it carries that UID's
+// label AND its controller ownerReference is the batch/v1 Job BatchJobName(jobUid) with uid
+// `batchJobUid` (any uid when that is empty: the batch Job is gone and none was recorded). The
+// label alone proves nothing: whoever may create pods in the namespace can copy it, and such a
+// pod must neither feed the Job's log nor change its observed state (docs/security.md).
+bool IsPodOfBatchJob(const PodFacts& pod, std::string_view jobUid, std::string_view batchJobUid);
 
 // Phase Succeeded/Failed, or the main container terminated.
 bool IsPodTerminal(const PodFacts& pod);

@@ -487,14 +487,61 @@ Observation OpenSandboxAdapter::ObserveSandboxAndCommand(const Target& target,
   return o;
 }
 
+// Server messages may quote the request they answer; none of a Secret goes back up.
 Observation OpenSandboxAdapter::Ensure(const ExecutionRequest& request) {
-  // Server messages may quote the create request; none of a Secret goes back up.
-  Observation o = EnsureExecution(request);
-  o.message = docker::RedactEnvValues(o.message, request);
+  docker::Redactor redactor;
+  redactor.AddRequest(request);
+  if (!redactor.empty()) {
+    std::lock_guard lock(mu_);
+    taskValues_[request.job.metadata.uid] = redactor;
+  }
+  Observation o = EnsureExecution(request, redactor);
+  o.message = redactor.Apply(std::move(o.message));
   return o;
 }
 
-Observation OpenSandboxAdapter::EnsureExecution(const ExecutionRequest& request) {
+Observation OpenSandboxAdapter::Observe(const ExecutionKey& key) {
+  docker::Redactor redactor = TaskValues(key.uid);
+  Observation o = ObserveExecution(key, redactor);
+  o.message = redactor.Apply(std::move(o.message));
+  return o;
+}
+
+Observation OpenSandboxAdapter::Cancel(const ExecutionKey& key) {
+  docker::Redactor redactor = TaskValues(key.uid);
+  Observation o = CancelExecution(key, redactor);
+  o.message = redactor.Apply(std::move(o.message));
+  return o;
+}
+
+Status OpenSandboxAdapter::Delete(const ExecutionKey& key) {
+  docker::Redactor redactor = TaskValues(key.uid);
+  Status s = DeleteExecution(key, redactor);
+  if (s.ok()) {
+    std::lock_guard lock(mu_);
+    taskValues_.erase(key.uid);
+    return s;
+  }
+  return Status(s.code(), redactor.Apply(s.message()));
+}
+
+StatusOr<std::string> OpenSandboxAdapter::Logs(const ExecutionKey& key, size_t tailBytes) {
+  docker::Redactor redactor = TaskValues(key.uid);
+  auto tail = LogsTail(key, tailBytes, redactor);
+  if (tail.ok()) return tail;
+  return Status(tail.status().code(), redactor.Apply(tail.status().message()));
+}
+
+Status OpenSandboxAdapter::StreamLogs(const ExecutionKey& key, const LogOptions& options,
+                                      const LogSink& sink) {
+  docker::Redactor redactor = TaskValues(key.uid);
+  Status s = StreamExecutionLogs(key, options, sink, redactor);
+  if (s.ok()) return s;
+  return Status(s.code(), redactor.Apply(s.message()));
+}
+
+Observation OpenSandboxAdapter::EnsureExecution(const ExecutionRequest& request,
+                                                docker::Redactor& redactor) {
   auto target = TargetFor(request.parameters);
   if (!target.ok()) {
     if (target.status().code() == StatusCode::kInvalidArgument) {
@@ -502,6 +549,7 @@ Observation OpenSandboxAdapter::EnsureExecution(const ExecutionRequest& request)
     }
     return Unreachable(target.status().message());
   }
+  redactor.Add(target->client->apiKey().reveal());
   if (Status st = ValidateRequest(request, target->params); !st.ok()) {
     return Failed(kReasonBackendRejected, st.message());
   }
@@ -593,9 +641,11 @@ Observation OpenSandboxAdapter::EnsureExecution(const ExecutionRequest& request)
   return Unreachable(ServerError("creating the sandbox", *r));
 }
 
-Observation OpenSandboxAdapter::Observe(const ExecutionKey& key) {
+Observation OpenSandboxAdapter::ObserveExecution(const ExecutionKey& key,
+                                                 docker::Redactor& redactor) {
   auto target = TargetFor(key.parameters);
   if (!target.ok()) return Unreachable("opensandbox adapter: " + target.status().message());
+  redactor.Add(target->client->apiKey().reveal());
   const std::string sandboxRef = ReferenceId(key.references, kSandboxReferenceType);
   const std::string commandId = ReferenceId(key.references, kCommandReferenceType);
   auto found = FindSandbox(*target->client, key.uid, key.references);
@@ -625,9 +675,11 @@ Observation OpenSandboxAdapter::Observe(const ExecutionKey& key) {
   return o;
 }
 
-Observation OpenSandboxAdapter::Cancel(const ExecutionKey& key) {
+Observation OpenSandboxAdapter::CancelExecution(const ExecutionKey& key,
+                                                docker::Redactor& redactor) {
   auto target = TargetFor(key.parameters);
   if (!target.ok()) return Unreachable("opensandbox adapter: " + target.status().message());
+  redactor.Add(target->client->apiKey().reveal());
   const ServerClient& client = *target->client;
   auto found = FindSandbox(client, key.uid, key.references);
   if (!found.ok()) return Unreachable(found.status().message());
@@ -685,9 +737,10 @@ Observation OpenSandboxAdapter::Cancel(const ExecutionKey& key) {
   return o;
 }
 
-Status OpenSandboxAdapter::Delete(const ExecutionKey& key) {
+Status OpenSandboxAdapter::DeleteExecution(const ExecutionKey& key, docker::Redactor& redactor) {
   auto target = TargetFor(key.parameters);
   if (!target.ok()) return target.status();
+  redactor.Add(target->client->apiKey().reveal());
   const ServerClient& client = *target->client;
   std::vector<std::string> ids;
   if (auto ref = ReferenceId(key.references, kSandboxReferenceType); !ref.empty()) {
@@ -715,9 +768,11 @@ Status OpenSandboxAdapter::Delete(const ExecutionKey& key) {
   return Status::Ok();
 }
 
-StatusOr<OpenSandboxAdapter::OutputSource> OpenSandboxAdapter::OutputOf(const ExecutionKey& key) {
+StatusOr<OpenSandboxAdapter::OutputSource> OpenSandboxAdapter::OutputOf(
+    const ExecutionKey& key, docker::Redactor& redactor) {
   auto target = TargetFor(key.parameters);
   if (!target.ok()) return target.status();
+  redactor.Add(target->client->apiKey().reveal());
   const std::string commandId = ReferenceId(key.references, kCommandReferenceType);
   auto found = FindSandbox(*target->client, key.uid, key.references);
   if (!found.ok()) return found.status();
@@ -759,8 +814,9 @@ StatusOr<uint64_t> OpenSandboxAdapter::ReadTail(const OutputSource& source, size
   return end;
 }
 
-StatusOr<std::string> OpenSandboxAdapter::Logs(const ExecutionKey& key, size_t tailBytes) {
-  auto source = OutputOf(key);
+StatusOr<std::string> OpenSandboxAdapter::LogsTail(const ExecutionKey& key, size_t tailBytes,
+                                                   docker::Redactor& redactor) {
+  auto source = OutputOf(key, redactor);
   if (!source.ok()) return source.status();
   std::string window;
   auto end = ReadTail(*source, std::min(tailBytes, kMaxLogsTailBytes), window);
@@ -768,12 +824,12 @@ StatusOr<std::string> OpenSandboxAdapter::Logs(const ExecutionKey& key, size_t t
   return window;
 }
 
-Status OpenSandboxAdapter::StreamLogs(const ExecutionKey& key, const LogOptions& options,
-                                      const LogSink& sink) {
+Status OpenSandboxAdapter::StreamExecutionLogs(const ExecutionKey& key, const LogOptions& options,
+                                               const LogSink& sink, docker::Redactor& redactor) {
   // How often a follower looks for more output: execd has no streaming endpoint for a command
   // started in the background.
   constexpr auto kFollowPoll = std::chrono::milliseconds(500);
-  auto source = OutputOf(key);
+  auto source = OutputOf(key, redactor);
   if (!source.ok()) return source.status();
   uint64_t cursor = 0;  // execd's byte offset of what was written to the sink
   bool readerLeft = false;
@@ -837,6 +893,12 @@ void OpenSandboxAdapter::WatchCommand(const std::string& uid, const std::string&
     watches_[uid] = std::move(w);
   }
   wake_.notify_all();
+}
+
+docker::Redactor OpenSandboxAdapter::TaskValues(const std::string& uid) {
+  std::lock_guard lock(mu_);
+  auto it = taskValues_.find(uid);
+  return it == taskValues_.end() ? docker::Redactor() : it->second;
 }
 
 void OpenSandboxAdapter::Forget(const std::string& uid, const std::string& sandboxId) {

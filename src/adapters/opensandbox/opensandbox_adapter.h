@@ -25,6 +25,7 @@
 #include <string>
 #include <thread>
 
+#include "adapters/docker/container.h"
 #include "adapters/docker/logs.h"
 #include "adapters/opensandbox/client.h"
 #include "adapters/opensandbox/spec.h"
@@ -131,7 +132,7 @@ class OpenSandboxAdapter final : public Adapter, public docker::LogSource {
   // The transport for a server: options.transport when set (tests), else libcurl trusting the
   // parameters' caBundle only (the system store without one); one per distinct caBundle.
   std::shared_ptr<kube::HttpTransport> TransportFor(const OpenSandboxExecutionParameters& params);
-  StatusOr<OutputSource> OutputOf(const ExecutionKey& key);
+  StatusOr<OutputSource> OutputOf(const ExecutionKey& key, docker::Redactor& redactor);
   // Reads the output from `cursor` to its current end, kLogChunkBytes per request, handing it
   // to `onData` (false: stop); returns the cursor after what was handed over.
   static StatusOr<uint64_t> ReadOutputFrom(const OutputSource& source, uint64_t cursor,
@@ -140,7 +141,16 @@ class OpenSandboxAdapter final : public Adapter, public docker::LogSource {
   // read); returns the cursor at its end.
   static StatusOr<uint64_t> ReadTail(const OutputSource& source, size_t maxBytes,
                                      std::string& window);
-  Observation EnsureExecution(const ExecutionRequest& request);
+  // The calls behind the public ones, which report the Secret values in play (the API key) to
+  // `redactor`; the public ones apply it to the message they return (docker::Redactor).
+  Observation EnsureExecution(const ExecutionRequest& request, docker::Redactor& redactor);
+  Observation ObserveExecution(const ExecutionKey& key, docker::Redactor& redactor);
+  Observation CancelExecution(const ExecutionKey& key, docker::Redactor& redactor);
+  Status DeleteExecution(const ExecutionKey& key, docker::Redactor& redactor);
+  StatusOr<std::string> LogsTail(const ExecutionKey& key, size_t tailBytes,
+                                 docker::Redactor& redactor);
+  Status StreamExecutionLogs(const ExecutionKey& key, const LogOptions& options,
+                             const LogSink& sink, docker::Redactor& redactor);
   // The Job's sandbox: by the reference when there is one, else by metadata (the oldest when
   // there are several). nullopt when there is none.
   StatusOr<std::optional<nlohmann::json>> FindSandbox(
@@ -166,6 +176,9 @@ class OpenSandboxAdapter final : public Adapter, public docker::LogSource {
                     const std::string& sandboxId, const std::string& commandId,
                     const ExecdTarget& execd, const Target& target);
   void Forget(const std::string& uid, const std::string& sandboxId);
+  // A Redactor with the values Ensure was given for `uid` (empty when none, or when this process
+  // has not run an Ensure of it since it started).
+  docker::Redactor TaskValues(const std::string& uid);
   void PollLoop();
 
   OpenSandboxAdapterOptions options_;
@@ -180,6 +193,10 @@ class OpenSandboxAdapter final : public Adapter, public docker::LogSource {
   std::map<std::string, Watch> watches_;                                    // by Job UID
   std::map<std::string, ExecdTarget> execdTargets_;                         // by sandbox id
   std::map<std::string, std::chrono::system_clock::time_point> expiresAt_;  // by sandbox id
+  // The env values and registry credentials of each Job's Ensure, by Job UID, until its Delete:
+  // the server is not sent them again, but its answers to later calls may still quote them
+  // (unlike a Docker container's inspect, a sandbox does not give them back to redact with).
+  std::map<std::string, docker::Redactor> taskValues_;
 };
 
 // The adapter for a controller: libcurl transport, API keys read from Secrets through `client`.

@@ -555,6 +555,108 @@ TEST_F(KubernetesAdapterE2E, ThePodMountsNoServiceAccountToken) {
   EXPECT_TRUE(tokenVolume) << (*created)["spec"].dump();
 }
 
+// Another tenant of the namespace (anyone who may create pods there) copies the Job's UID label
+// onto pods of its own, made after the real one: one exits 3 at once (a forged result), one runs
+// on (it would hold the deletion up), and one names our batch Job as its controller with a
+// forged uid. None may feed the Job's log, change its observed state, hold its deletion up or be
+// deleted by its cancellation.
+TEST_F(KubernetesAdapterE2E, AnImpostorPodWithTheJobsLabelIsIgnored) {
+  std::mutex streamedMu;
+  std::vector<std::string> streamed;
+  KubernetesAdapterOptions o;
+  o.streamPath = [&](std::string_view path, const std::stop_token& stop,
+                     const std::function<bool(std::string_view)>& onData) {
+    {
+      std::lock_guard lock(streamedMu);
+      streamed.emplace_back(path);
+    }
+    return client_->StreamPath(path, stop, onData);
+  };
+  KubernetesAdapter logs(*client_, o);  // the log API's adapter: reads fresh, no watches
+
+  ExecutionRequest r = Request({Env("TESTENV_RUN_FOR", "1h")});
+  Observation ensured = adapter_->Ensure(r);
+  ASSERT_EQ(ensured.phase, ExecutionPhase::kPending) << ensured.message;
+  const ExecutionKey key = Key(r, ensured);
+  Observation running =
+      ObserveUntil(key, [](const Observation& ob) { return ob.phase != ExecutionPhase::kPending; });
+  ASSERT_EQ(running.phase, ExecutionPhase::kRunning) << running.reason << ": " << running.message;
+  auto ours = PodsOf(r.job.metadata.uid);
+  ASSERT_EQ(ours.size(), 1u);
+  const std::string realPod = ours[0]["metadata"]["name"];
+  // The impostors must be the newest pods: creationTimestamp has whole seconds, so they are made
+  // once the apiserver's clock (this machine's) has passed the real pod's second.
+  auto realCreated = api::ParseTime(ours[0]["metadata"]["creationTimestamp"].get<std::string>());
+  ASSERT_TRUE(realCreated.ok());
+  ASSERT_TRUE(
+      Eventually([&] { return std::chrono::system_clock::now() >= *realCreated + 1s; }, 5s, 50ms));
+
+  auto impostor = [&](const std::string& name, json owners, const std::string& exitCode,
+                      const std::string& runFor) {
+    json pod = {
+        {"apiVersion", "v1"},
+        {"kind", "Pod"},
+        {"metadata",
+         {{"name", name},
+          {"labels", {{api::kJobUidLabel, r.job.metadata.uid}, {kManagedByLabel, kManagedByValue}}},
+          {"annotations", {{kJobNameAnnotation, r.job.metadata.name}}},
+          {"ownerReferences", std::move(owners)}}},
+        {"spec",
+         {{"restartPolicy", "Never"},
+          {"containers",
+           {{{"name", "main"},
+             {"image", "busybox:1.36"},
+             {"env",
+              {{{"name", "TESTENV_EXIT_CODE"}, {"value", exitCode}},
+               {{"name", "TESTENV_RUN_FOR"}, {"value", runFor}}}}}}}}}};
+    auto created = client_->Create(PodsResource(), ns_, pod, {});
+    EXPECT_TRUE(created.ok()) << created.status().ToString();
+  };
+  impostor("impostor-exits", json::array(), "3", "0s");
+  impostor("impostor-runs", json::array(), "0", "1h");
+  impostor("impostor-forged",
+           {{{"apiVersion", "batch/v1"},
+             {"kind", "Job"},
+             {"name", BatchJobName(r.job.metadata.uid)},
+             {"uid", NewUid()},  // no such object: the garbage collector may remove this pod
+             {"controller", true}}},
+           "0", "1h");
+  auto podPhase = [&](const std::string& name) {
+    auto p = client_->Get(PodsResource(), ns_, name);
+    return p.ok() ? p->value("/status/phase"_json_pointer, std::string()) : std::string("gone");
+  };
+  ASSERT_TRUE(Eventually([&] { return podPhase("impostor-exits") == "Failed"; }, 30s, kPoll))
+      << podPhase("impostor-exits");
+  ASSERT_TRUE(Eventually([&] { return podPhase("impostor-runs") == "Running"; }, 30s, kPoll))
+      << podPhase("impostor-runs");
+
+  // Observed state: still the real pod's, from the watch cache and read fresh alike.
+  EXPECT_EQ(adapter_->Observe(key).phase, ExecutionPhase::kRunning);
+  Observation fresh = logs.Observe(key);
+  EXPECT_EQ(fresh.phase, ExecutionPhase::kRunning) << fresh.reason << ": " << fresh.message;
+  // The log is read from the real pod (kwok serves no kubelet, so the read itself fails, naming
+  // the pod it asked for), never from the newer impostors.
+  Status read = logs.StreamLogs(key, {}, [](std::string_view) { return true; });
+  {
+    std::lock_guard lock(streamedMu);
+    ASSERT_EQ(streamed.size(), 1u) << read.ToString();
+    EXPECT_NE(streamed[0].find("/pods/" + realPod + "/log"), std::string::npos) << streamed[0];
+  }
+  EXPECT_EQ(read.message().find("impostor"), std::string::npos) << read.ToString();
+
+  // Cancelled: the real pod only; the impostors are not the controller's to delete, and the
+  // running one does not hold the Job's deletion up.
+  Observation cancelled = CancelUntilStopped(key);
+  EXPECT_EQ(cancelled.phase, ExecutionPhase::kCancelled) << cancelled.message;
+  EXPECT_TRUE(Eventually([&] { return adapter_->Delete(key).ok(); }, 30s, kPoll))
+      << adapter_->Delete(key).ToString();
+  auto stillThere = client_->Get(PodsResource(), ns_, "impostor-runs");
+  ASSERT_TRUE(stillThere.ok()) << stillThere.status().ToString();
+  EXPECT_FALSE(stillThere->contains("/metadata/deletionTimestamp"_json_pointer))
+      << "the controller deleted a pod that is not its own";
+  EXPECT_EQ(podPhase("impostor-runs"), "Running");
+}
+
 TEST_F(KubernetesAdapterE2E, DeleteCascadesToThePod) {
   ExecutionRequest r = Request({Env("TESTENV_RUN_FOR", "1h")});
   Observation ensured = adapter_->Ensure(r);

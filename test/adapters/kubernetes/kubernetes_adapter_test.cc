@@ -35,6 +35,14 @@ class KubernetesAdapterTest : public ::testing::Test {
       std::lock_guard lock(mu_);
       logs_.push_back(line);
     };
+    o.streamPath = [this](std::string_view path, const std::stop_token&,
+                          const std::function<bool(std::string_view)>& onData) {
+      std::lock_guard lock(mu_);
+      streamed_.emplace_back(path);
+      onData("log line\n");
+      return Status::Ok();
+    };
+    client_.SetClock(&clock_);
     adapter_ = std::make_unique<KubernetesAdapter>(client_, o);
   }
   ~KubernetesAdapterTest() override { adapter_->Stop(); }
@@ -100,6 +108,38 @@ class KubernetesAdapterTest : public ::testing::Test {
     return updated.ok() ? *updated : json();
   }
 
+  // A pod made by someone else in the namespace (any tenant with pod-create rights) that copies
+  // the Job's UID label, with `owners` as its ownerReferences, in `phase`/`state`.
+  json CreateImpostorPod(const std::string& name, json owners, const std::string& phase,
+                         json state) {
+    json pod = {{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata",
+                 {{"name", name},
+                  {"namespace", kNs},
+                  {"labels", {{api::kJobUidLabel, kUid}, {kManagedByLabel, kManagedByValue}}},
+                  {"annotations", {{kJobNameAnnotation, "hello"}}},
+                  {"ownerReferences", std::move(owners)}}},
+                {"spec", {{"containers", {{{"name", "main"}, {"image", "busybox"}}}}}}};
+    auto created = client_.Create(PodsResource(), kNs, pod, {});
+    EXPECT_TRUE(created.ok()) << created.status().ToString();
+    if (!created.ok()) return json();
+    SetPodState(*created, phase, std::move(state));
+    return *created;
+  }
+  // A controller ownerReference that names our batch Job but not its uid (a forgery).
+  static json ForgedOwner() {
+    return {{{"apiVersion", "batch/v1"},
+             {"kind", "Job"},
+             {"name", BatchJobName(kUid)},
+             {"uid", "forged-0000"},
+             {"controller", true}}};
+  }
+  std::vector<std::string> Streamed() {
+    std::lock_guard lock(mu_);
+    return streamed_;
+  }
+
   void SetPodState(json pod, const std::string& phase, json state) {
     pod["status"] = {{"phase", phase},
                      {"containerStatuses", {{{"name", "main"}, {"state", std::move(state)}}}}};
@@ -137,6 +177,7 @@ class KubernetesAdapterTest : public ::testing::Test {
   std::mutex mu_;
   std::vector<std::string> notified_;
   std::vector<std::string> logs_;
+  std::vector<std::string> streamed_;
 };
 
 TEST_F(KubernetesAdapterTest, EnsureCreatesTheBatchJobWithOneRequest) {
@@ -386,6 +427,93 @@ TEST_F(KubernetesAdapterTest, PodLeftWithoutItsBatchJobBlocksASecondCreate) {
   Observation o = adapter_->Ensure(Request());
   EXPECT_EQ(o.phase, ExecutionPhase::kRunning);
   EXPECT_EQ(client_.CountActions("create"), 0u);
+}
+
+// The attack: another tenant of the namespace creates pods carrying the Job's UID label, newer
+// than the real one, one without an owner and one whose controller reference names our batch Job
+// with a forged uid. Neither may feed the log, change the observed state, hold the deletion up or
+// be deleted by the controller.
+TEST_F(KubernetesAdapterTest, PodsThatCopyTheLabelNeitherSpeakForTheJobNorFeedItsLog) {
+  Observation ensured = adapter_->Ensure(Request());
+  json pod = CreatePod("Running", Running());
+  clock_.Advance(10s);  // the impostors are the newest pods
+  CreateImpostorPod("impostor-unowned", json::array(), "Failed", Exited(1));
+  CreateImpostorPod("impostor-forged", ForgedOwner(), "Running", Running());
+  const ExecutionKey key = Key(ensured.references);
+  const std::string realPod = pod["metadata"]["name"].get<std::string>();
+
+  for (bool watching : {false, true}) {
+    SCOPED_TRACE(watching ? "from the watch cache" : "read fresh");
+    if (watching) StartWatching();
+    Observation o = adapter_->Observe(key);
+    EXPECT_EQ(o.phase, ExecutionPhase::kRunning) << o.reason << ": " << o.message;
+    ASSERT_TRUE(adapter_->StreamLogs(key, {}, [](std::string_view) { return true; }).ok());
+    ASSERT_FALSE(Streamed().empty());
+    EXPECT_NE(Streamed().back().find("/pods/" + realPod + "/log"), std::string::npos)
+        << Streamed().back();
+  }
+
+  SetPodState(pod, "Succeeded", Exited(0));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        Observation o = adapter_->Observe(key);
+        return o.phase == ExecutionPhase::kSucceeded && o.exitCode == 0;
+      },
+      5s))
+      << "the unowned impostor's exit 1 must not be the result";
+  // The forged pod still runs: it is not ours, so it neither holds the deletion up nor is
+  // deleted by a cancellation after the batch Job is gone.
+  EXPECT_TRUE(adapter_->Delete(key).ok());
+  client_.ClearActions();
+  adapter_->Cancel(key);
+  EXPECT_EQ(client_.CountActions("delete", "pods"), 0u);
+  EXPECT_EQ(adapter_->StreamLogs(key, {}, [](std::string_view) { return true; }).code(),
+            StatusCode::kOk);
+}
+
+TEST_F(KubernetesAdapterTest, APodThatOnlyCopiesTheLabelIsNotAnExecutionToReport) {
+  CreateImpostorPod("impostor-unowned", json::array(), "Running", Running());
+  StartWatching();  // the caches start with the impostor (Start waits for their first lists)
+  client_.ClearActions();
+  Observation o = adapter_->Ensure(Request());
+  EXPECT_EQ(client_.CountActions("create", "jobs.batch"), 1u)
+      << "the impostor held the create up: " << o.message;
+  EXPECT_EQ(o.phase, ExecutionPhase::kPending) << o.message;
+  // Nor does it wake the Job up: a pod whose changes do not concern it would be a way to make
+  // the controller reconcile at will.
+  ASSERT_TRUE(Eventually([&] { return WasNotified("ci/hello"); }, 5s));  // the batch Job's add
+  ClearNotified();
+  json impostor = *client_.Peek(PodsResource(), kNs, "impostor-unowned");
+  SetPodState(impostor, "Failed", Exited(1));
+  CreateImpostorPod("impostor-2", json::array(), "Running", Running());
+  ASSERT_TRUE(client_.Delete(PodsResource(), kNs, "impostor-2", {}).ok());
+  // A pod of another Job's batch Job, made after them on the same watch: once it has woken its
+  // Job, the impostors' events have all been delivered.
+  const std::string otherUid = "1d2c3b4a-0000-4000-8000-000000000002";
+  json flush = {{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata",
+                 {{"name", "other-pod"},
+                  {"namespace", kNs},
+                  {"labels", {{api::kJobUidLabel, otherUid}, {kManagedByLabel, kManagedByValue}}},
+                  {"annotations", {{kJobNameAnnotation, "other"}}},
+                  {"ownerReferences",
+                   {{{"apiVersion", "batch/v1"},
+                     {"kind", "Job"},
+                     {"name", BatchJobName(otherUid)},
+                     {"uid", "batch-of-other"},
+                     {"controller", true}}}}}}};
+  ASSERT_TRUE(client_.Create(PodsResource(), kNs, flush, {}).ok());
+  ASSERT_TRUE(Eventually([&] { return WasNotified("ci/other"); }, 5s));
+  EXPECT_FALSE(WasNotified("ci/hello")) << "an impostor's events woke the Job";
+  // Without the batch Job nor a pod of it, there is no log to read, whatever the label says.
+  ASSERT_TRUE(client_.Delete(BatchJobsResource(), kNs, BatchJobName(kUid), {}).ok());
+  EXPECT_EQ(
+      adapter_->StreamLogs(Key(o.references), {}, [](std::string_view) { return true; }).code(),
+      StatusCode::kNotFound);
+  // (Once the watch cache has seen the deletion too.)
+  EXPECT_TRUE(Eventually(
+      [&] { return adapter_->Observe(Key(o.references)).phase == ExecutionPhase::kAbsent; }, 5s));
 }
 
 TEST_F(KubernetesAdapterTest, ImagePullTimeoutWakesTheController) {

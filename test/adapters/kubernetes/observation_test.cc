@@ -33,6 +33,7 @@ json Pod(const char* phase, json state, const char* created = "2026-11-29T08:00:
                 {"ownerReferences",
                  {{{"apiVersion", "batch/v1"},
                    {"kind", "Job"},
+                   {"name", "ayj-u1"},
                    {"uid", kBatchUid},
                    {"controller", true}}}}}},
               {"status", {{"phase", phase}}}};
@@ -297,6 +298,35 @@ TEST(ObserveExecution, IgnoresPodsOfAnotherBatchJob) {
   stale["metadata"]["ownerReferences"][0]["uid"] = "another-batch-job";
   Observation o = Observe(BatchJob(), {stale});
   EXPECT_EQ(o.phase, ExecutionPhase::kPending);
+}
+
+TEST(IsPodOfBatchJob, TheLabelAloneProvesNothing) {
+  json ours = Pod("Running", Running());
+  EXPECT_TRUE(IsPodOfBatchJob(PodFactsFromJson(ours), "u1", kBatchUid));
+  EXPECT_TRUE(IsPodOfBatchJob(PodFactsFromJson(ours), "u1", ""));  // batch Job gone, unrecorded
+  EXPECT_FALSE(IsPodOfBatchJob(PodFactsFromJson(ours), "u2", ""));
+
+  json unowned = ours;
+  unowned["metadata"].erase("ownerReferences");
+  EXPECT_FALSE(IsPodOfBatchJob(PodFactsFromJson(unowned), "u1", ""));
+
+  json forgedUid = ours;
+  forgedUid["metadata"]["ownerReferences"][0]["uid"] = "forged";
+  EXPECT_FALSE(IsPodOfBatchJob(PodFactsFromJson(forgedUid), "u1", kBatchUid));
+
+  json otherJob = ours;
+  otherJob["metadata"]["ownerReferences"][0]["name"] = "someone-elses-job";
+  EXPECT_FALSE(IsPodOfBatchJob(PodFactsFromJson(otherJob), "u1", kBatchUid));
+
+  json notAController = ours;
+  notAController["metadata"]["ownerReferences"][0]["controller"] = false;
+  EXPECT_FALSE(IsPodOfBatchJob(PodFactsFromJson(notAController), "u1", kBatchUid));
+
+  for (const auto& [field, value] : {std::pair{"kind", "ReplicaSet"}, {"apiVersion", "apps/v1"}}) {
+    json otherKind = ours;
+    otherKind["metadata"]["ownerReferences"][0][field] = value;
+    EXPECT_FALSE(IsPodOfBatchJob(PodFactsFromJson(otherKind), "u1", kBatchUid)) << field;
+  }
 }
 
 TEST(ObserveExecution, PrefersAResultOverAWaitingPod) {

@@ -235,6 +235,40 @@ TEST_F(OpenSandboxAdapterTest, CreateErrorsMapToReasonsAndNeverHideAnOutageAsAFa
   EXPECT_EQ(fake_->SandboxCount(), 0);
 }
 
+// A server that quotes what it was sent: the Secret value forwarded in env and the API key the
+// controller read come back in its errors, and must not go up in any answer.
+TEST_F(OpenSandboxAdapterTest, SecretValuesTheServerQuotesAreRedactedInEveryAnswer) {
+  auto r = Request();
+  r.resolvedEnv = {{"PW", SensitiveString("TOPSECRET-42")}};
+  const std::string quoted = std::string("refused env PW=TOPSECRET-42 with key ") + kApiKey;
+  auto clean = [](const std::string& message) {
+    return message.find("TOPSECRET-42") == std::string::npos &&
+           message.find(kApiKey) == std::string::npos &&
+           message.find("[redacted]") != std::string::npos;
+  };
+  fake_->Inject(Fault::Http("POST", "/v1/sandboxes", 422, quoted));
+  Observation refused = adapter_->Ensure(r);
+  EXPECT_TRUE(clean(refused.message)) << refused.message;
+
+  Observation o = adapter_->Ensure(r);
+  ASSERT_EQ(fake_->SandboxCount(), 1) << Describe(o);
+  const ExecutionKey key = KeyOf(r, o);
+  fake_->Inject(Fault::Http("GET", "/v1/sandboxes", 500, quoted));
+  Observation observed = adapter_->Observe(key);
+  EXPECT_TRUE(clean(observed.message)) << observed.message;
+  fake_->Inject(Fault::Http("GET", "/v1/sandboxes", 500, quoted));
+  Observation cancelled = adapter_->Cancel(key);
+  EXPECT_TRUE(clean(cancelled.message)) << cancelled.message;
+  fake_->Inject(Fault::Http("GET", "/v1/sandboxes", 500, quoted));
+  Status deleted = adapter_->Delete(key);
+  EXPECT_FALSE(deleted.ok());
+  EXPECT_TRUE(clean(deleted.message())) << deleted.message();
+  fake_->Inject(Fault::Http("GET", "/v1/sandboxes", 500, quoted));
+  Status streamed = adapter_->StreamLogs(key, {}, [](std::string_view) { return true; });
+  EXPECT_FALSE(streamed.ok());
+  EXPECT_TRUE(clean(streamed.message())) << streamed.message();
+}
+
 TEST_F(OpenSandboxAdapterTest, ObserveMapsSandboxAndCommandFacts) {
   auto r = Request();
   Observation o = adapter_->Ensure(r);
