@@ -12,8 +12,9 @@ std::string BackendName(const ::testing::TestParamInfo<Backend>& info) { return 
 void PrintTo(const Backend& backend, std::ostream* os) { *os << backend.name; }
 
 ExecutionKey KeyOf(const ExecutionRequest& request, const Observation& observed) {
-  return {request.job.metadata.uid,   request.job.metadata.namespace_, request.job.metadata.name,
-          observed.references,        request.parameters,              false};
+  return {request.job.metadata.uid,  request.job.metadata.namespace_,
+          request.job.metadata.name, observed.references,
+          request.parameters,        false};
 }
 
 void AdapterContractTest::SetUp() {
@@ -159,9 +160,11 @@ TEST_P(AdapterContractTest, CancelStopsARunningExecutionAndIsRepeatable) {
   const ExecutionRequest r = backend().Request(Task::kSleeps);
   const Observation ensured = adapter().Ensure(r);
   const ExecutionKey key = KeyOf(r, ensured);
-  ASSERT_EQ(ObserveUntil(key, [](const Observation& o) {
-              return o.phase == ExecutionPhase::kRunning || IsStopped(o.phase);
-            }).phase,
+  ASSERT_EQ(ObserveUntil(key,
+                         [](const Observation& o) {
+                           return o.phase == ExecutionPhase::kRunning || IsStopped(o.phase);
+                         })
+                .phase,
             ExecutionPhase::kRunning);
   // A backend may report the stop as under way (kRunning) until it is confirmed.
   Observation cancelled;
@@ -193,9 +196,9 @@ TEST_P(AdapterContractTest, DeleteRemovesTheExecutionAndIsRepeatable) {
       },
       backend().Deadline(), backend().Poll()))
       << deleted.ToString();
-  EXPECT_TRUE(testing::Eventually(
-      [&] { return backend().CountExecutions(r.job.metadata.uid) == 0; }, backend().Deadline(),
-      backend().Poll()))
+  EXPECT_TRUE(
+      testing::Eventually([&] { return backend().CountExecutions(r.job.metadata.uid) == 0; },
+                          backend().Deadline(), backend().Poll()))
       << "the backend still holds the execution";
   const Status again = adapter().Delete(key);
   EXPECT_TRUE(again.ok()) << again.ToString();
