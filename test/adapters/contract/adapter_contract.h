@@ -51,6 +51,9 @@ class BackendFixture {
   // Executions the backend holds for the Job `uid`, counted on the backend itself (containers
   // by label, batch Jobs by label, sandboxes by metadata), not through the adapter.
   virtual int CountExecutions(const std::string& uid) = 0;
+  // True when the backend holds nothing of the Job `uid` any more, not even what is on its way
+  // out (Kubernetes: the batch Job and its pods).
+  virtual bool HoldsNothingOf(const std::string& uid) { return CountExecutions(uid) == 0; }
   // Leaves the backend with the execution of `request` created while the caller never got the
   // answer of the Ensure that created it (a lost response, or a crash right after the create).
   virtual void CreateWithLostAnswer(const ExecutionRequest& request) = 0;

@@ -23,7 +23,9 @@ class DockerBackend final : public BackendFixture {
   }
 
   Adapter& adapter() override { return adapter_; }
-  std::shared_ptr<Adapter> Restarted() override { return std::make_shared<docker::DockerAdapter>(); }
+  std::shared_ptr<Adapter> Restarted() override {
+    return std::make_shared<docker::DockerAdapter>();
+  }
 
   ExecutionRequest Request(Task task) override {
     std::vector<std::string> command;
@@ -42,9 +44,8 @@ class DockerBackend final : public BackendFixture {
         break;
     }
     // A short grace period: sleep as PID 1 ignores SIGTERM, so a stop waits it out.
-    ExecutionRequest r = docker::e2e::MakeRequest(endpoint_, "contract", kBusybox,
-                                                  std::move(command), {},
-                                                  {{"stopGracePeriodSeconds", 1}});
+    ExecutionRequest r = docker::e2e::MakeRequest(
+        endpoint_, "contract", kBusybox, std::move(command), {}, {{"stopGracePeriodSeconds", 1}});
     if (task == Task::kExceedsItsMemory) {
       r.resources.limits.memory = api::Quantity::MustParse("16Mi");
     }
