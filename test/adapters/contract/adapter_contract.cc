@@ -114,10 +114,9 @@ TEST_P(AdapterContractTest, ObserveReportsSucceededWithExitZero) {
   const Observation done = RunToTheEnd(r);
   ASSERT_EQ(done.phase, ExecutionPhase::kSucceeded) << Describe(done);
   EXPECT_EQ(done.exitCode, 0);
+  ASSERT_TRUE(done.startedAt.has_value());
   ASSERT_TRUE(done.finishedAt.has_value());
-  if (done.startedAt) {
-    EXPECT_LE(*done.startedAt, *done.finishedAt);
-  }
+  EXPECT_LE(*done.startedAt, *done.finishedAt);
   EXPECT_LE(std::chrono::abs(std::chrono::system_clock::now() - *done.finishedAt), 5min);
   EXPECT_FALSE(done.references.empty());
   // The end is a fact: observing again says the same.
@@ -129,6 +128,7 @@ TEST_P(AdapterContractTest, ObserveReportsFailedWithTheExitCode) {
   ASSERT_EQ(done.phase, ExecutionPhase::kFailed) << Describe(done);
   EXPECT_EQ(done.reason, "ProcessFailed");
   EXPECT_EQ(done.exitCode, 3);
+  EXPECT_TRUE(done.startedAt.has_value()) << "it ran, so it started";
   EXPECT_TRUE(done.finishedAt.has_value());
 }
 
