@@ -75,8 +75,7 @@ class OpenSandboxBackend final : public BackendFixture {
         {"spec",
          {{"endpoint", "http://" + domain_ + "/v1"},
           {"insecure", true},  // the test server listens on loopback only
-          {"apiKeySecretRef",
-           {{"namespace", "ayatori-system"}, {"name", "osb"}, {"key", "k"}}}}}};
+          {"apiKeySecretRef", {{"namespace", "ayatori-system"}, {"name", "osb"}, {"key", "k"}}}}}};
     made_.push_back(KeyOf(r));
     return r;
   }
@@ -128,10 +127,8 @@ class OpenSandboxBackend final : public BackendFixture {
 
 // No AdapterContractOomTest: the server does not say why a sandbox's process died.
 INSTANTIATE_TEST_SUITE_P(OpenSandbox, AdapterContractTest,
-                         ::testing::Values(Backend{"opensandbox",
-                                                   [] {
-                                                     return std::make_unique<OpenSandboxBackend>();
-                                                   }}),
+                         ::testing::Values(Backend{
+                             "opensandbox", [] { return std::make_unique<OpenSandboxBackend>(); }}),
                          BackendName);
 
 }  // namespace
