@@ -102,8 +102,8 @@ TEST_F(ManifestsTest, TheRbacInformerRuleListsExactlyTheRegisteredParametersReso
   std::set<std::string> expected = {"jobclasses"};
   for (const auto& d : kinds_) {
     const ParametersKind& p = *d.parameters;
-    EXPECT_EQ(p.group, api::kGroup) << d.controllerName
-                                    << ": a parameters kind of another group needs its own rule";
+    EXPECT_EQ(p.group, api::kGroup)
+        << d.controllerName << ": a parameters kind of another group needs its own rule";
     expected.insert(p.resource);
     EXPECT_TRUE(Contains(resources, p.resource))
         << At(kRole, rule["resources"]) << ": add " << p.resource
@@ -161,9 +161,9 @@ TEST_F(ManifestsTest, TheJobClassCelRulesTieExactlyTheRegisteredControllerNamesT
                               << p.group << "' && self.parametersRef.kind == '" << p.kind
                               << "')\" with its message and fieldPath .parametersRef";
     EXPECT_TRUE(it->second.group == p.group && it->second.kind == p.kind)
-        << it->second.at << ": the rule for " << d.controllerName << " names "
-        << it->second.kind << " (group " << it->second.group << "); the adapter's kind is "
-        << p.kind << " (group " << p.group << ")";
+        << it->second.at << ": the rule for " << d.controllerName << " names " << it->second.kind
+        << " (group " << it->second.group << "); the adapter's kind is " << p.kind << " (group "
+        << p.group << ")";
   }
 }
 
@@ -189,9 +189,8 @@ TEST_F(ManifestsTest, EveryRegisteredParametersKindHasItsCrdInTheKustomization) 
     EXPECT_EQ(crd["spec"]["scope"].as<std::string>(""), "Cluster") << path;
   }
   for (const auto& file : listed) {
-    EXPECT_TRUE(expected.contains(file))
-        << At(kKustomization, k["resources"]) << ": " << file
-        << " is no CRD of a registered adapter; remove it";
+    EXPECT_TRUE(expected.contains(file)) << At(kKustomization, k["resources"]) << ": " << file
+                                         << " is no CRD of a registered adapter; remove it";
   }
 }
 
