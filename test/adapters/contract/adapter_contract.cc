@@ -32,7 +32,7 @@ Observation AdapterContractTest::ObserveUntil(const ExecutionKey& key,
   Observation o;
   testing::Eventually(
       [&] {
-        o = adapter().Observe(key);
+        o = AdapterUnderTest().Observe(key);
         return done(o);
       },
       fixture_->Deadline(), fixture_->Poll());
@@ -40,7 +40,7 @@ Observation AdapterContractTest::ObserveUntil(const ExecutionKey& key,
 }
 
 Observation AdapterContractTest::RunToTheEnd(const ExecutionRequest& request) {
-  Observation o = adapter().Ensure(request);
+  Observation o = AdapterUnderTest().Ensure(request);
   EXPECT_NE(o.phase, ExecutionPhase::kUnknown) << o.reason << ": " << o.message;
   EXPECT_NE(o.phase, ExecutionPhase::kAbsent) << "Ensure created nothing";
   if (IsStopped(o.phase)) return o;
@@ -67,38 +67,38 @@ bool Started(const Observation& o) {
 // Ensure twice with the same UID, and once more from a restarted controller by the UID alone:
 // one execution, always the same references.
 TEST_P(AdapterContractTest, EnsureIsIdempotentByUid) {
-  const ExecutionRequest r = backend().Request(Task::kSleeps);
-  const Observation first = adapter().Ensure(r);
+  const ExecutionRequest r = Fixture().Request(Task::kSleeps);
+  const Observation first = AdapterUnderTest().Ensure(r);
   ASSERT_TRUE(Started(first)) << Describe(first);
   ASSERT_FALSE(first.references.empty()) << "Ensure returned no reference to persist";
-  const Observation second = adapter().Ensure(r);
+  const Observation second = AdapterUnderTest().Ensure(r);
   EXPECT_TRUE(Started(second)) << Describe(second);
   EXPECT_EQ(second.references, first.references);
-  const Observation restarted = backend().Restarted()->Ensure(r);
+  const Observation restarted = Fixture().Restarted()->Ensure(r);
   EXPECT_TRUE(Started(restarted)) << Describe(restarted);
   EXPECT_EQ(restarted.references, first.references);
-  EXPECT_EQ(backend().CountExecutions(r.job.metadata.uid), 1);
+  EXPECT_EQ(Fixture().CountExecutions(r.job.metadata.uid), 1);
 }
 
 // The backend created the execution but its answer never reached the caller: the next Ensure,
 // from a restarted controller that knows nothing but the UID, adopts that execution.
 TEST_P(AdapterContractTest, ALostEnsureAnswerIsAdoptedNotCreatedTwice) {
-  const ExecutionRequest r = backend().Request(Task::kSleeps);
-  backend().CreateWithLostAnswer(r);
-  ASSERT_EQ(backend().CountExecutions(r.job.metadata.uid), 1) << "the lost create made nothing";
-  const Observation adopted = backend().Restarted()->Ensure(r);
+  const ExecutionRequest r = Fixture().Request(Task::kSleeps);
+  Fixture().CreateWithLostAnswer(r);
+  ASSERT_EQ(Fixture().CountExecutions(r.job.metadata.uid), 1) << "the lost create made nothing";
+  const Observation adopted = Fixture().Restarted()->Ensure(r);
   EXPECT_TRUE(Started(adopted)) << Describe(adopted);
   EXPECT_FALSE(adopted.references.empty());
-  EXPECT_EQ(backend().CountExecutions(r.job.metadata.uid), 1);
+  EXPECT_EQ(Fixture().CountExecutions(r.job.metadata.uid), 1);
   // The running controller's adapter adopts the same one.
-  const Observation again = adapter().Ensure(r);
+  const Observation again = AdapterUnderTest().Ensure(r);
   EXPECT_EQ(again.references, adopted.references);
-  EXPECT_EQ(backend().CountExecutions(r.job.metadata.uid), 1);
+  EXPECT_EQ(Fixture().CountExecutions(r.job.metadata.uid), 1);
 }
 
 TEST_P(AdapterContractTest, ObserveReportsRunningWithItsStart) {
-  const ExecutionRequest r = backend().Request(Task::kSleeps);
-  const Observation ensured = adapter().Ensure(r);
+  const ExecutionRequest r = Fixture().Request(Task::kSleeps);
+  const Observation ensured = AdapterUnderTest().Ensure(r);
   ASSERT_TRUE(Started(ensured)) << Describe(ensured);
   const Observation running = ObserveUntil(KeyOf(r, ensured), [](const Observation& o) {
     return o.phase == ExecutionPhase::kRunning || IsStopped(o.phase);
@@ -110,7 +110,7 @@ TEST_P(AdapterContractTest, ObserveReportsRunningWithItsStart) {
 }
 
 TEST_P(AdapterContractTest, ObserveReportsSucceededWithExitZero) {
-  const ExecutionRequest r = backend().Request(Task::kSucceeds);
+  const ExecutionRequest r = Fixture().Request(Task::kSucceeds);
   const Observation done = RunToTheEnd(r);
   ASSERT_EQ(done.phase, ExecutionPhase::kSucceeded) << Describe(done);
   EXPECT_EQ(done.exitCode, 0);
@@ -120,11 +120,11 @@ TEST_P(AdapterContractTest, ObserveReportsSucceededWithExitZero) {
   EXPECT_LE(std::chrono::abs(std::chrono::system_clock::now() - *done.finishedAt), 5min);
   EXPECT_FALSE(done.references.empty());
   // The end is a fact: observing again says the same.
-  EXPECT_EQ(adapter().Observe(KeyOf(r, done)).phase, ExecutionPhase::kSucceeded);
+  EXPECT_EQ(AdapterUnderTest().Observe(KeyOf(r, done)).phase, ExecutionPhase::kSucceeded);
 }
 
 TEST_P(AdapterContractTest, ObserveReportsFailedWithTheExitCode) {
-  const Observation done = RunToTheEnd(backend().Request(Task::kFailsWithExit3));
+  const Observation done = RunToTheEnd(Fixture().Request(Task::kFailsWithExit3));
   ASSERT_EQ(done.phase, ExecutionPhase::kFailed) << Describe(done);
   EXPECT_EQ(done.reason, "ProcessFailed");
   EXPECT_EQ(done.exitCode, 3);
@@ -133,7 +133,7 @@ TEST_P(AdapterContractTest, ObserveReportsFailedWithTheExitCode) {
 }
 
 TEST_P(AdapterContractOomTest, ObserveReportsAnOomKillAsFailedOOMKilled) {
-  const Observation done = RunToTheEnd(backend().Request(Task::kExceedsItsMemory));
+  const Observation done = RunToTheEnd(Fixture().Request(Task::kExceedsItsMemory));
   ASSERT_EQ(done.phase, ExecutionPhase::kFailed) << Describe(done);
   EXPECT_EQ(done.reason, "OOMKilled");
   if (done.exitCode) {
@@ -143,26 +143,26 @@ TEST_P(AdapterContractOomTest, ObserveReportsAnOomKillAsFailedOOMKilled) {
 
 // What was never created is absent, and neither Cancel nor Delete creates or fails on it.
 TEST_P(AdapterContractTest, ANeverCreatedExecutionIsAbsentAndCancelAndDeleteAreFine) {
-  const ExecutionRequest r = backend().Request(Task::kSleeps);
+  const ExecutionRequest r = Fixture().Request(Task::kSleeps);
   const ExecutionKey key = KeyOf(r);
-  EXPECT_EQ(adapter().Observe(key).phase, ExecutionPhase::kAbsent);
+  EXPECT_EQ(AdapterUnderTest().Observe(key).phase, ExecutionPhase::kAbsent);
   // Absent, or Cancelled where the backend cannot tell "never created" from "stopped and gone"
   // (Kubernetes: the pod of a deleted batch Job is gone either way).
-  const Observation cancelled = adapter().Cancel(key);
+  const Observation cancelled = AdapterUnderTest().Cancel(key);
   EXPECT_TRUE(cancelled.phase == ExecutionPhase::kAbsent ||
               cancelled.phase == ExecutionPhase::kCancelled)
       << Describe(cancelled);
-  const Status deleted = adapter().Delete(key);
+  const Status deleted = AdapterUnderTest().Delete(key);
   EXPECT_TRUE(deleted.ok()) << deleted.ToString();
-  EXPECT_TRUE(adapter().Delete(key).ok());
-  EXPECT_EQ(backend().CountExecutions(r.job.metadata.uid), 0);
+  EXPECT_TRUE(AdapterUnderTest().Delete(key).ok());
+  EXPECT_EQ(Fixture().CountExecutions(r.job.metadata.uid), 0);
 }
 
 // Cancel stops a running execution and may be asked again (by a retried round, or a restarted
 // controller): the repeat reports it stopped (or gone), never running again.
 TEST_P(AdapterContractTest, CancelStopsARunningExecutionAndIsRepeatable) {
-  const ExecutionRequest r = backend().Request(Task::kSleeps);
-  const Observation ensured = adapter().Ensure(r);
+  const ExecutionRequest r = Fixture().Request(Task::kSleeps);
+  const Observation ensured = AdapterUnderTest().Ensure(r);
   const ExecutionKey key = KeyOf(r, ensured);
   ASSERT_EQ(ObserveUntil(key,
                          [](const Observation& o) {
@@ -174,22 +174,22 @@ TEST_P(AdapterContractTest, CancelStopsARunningExecutionAndIsRepeatable) {
   Observation cancelled;
   testing::Eventually(
       [&] {
-        cancelled = adapter().Cancel(key);
+        cancelled = AdapterUnderTest().Cancel(key);
         return IsStopped(cancelled.phase) || cancelled.phase == ExecutionPhase::kAbsent;
       },
-      backend().Deadline(), backend().Poll());
+      Fixture().Deadline(), Fixture().Poll());
   ASSERT_EQ(cancelled.phase, ExecutionPhase::kCancelled) << Describe(cancelled);
-  for (const auto& again : {adapter().Cancel(key), backend().Restarted()->Cancel(key)}) {
+  for (const auto& again : {AdapterUnderTest().Cancel(key), Fixture().Restarted()->Cancel(key)}) {
     EXPECT_TRUE(again.phase == ExecutionPhase::kCancelled || again.phase == ExecutionPhase::kAbsent)
         << Describe(again);
   }
-  EXPECT_LE(backend().CountExecutions(r.job.metadata.uid), 1);
+  EXPECT_LE(Fixture().CountExecutions(r.job.metadata.uid), 1);
 }
 
 // Delete removes everything of the execution, also a running one, and is repeatable.
 TEST_P(AdapterContractTest, DeleteRemovesTheExecutionAndIsRepeatable) {
-  const ExecutionRequest r = backend().Request(Task::kSleeps);
-  const Observation ensured = adapter().Ensure(r);
+  const ExecutionRequest r = Fixture().Request(Task::kSleeps);
+  const Observation ensured = AdapterUnderTest().Ensure(r);
   const ExecutionKey key = KeyOf(r, ensured);
   // Running: everything of the execution exists (Kubernetes: the pod too).
   const Observation running = ObserveUntil(key, [](const Observation& o) {
@@ -199,20 +199,20 @@ TEST_P(AdapterContractTest, DeleteRemovesTheExecutionAndIsRepeatable) {
   Status deleted;
   EXPECT_TRUE(testing::Eventually(
       [&] {
-        deleted = adapter().Delete(key);
+        deleted = AdapterUnderTest().Delete(key);
         return deleted.ok();
       },
-      backend().Deadline(), backend().Poll()))
+      Fixture().Deadline(), Fixture().Poll()))
       << deleted.ToString();
   EXPECT_TRUE(
-      testing::Eventually([&] { return backend().CountExecutions(r.job.metadata.uid) == 0; },
-                          backend().Deadline(), backend().Poll()))
+      testing::Eventually([&] { return Fixture().CountExecutions(r.job.metadata.uid) == 0; },
+                          Fixture().Deadline(), Fixture().Poll()))
       << "the backend still holds the execution";
-  const Status again = adapter().Delete(key);
+  const Status again = AdapterUnderTest().Delete(key);
   EXPECT_TRUE(again.ok()) << again.ToString();
-  const Status restarted = backend().Restarted()->Delete(KeyOf(r));
+  const Status restarted = Fixture().Restarted()->Delete(KeyOf(r));
   EXPECT_TRUE(restarted.ok()) << restarted.ToString();
-  EXPECT_EQ(adapter().Observe(KeyOf(r)).phase, ExecutionPhase::kAbsent);
+  EXPECT_EQ(AdapterUnderTest().Observe(KeyOf(r)).phase, ExecutionPhase::kAbsent);
 }
 
 // A Secret value given to the execution appears in nothing the adapter returns: references,
@@ -232,38 +232,38 @@ TEST_P(AdapterContractTest, NothingTheAdapterReturnsCarriesASecretValue) {
   };
   auto keepStatus = [&](const Status& s) { returned.push_back(s.ToString()); };
 
-  ExecutionRequest finishes = backend().Request(Task::kSucceeds);
-  backend().PlantSecret(finishes, "CONTRACT_TOKEN", kSecret);
-  keepStatus(adapter().Validate(finishes));
-  Observation o = keep(adapter().Ensure(finishes));
+  ExecutionRequest finishes = Fixture().Request(Task::kSucceeds);
+  Fixture().PlantSecret(finishes, "CONTRACT_TOKEN", kSecret);
+  keepStatus(AdapterUnderTest().Validate(finishes));
+  Observation o = keep(AdapterUnderTest().Ensure(finishes));
   const ExecutionKey finishedKey = KeyOf(finishes, o);
   ObserveUntil(finishedKey, [&](const Observation& seen) {
     keep(seen);
     return IsStopped(seen.phase) || seen.phase == ExecutionPhase::kAbsent;
   });
-  keep(adapter().Ensure(finishes));
-  keep(adapter().Cancel(finishedKey));
+  keep(AdapterUnderTest().Ensure(finishes));
+  keep(AdapterUnderTest().Cancel(finishedKey));
 
-  ExecutionRequest fails = backend().Request(Task::kFailsWithExit3);
-  backend().PlantSecret(fails, "CONTRACT_TOKEN", kSecret);
-  o = keep(adapter().Ensure(fails));
+  ExecutionRequest fails = Fixture().Request(Task::kFailsWithExit3);
+  Fixture().PlantSecret(fails, "CONTRACT_TOKEN", kSecret);
+  o = keep(AdapterUnderTest().Ensure(fails));
   ObserveUntil(KeyOf(fails, o), [&](const Observation& seen) {
     keep(seen);
     return IsStopped(seen.phase) || seen.phase == ExecutionPhase::kAbsent;
   });
 
-  ExecutionRequest sleeps = backend().Request(Task::kSleeps);
-  backend().PlantSecret(sleeps, "CONTRACT_TOKEN", kSecret);
-  o = keep(adapter().Ensure(sleeps));
+  ExecutionRequest sleeps = Fixture().Request(Task::kSleeps);
+  Fixture().PlantSecret(sleeps, "CONTRACT_TOKEN", kSecret);
+  o = keep(AdapterUnderTest().Ensure(sleeps));
   const ExecutionKey sleepsKey = KeyOf(sleeps, o);
   testing::Eventually(
       [&] {
-        const Observation c = keep(adapter().Cancel(sleepsKey));
+        const Observation c = keep(AdapterUnderTest().Cancel(sleepsKey));
         return IsStopped(c.phase) || c.phase == ExecutionPhase::kAbsent;
       },
-      backend().Deadline(), backend().Poll());
-  keepStatus(adapter().Delete(sleepsKey));
-  keepStatus(adapter().Delete(finishedKey));
+      Fixture().Deadline(), Fixture().Poll());
+  keepStatus(AdapterUnderTest().Delete(sleepsKey));
+  keepStatus(AdapterUnderTest().Delete(finishedKey));
 
   ASSERT_GT(returned.size(), 10u);
   for (const auto& s : returned) {

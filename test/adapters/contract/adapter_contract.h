@@ -37,7 +37,7 @@ class BackendFixture {
   virtual void TearDown() {}
 
   // The adapter under test, started if the backend needs it (watches, event streams).
-  virtual Adapter& adapter() = 0;
+  virtual Adapter& AdapterUnderTest() = 0;
   // An adapter as a restarted controller has it: a new one with no memory of earlier calls, on
   // the same backend (the in-process backend lives in its adapter, so it answers the same one).
   virtual std::shared_ptr<Adapter> Restarted() = 0;
@@ -83,8 +83,8 @@ class AdapterContractTest : public ::testing::TestWithParam<Backend> {
   void SetUp() override;
   void TearDown() override;
 
-  BackendFixture& backend() { return *fixture_; }
-  Adapter& adapter() { return fixture_->adapter(); }
+  BackendFixture& Fixture() { return *fixture_; }
+  Adapter& AdapterUnderTest() { return fixture_->AdapterUnderTest(); }
   // Observes `key` until `done` holds or the fixture's deadline passes; the last observation.
   Observation ObserveUntil(const ExecutionKey& key,
                            const std::function<bool(const Observation&)>& done);

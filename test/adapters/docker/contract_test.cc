@@ -22,7 +22,7 @@ class DockerBackend final : public BackendFixture {
     for (const auto& key : made_) EXPECT_TRUE(adapter_.Delete(key).ok());
   }
 
-  Adapter& adapter() override { return adapter_; }
+  Adapter& AdapterUnderTest() override { return adapter_; }
   std::shared_ptr<Adapter> Restarted() override {
     return std::make_shared<docker::DockerAdapter>();
   }

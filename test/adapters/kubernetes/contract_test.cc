@@ -62,7 +62,7 @@ class KubernetesBackend final : public BackendFixture {
     if (adapter_) adapter_->Stop();
   }
 
-  Adapter& adapter() override { return *adapter_; }
+  Adapter& AdapterUnderTest() override { return *adapter_; }
   std::shared_ptr<Adapter> Restarted() override {
     return std::make_shared<kubernetes::KubernetesAdapter>(*client_);
   }

@@ -45,7 +45,7 @@ class OpenSandboxBackend final : public BackendFixture {
         << "sandboxes are left after the test";
   }
 
-  Adapter& adapter() override { return *adapter_; }
+  Adapter& AdapterUnderTest() override { return *adapter_; }
   std::shared_ptr<Adapter> Restarted() override { return NewAdapter(); }
 
   ExecutionRequest Request(Task task) override {

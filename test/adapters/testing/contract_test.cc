@@ -15,7 +15,7 @@ api::EnvVar Env(std::string name, std::string value) {
 
 class InProcessBackend final : public BackendFixture {
  public:
-  Adapter& adapter() override { return *adapter_; }
+  Adapter& AdapterUnderTest() override { return *adapter_; }
   // The backend lives in the adapter: a restarted controller would find the same executions.
   std::shared_ptr<Adapter> Restarted() override { return adapter_; }
 
