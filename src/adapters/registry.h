@@ -1,8 +1,9 @@
 // The adapters this controller serves, each with the descriptor it describes itself by
 // (AdapterDescriptor in include/ayatori/adapter.h), keyed by the JobClass controllerName.
-// Adding a backend is its folder under src/adapters/ plus one Register call in
-// cmd/ayatori-controller/main.cc: the controller builds its parameters informers, env handling and
-// the enforcement check from what is registered here.
+// The controller builds its parameters informers, env handling and the enforcement check from
+// what is registered here; adding a backend is its folder under src/adapters/, one Register call
+// in cmd/ayatori-controller/main.cc and the few manifest lines docs/development.md "Adding a
+// backend" lists (test/adapters/manifests_test.cc checks them against the descriptors).
 #pragma once
 
 #include <memory>

@@ -2,7 +2,9 @@
 // kube-apiserver, kube-controller-manager (job, garbage-collector controllers), kube-scheduler and
 // kwok, whose Stages (hack/testenv/kwok-stages.yaml) run each pod for TESTENV_RUN_FOR and exit
 // with TESTENV_EXIT_CODE, OOM-kill it with TESTENV_OOM=1, and never pull images whose name
-// contains "pull-error".
+// contains "pull-error". What every backend promises (Ensure by UID, a lost answer adopted, the
+// Observe states, Cancel and Delete repeatable, no Secret in what is returned) is the contract
+// suite's, contract_test.cc; these are the Kubernetes-specific cases.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -204,27 +206,6 @@ TEST_F(KubernetesAdapterE2E, ExitZeroSucceeds) {
       << "the watches should have woken the controller for this Job";
 }
 
-TEST_F(KubernetesAdapterE2E, NonZeroExitIsProcessFailedWithTheCode) {
-  ExecutionRequest r = Request({Env("TESTENV_RUN_FOR", "1s"), Env("TESTENV_EXIT_CODE", "3")});
-  Observation ensured = adapter_->Ensure(r);
-  ASSERT_EQ(ensured.phase, ExecutionPhase::kPending) << ensured.message;
-  Observation done = ObserveUntilStopped(Key(r, ensured));
-  EXPECT_EQ(done.phase, ExecutionPhase::kFailed) << done.message;
-  EXPECT_EQ(done.reason, "ProcessFailed");
-  EXPECT_EQ(done.exitCode, 3);
-  EXPECT_TRUE(done.startedAt);
-}
-
-TEST_F(KubernetesAdapterE2E, OomKilled) {
-  ExecutionRequest r = Request({Env("TESTENV_OOM", "1")});
-  Observation ensured = adapter_->Ensure(r);
-  ASSERT_EQ(ensured.phase, ExecutionPhase::kPending) << ensured.message;
-  Observation done = ObserveUntilStopped(Key(r, ensured));
-  EXPECT_EQ(done.phase, ExecutionPhase::kFailed) << done.message;
-  EXPECT_EQ(done.reason, "OOMKilled");
-  EXPECT_EQ(done.exitCode, 137);
-}
-
 TEST_F(KubernetesAdapterE2E, ImagePullFailureFailsAfterTheTimeoutWithoutStart) {
   ExecutionRequest r = Request({}, "registry.invalid/pull-error:1",
                                json{{"spec", {{"imagePullFailureTimeoutSeconds", 4}}}});
@@ -385,33 +366,6 @@ TEST_F(KubernetesAdapterE2E, ExitZeroInTheSecondOfTheCancelIsSucceeded) {
   auto released = client_->Patch(PodsResource(), ns_, pod, PatchType::kMerge,
                                  {{"metadata", {{"finalizers", nullptr}}}}, plain);
   EXPECT_TRUE(released.ok()) << released.status().ToString();
-}
-
-TEST_F(KubernetesAdapterE2E, EnsureTwiceMakesOneBatchJob) {
-  ExecutionRequest r = Request({Env("TESTENV_RUN_FOR", "1h")});
-  Observation a = adapter_->Ensure(r);
-  Observation b = adapter_->Ensure(r);
-  ASSERT_EQ(a.references.size(), 1u);
-  EXPECT_EQ(a.references, b.references);
-  EXPECT_EQ(BatchJobsOf(r.job.metadata.uid).size(), 1u);
-}
-
-TEST_F(KubernetesAdapterE2E, EnsureAfterALostResponseAdoptsTheBatchJob) {
-  ExecutionRequest r = Request({Env("TESTENV_RUN_FOR", "1h")});
-  // The first Ensure's create reached the apiserver but its answer was lost.
-  auto created = client_->Create(BatchJobsResource(), ns_, BuildBatchJob(r, {}), {});
-  ASSERT_TRUE(created.ok()) << created.status().ToString();
-  // A restarted controller: a new adapter, nothing cached about this Job yet.
-  KubernetesAdapter fresh(*client_);
-  Observation o = fresh.Ensure(r);
-  EXPECT_TRUE(o.phase == ExecutionPhase::kPending || o.phase == ExecutionPhase::kRunning)
-      << ExecutionPhaseName(o.phase) << " " << o.message;
-  ASSERT_EQ(o.references.size(), 1u);
-  EXPECT_EQ(o.references[0].id, (*created)["metadata"]["uid"]);
-  EXPECT_EQ(BatchJobsOf(r.job.metadata.uid).size(), 1u);
-  // The started adapter (with watches) adopts it as well.
-  EXPECT_EQ(adapter_->Ensure(r).references, o.references);
-  EXPECT_EQ(BatchJobsOf(r.job.metadata.uid).size(), 1u);
 }
 
 TEST_F(KubernetesAdapterE2E, AStrangersBatchJobWithOurNameIsNeverAdopted) {
@@ -655,38 +609,6 @@ TEST_F(KubernetesAdapterE2E, AnImpostorPodWithTheJobsLabelIsIgnored) {
   EXPECT_FALSE(stillThere->contains("/metadata/deletionTimestamp"_json_pointer))
       << "the controller deleted a pod that is not its own";
   EXPECT_EQ(podPhase("impostor-runs"), "Running");
-}
-
-TEST_F(KubernetesAdapterE2E, DeleteCascadesToThePod) {
-  ExecutionRequest r = Request({Env("TESTENV_RUN_FOR", "1h")});
-  Observation ensured = adapter_->Ensure(r);
-  ExecutionKey key = Key(r, ensured);
-  ASSERT_EQ(
-      ObserveUntil(key, [](const Observation& o) { return o.phase == ExecutionPhase::kRunning; })
-          .phase,
-      ExecutionPhase::kRunning);
-
-  Status last;
-  EXPECT_TRUE(Eventually(
-      [&] {
-        last = adapter_->Delete(key);
-        return last.ok();
-      },
-      30s, kPoll))
-      << last.ToString();
-  EXPECT_TRUE(BatchJobsOf(r.job.metadata.uid).empty());
-  EXPECT_TRUE(Eventually([&] { return PodsOf(r.job.metadata.uid).empty(); }, 30s, kPoll))
-      << "the pod was orphaned";
-  // Repeatable, and the execution reads as absent.
-  EXPECT_TRUE(adapter_->Delete(key).ok());
-  EXPECT_EQ(adapter_->Observe(key).phase, ExecutionPhase::kAbsent);
-}
-
-TEST_F(KubernetesAdapterE2E, ObservingANeverCreatedExecutionIsAbsent) {
-  ExecutionRequest r = Request({});
-  ExecutionKey key{r.job.metadata.uid, ns_, r.job.metadata.name, {}, r.parameters};
-  EXPECT_EQ(adapter_->Observe(key).phase, ExecutionPhase::kAbsent);
-  EXPECT_TRUE(adapter_->Delete(key).ok());
 }
 
 TEST(KubernetesAdapterUnreachable, ApiServerDownIsUnknownNotFailed) {

@@ -17,6 +17,7 @@
 #include "api/json.h"
 #include "api/quantity.h"
 #include "test/adapters/docker/e2e_support.h"
+#include "test/adapters/opensandbox/answer_losing_transport.h"
 #include "test/support/wait.h"
 
 namespace ayatori::adapters::opensandbox {
@@ -25,68 +26,6 @@ namespace {
 using namespace std::chrono_literals;
 using docker::e2e::PhaseName;
 using nlohmann::json;
-
-// A transport around the real one that loses the answer of chosen requests after the server has
-// acted on them (the request goes through; the caller sees a transport error): the "response
-// lost" fault. Not a fake: every request reaches the real server.
-class AnswerLosingTransport final : public kube::HttpTransport {
- public:
-  explicit AnswerLosingTransport(std::shared_ptr<kube::HttpTransport> real)
-      : real_(std::move(real)) {}
-  // Loses the answer of the next request whose method matches and whose URL and body contain
-  // the given texts.
-  void LoseNext(std::string method, std::string urlContains, std::string bodyContains = "") {
-    std::lock_guard lock(mu_);
-    method_ = std::move(method);
-    path_ = std::move(urlContains);
-    body_ = std::move(bodyContains);
-  }
-  std::string lostBody() {
-    std::lock_guard lock(mu_);
-    return lost_;
-  }
-  int lostCount() const { return lostCount_; }
-
-  StatusOr<kube::HttpResponse> Do(const kube::HttpRequest& r) override {
-    auto resp = real_->Do(r);
-    if (Matches(r) && resp.ok()) return Lose(resp->body);
-    return resp;
-  }
-  StatusOr<kube::HttpResponse> Stream(
-      const kube::HttpRequest& r, std::stop_token stop,
-      const std::function<bool(std::string_view)>& onData) override {
-    if (!Matches(r)) return real_->Stream(r, stop, onData);
-    std::string seen;
-    auto resp = real_->Stream(r, stop, [&](std::string_view d) {
-      seen.append(d);
-      return seen.find("execution_complete") == std::string::npos;
-    });
-    if (!resp.ok()) return resp;
-    return Lose(seen);
-  }
-
- private:
-  bool Matches(const kube::HttpRequest& r) {
-    std::lock_guard lock(mu_);
-    if (method_.empty() || r.method != method_ || r.url.find(path_) == std::string::npos ||
-        r.body.find(body_) == std::string::npos) {
-      return false;
-    }
-    method_.clear();
-    return true;
-  }
-  Status Lose(const std::string& body) {
-    std::lock_guard lock(mu_);
-    lost_ = body;
-    ++lostCount_;
-    return Status(StatusCode::kUnavailable, "injected fault: the answer was lost");
-  }
-
-  std::shared_ptr<kube::HttpTransport> real_;
-  std::mutex mu_;
-  std::string method_, path_, body_, lost_;
-  std::atomic<int> lostCount_{0};
-};
 
 class OpenSandboxE2ETest : public ::testing::Test {
  protected:
