@@ -313,6 +313,10 @@ StatusOr<KubernetesAdapter::Fresh> KubernetesAdapter::ReadFresh(
     // Only the pods of our batch Job: a pod (or a stranger's Job) that copied our label does not
     // speak for our execution.
     PodFacts facts = PodFactsFromJson(p);
+    if (!f.batchJob && IsOrphanOfBatchJob(facts, uid, batchJobUid)) {
+      f.orphans.push_back(std::move(p));
+      continue;
+    }
     if (!IsPodOfBatchJob(facts, uid, batchJobUid)) continue;
     if (!f.foreignUid.empty() && facts.controllerUid == f.foreignUid) continue;
     f.pods.push_back(std::move(p));
@@ -497,8 +501,10 @@ Observation KubernetesAdapter::Cancel(const ExecutionKey& key) {
     if (!s.ok() && s.code() != StatusCode::kNotFound) return FromError(s, "deleting " + what);
   } else {
     // The batch Job is gone; its pods are the garbage collector's. Should it be slow (or absent),
-    // delete the ones it has not reached yet ourselves: they carry this UID's label.
-    for (const auto& pod : fresh->pods) {
+    // delete the ones it has not reached yet ourselves, and the orphans it never will.
+    std::vector<json> pods = fresh->pods;
+    pods.insert(pods.end(), fresh->orphans.begin(), fresh->orphans.end());
+    for (const auto& pod : pods) {
       PodFacts f = PodFactsFromJson(pod);
       if (f.deleted || IsPodTerminal(f)) continue;
       DeleteOptions d;
@@ -509,7 +515,13 @@ Observation KubernetesAdapter::Cancel(const ExecutionKey& key) {
       }
     }
   }
-  return ObserveCancellation(ToFacts(fresh->pods), Now());
+  // An orphan still running holds the cancellation open; a stopped one says nothing of the
+  // result (an impostor could forge its labels and exit code).
+  std::vector<PodFacts> stopping = ToFacts(fresh->pods);
+  for (const PodFacts& orphan : ToFacts(fresh->orphans)) {
+    if (!IsPodTerminal(orphan)) stopping.push_back(orphan);
+  }
+  return ObserveCancellation(stopping, Now());
 }
 
 Status KubernetesAdapter::Delete(const ExecutionKey& key) {
@@ -558,7 +570,9 @@ Status KubernetesAdapter::Delete(const ExecutionKey& key) {
   // A pod that only copied the label must not hold the Job's deletion up.
   const std::string recorded = ReferencedBatchJobUid(key.references);
   for (const PodFacts& p : pods) {
-    if (!IsPodOfBatchJob(p, key.uid, recorded)) continue;
+    if (!IsPodOfBatchJob(p, key.uid, recorded) && !IsOrphanOfBatchJob(p, key.uid, recorded)) {
+      continue;
+    }
     if (!IsPodTerminal(p)) {
       return Status(StatusCode::kUnavailable,
                     "pod " + key.namespace_ + "/" + p.name +

@@ -113,6 +113,8 @@ class KubernetesAdapter final : public Adapter {
     std::optional<nlohmann::json> batchJob;  // ours only; a stranger's Job reads as absent
     std::string foreignUid;                  // uid of a stranger's Job with our name
     std::vector<nlohmann::json> pods;
+    // Without our batch Job: its orphaned pods (IsOrphanOfBatchJob), for Cancel to stop.
+    std::vector<nlohmann::json> orphans;
   };
   // The batch Job of `uid` (if ours) and the pods of that batch Job: IsPodOfBatchJob with the
   // live batch Job's uid, else `recordedBatchJobUid` (status.execution.references; may be empty).

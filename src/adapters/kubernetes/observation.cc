@@ -246,6 +246,8 @@ PodFacts PodFactsFromJson(const json& j) {
   f.jobName = Annotation(j, kJobNameAnnotation);
   if (f.jobName.empty()) f.jobName = Label(j, api::kJobNameLabel);
   std::tie(f.controllerName, f.controllerUid) = BatchJobController(j);
+  f.batchJobUidLabel = Label(j, "batch.kubernetes.io/controller-uid");
+  if (f.batchJobUidLabel.empty()) f.batchJobUidLabel = Label(j, "controller-uid");
   f.created = TimeAt(j, {"metadata", "creationTimestamp"});
   f.deleted = TimeAt(j, {"metadata", "deletionTimestamp"});
   f.deletionGracePeriodSeconds = Int(j, {"metadata", "deletionGracePeriodSeconds"});
@@ -308,6 +310,12 @@ bool IsPodOfBatchJob(const PodFacts& pod, std::string_view jobUid, std::string_v
   return !jobUid.empty() && pod.jobUid == jobUid && !pod.controllerUid.empty() &&
          pod.controllerName == BatchJobName(jobUid) &&
          (batchJobUid.empty() || pod.controllerUid == batchJobUid);
+}
+
+bool IsOrphanOfBatchJob(const PodFacts& pod, std::string_view jobUid,
+                        std::string_view batchJobUid) {
+  return !jobUid.empty() && !batchJobUid.empty() && pod.jobUid == jobUid &&
+         pod.controllerUid.empty() && pod.batchJobUidLabel == batchJobUid;
 }
 
 bool IsPodTerminal(const PodFacts& pod) {

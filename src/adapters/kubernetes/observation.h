@@ -61,6 +61,9 @@ struct PodFacts {
   // The controller ownerReference, when it is a batch/v1 Job (else both empty).
   std::string controllerName;
   std::string controllerUid;
+  // Label batch.kubernetes.io/controller-uid (else the older controller-uid): the uid of the
+  // batch Job whose controller made the pod. It stays when the pod is orphaned.
+  std::string batchJobUidLabel;
   std::optional<api::Time> created;
   std::optional<api::Time> deleted;  // deletionTimestamp
   int64_t deletionGracePeriodSeconds = 0;
@@ -141,6 +144,15 @@ std::string ReferencedBatchJobUid(const std::vector<api::ExecutionReference>& re
 // label alone proves nothing: whoever may create pods in the namespace can copy it, and such a
 // pod must neither feed the Job's log nor change its observed state (docs/security.md).
 bool IsPodOfBatchJob(const PodFacts& pod, std::string_view jobUid, std::string_view batchJobUid);
+
+// True when `pod` was our batch Job's and lost its ownerReference: the batch Job was deleted
+// with propagation Orphan, so the garbage collector will never delete the pod, while its task
+// may still run. It has no controller ownerReference, the UID's label and the Job controller's
+// label naming the batch Job `batchJobUid` (which must be known: the live or the recorded one).
+// Only Cancel and Delete use it, once the batch Job is gone: such a pod is still stopped and
+// waited for, but it never feeds a log or an observation, since an impostor can forge those
+// labels too.
+bool IsOrphanOfBatchJob(const PodFacts& pod, std::string_view jobUid, std::string_view batchJobUid);
 
 // Phase Succeeded/Failed, or the main container terminated.
 bool IsPodTerminal(const PodFacts& pod);

@@ -16,6 +16,7 @@
 #include "kube/resource.h"
 #include "kube/rest_client.h"
 #include "test/adapters/contract/adapter_contract.h"
+#include "test/adapters/kubernetes/owner_job.h"
 #include "test/support/testenv.h"
 
 namespace ayatori::adapters::contract {
@@ -25,20 +26,6 @@ using nlohmann::json;
 
 api::EnvVar Env(std::string name, std::string value) {
   return {std::move(name), std::move(value), std::nullopt};
-}
-
-// A fresh Kubernetes-style UID (the batch Job's ownerReference names it).
-std::string NewUid() {
-  static std::mt19937_64 rng{std::random_device{}()};
-  static std::mutex mu;
-  std::lock_guard lock(mu);
-  char buf[40];
-  const uint64_t a = rng(), b = rng();
-  std::snprintf(buf, sizeof buf, "%08x-%04x-4%03x-8%03x-%012llx", static_cast<unsigned>(a >> 32),
-                static_cast<unsigned>((a >> 16) & 0xffff), static_cast<unsigned>(a & 0xfff),
-                static_cast<unsigned>(b >> 52),
-                static_cast<unsigned long long>(b & 0xffffffffffffULL));
-  return buf;
 }
 
 class KubernetesBackend final : public BackendFixture {
@@ -71,8 +58,8 @@ class KubernetesBackend final : public BackendFixture {
     static std::atomic<int> next{0};
     ExecutionRequest r;
     r.job.metadata.namespace_ = ns_;
-    r.job.metadata.uid = NewUid();
     r.job.metadata.name = "job-" + std::to_string(++next);
+    r.job.metadata.uid = ayatori::testing::OwnerJobUid(*client_, ns_, r.job.metadata.name);
     r.job.spec.task.image = "busybox:1.36";
     r.job.spec.task.command = {"/bin/sh", "-c", "true"};
     r.resources.requests.cpu = api::Quantity::MustParse("100m");

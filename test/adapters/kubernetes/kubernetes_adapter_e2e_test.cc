@@ -22,6 +22,7 @@
 #include "kube/config.h"
 #include "kube/resource.h"
 #include "kube/rest_client.h"
+#include "test/adapters/kubernetes/owner_job.h"
 #include "test/support/process.h"
 #include "test/support/testenv.h"
 #include "test/support/wait.h"
@@ -32,19 +33,6 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 using ayatori::testing::Eventually;
-
-std::string NewUid() {
-  static std::mt19937_64 rng{std::random_device{}()};
-  static std::mutex mu;
-  std::lock_guard lock(mu);
-  char buf[40];
-  uint64_t a = rng(), b = rng();
-  std::snprintf(buf, sizeof buf, "%08x-%04x-4%03x-8%03x-%012llx", static_cast<unsigned>(a >> 32),
-                static_cast<unsigned>((a >> 16) & 0xffff), static_cast<unsigned>(a & 0xfff),
-                static_cast<unsigned>(b >> 52),
-                static_cast<unsigned long long>(b & 0xffffffffffffULL));
-  return buf;
-}
 
 // How often a wait polls the control plane: it runs kube-controller-manager, kube-scheduler and
 // kwok on the same two cores as this test.
@@ -84,8 +72,8 @@ class KubernetesAdapterE2E : public ::testing::Test {
                            json parameters = json::object()) {
     ExecutionRequest r;
     r.job.metadata.namespace_ = ns_;
-    r.job.metadata.uid = NewUid();
-    r.job.metadata.name = "job-" + r.job.metadata.uid.substr(0, 8);
+    r.job.metadata.name = "job-" + ayatori::testing::NewKubernetesUid().substr(0, 8);
+    r.job.metadata.uid = ayatori::testing::OwnerJobUid(*client_, ns_, r.job.metadata.name);
     r.job.spec.task.image = std::move(image);
     r.job.spec.task.command = {"/bin/sh", "-c", "true"};
     r.job.spec.task.env = std::move(env);
@@ -572,7 +560,8 @@ TEST_F(KubernetesAdapterE2E, AnImpostorPodWithTheJobsLabelIsIgnored) {
            {{{"apiVersion", "batch/v1"},
              {"kind", "Job"},
              {"name", BatchJobName(r.job.metadata.uid)},
-             {"uid", NewUid()},  // no such object: the garbage collector may remove this pod
+             {"uid", ayatori::testing::NewKubernetesUid()},  // no such object: the garbage
+                                                             // collector may remove this pod
              {"controller", true}}},
            "0", "1h");
   auto podPhase = [&](const std::string& name) {
@@ -621,7 +610,8 @@ TEST(KubernetesAdapterUnreachable, ApiServerDownIsUnknownNotFailed) {
   co.maxRetries = 0;
   auto client = kube::RestClient::New(config, co);
   KubernetesAdapter adapter(*client);
-  ExecutionKey key{NewUid(), "default", "job", {{"Job", "x"}}, json::object()};
+  ExecutionKey key{
+      ayatori::testing::NewKubernetesUid(), "default", "job", {{"Job", "x"}}, json::object()};
   Observation o = adapter.Observe(key);
   EXPECT_EQ(o.phase, ExecutionPhase::kUnknown);
   EXPECT_EQ(o.reason, "BackendUnreachable");

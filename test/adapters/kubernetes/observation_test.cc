@@ -300,6 +300,31 @@ TEST(ObserveExecution, IgnoresPodsOfAnotherBatchJob) {
   EXPECT_EQ(o.phase, ExecutionPhase::kPending);
 }
 
+// kubectl delete job --cascade=orphan: the garbage collector strips the ownerReference and the
+// pod runs on; the Job controller's label still names the batch Job.
+TEST(IsOrphanOfBatchJob, NeedsNoOwnerAndTheKnownBatchJobsLabel) {
+  json orphan = Pod("Running", Running());
+  orphan["metadata"].erase("ownerReferences");
+  orphan["metadata"]["labels"]["batch.kubernetes.io/controller-uid"] = kBatchUid;
+  EXPECT_TRUE(IsOrphanOfBatchJob(PodFactsFromJson(orphan), "u1", kBatchUid));
+  EXPECT_FALSE(IsOrphanOfBatchJob(PodFactsFromJson(orphan), "u1", ""));  // nothing to compare
+  EXPECT_FALSE(IsOrphanOfBatchJob(PodFactsFromJson(orphan), "u2", kBatchUid));
+  EXPECT_FALSE(IsPodOfBatchJob(PodFactsFromJson(orphan), "u1", kBatchUid));
+
+  json legacy = orphan;
+  legacy["metadata"]["labels"].erase("batch.kubernetes.io/controller-uid");
+  legacy["metadata"]["labels"]["controller-uid"] = kBatchUid;
+  EXPECT_TRUE(IsOrphanOfBatchJob(PodFactsFromJson(legacy), "u1", kBatchUid));
+
+  json otherBatchJob = orphan;
+  otherBatchJob["metadata"]["labels"]["batch.kubernetes.io/controller-uid"] = "another";
+  EXPECT_FALSE(IsOrphanOfBatchJob(PodFactsFromJson(otherBatchJob), "u1", kBatchUid));
+
+  json owned = Pod("Running", Running());  // still owned: not an orphan
+  owned["metadata"]["labels"]["batch.kubernetes.io/controller-uid"] = kBatchUid;
+  EXPECT_FALSE(IsOrphanOfBatchJob(PodFactsFromJson(owned), "u1", kBatchUid));
+}
+
 TEST(IsPodOfBatchJob, TheLabelAloneProvesNothing) {
   json ours = Pod("Running", Running());
   EXPECT_TRUE(IsPodOfBatchJob(PodFactsFromJson(ours), "u1", kBatchUid));
