@@ -16,7 +16,7 @@
 #include "kube/resource.h"
 #include "kube/rest_client.h"
 #include "test/adapters/contract/adapter_contract.h"
-#include "test/adapters/kubernetes/owner_job.h"
+#include "test/adapters/kubernetes/e2e_support.h"
 #include "test/support/testenv.h"
 
 namespace ayatori::adapters::contract {
@@ -31,14 +31,8 @@ api::EnvVar Env(std::string name, std::string value) {
 class KubernetesBackend final : public BackendFixture {
  public:
   void SetUp() override {
-    const std::string kubeconfig = testing::TestenvVar("KUBECONFIG");
-    ASSERT_FALSE(kubeconfig.empty());
-    auto config = kube::LoadKubeconfigFile(kubeconfig, {});
-    ASSERT_TRUE(config.ok()) << config.status().ToString();
-    kube::RestClientOptions co;
-    co.qps = 200;
-    co.burst = 400;
-    client_ = kube::RestClient::New(*config, co);
+    client_ = ayatori::testing::NewTestenvClient();
+    ASSERT_NE(client_, nullptr);
     ns_ = testing::CreateTestNamespace("kcontract");
     adapter_ = std::make_unique<kubernetes::KubernetesAdapter>(*client_);
     const Status started = adapter_->Start([](const std::string&, const std::string&) {});

@@ -22,7 +22,7 @@
 #include "kube/config.h"
 #include "kube/resource.h"
 #include "kube/rest_client.h"
-#include "test/adapters/kubernetes/owner_job.h"
+#include "test/adapters/kubernetes/e2e_support.h"
 #include "test/support/process.h"
 #include "test/support/testenv.h"
 #include "test/support/wait.h"
@@ -41,14 +41,8 @@ constexpr std::chrono::milliseconds kPoll = 100ms;
 class KubernetesAdapterE2E : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string kubeconfig = testing::TestenvVar("KUBECONFIG");
-    ASSERT_FALSE(kubeconfig.empty());
-    auto config = kube::LoadKubeconfigFile(kubeconfig, {});
-    ASSERT_TRUE(config.ok()) << config.status().ToString();
-    kube::RestClientOptions co;
-    co.qps = 200;
-    co.burst = 400;
-    client_ = kube::RestClient::New(*config, co);
+    client_ = ayatori::testing::NewTestenvClient();
+    ASSERT_NE(client_, nullptr);
     client_->SetRequestObserver([this](const kube::RequestRecord& r) {
       std::lock_guard lock(mu_);
       requests_.push_back(std::string(r.verb) + " " + std::string(r.resource) + " " +

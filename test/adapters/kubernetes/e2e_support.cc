@@ -1,4 +1,4 @@
-#include "test/adapters/kubernetes/owner_job.h"
+#include "test/adapters/kubernetes/e2e_support.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,24 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "kube/config.h"
+#include "test/support/testenv.h"
+
 namespace ayatori::testing {
+
+std::unique_ptr<kube::RestClient> NewTestenvClient() {
+  const std::string kubeconfig = TestenvVar("KUBECONFIG");
+  if (kubeconfig.empty()) return nullptr;  // TestenvVar recorded the failure
+  auto config = kube::LoadKubeconfigFile(kubeconfig, {});
+  if (!config.ok()) {
+    ADD_FAILURE() << config.status().ToString();
+    return nullptr;
+  }
+  kube::RestClientOptions co;
+  co.qps = 200;
+  co.burst = 400;
+  return kube::RestClient::New(*config, co);
+}
 
 std::string NewKubernetesUid() {
   static std::mt19937_64 rng{std::random_device{}()};
