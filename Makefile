@@ -5,13 +5,14 @@ TESTENV := hack/testenv/testenv.sh
 FUZZ_BUILD_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps configure build testenv test test-unit test-integration test-e2e demo demo-down \
+.PHONY: all deps configure build testenv test test-unit test-integration test-e2e test-realnode \
+        demo demo-down \
         demo-kubernetes demo-kubernetes-down demo-opensandbox demo-opensandbox-down demo-install \
-        demo-install-down docs-test \
+        demo-install-down docs-test test-versions \
         bench-opensandbox format format-check tidy bench bench-kubernetes bench-startup bench-scale \
         bench-failover bench-flood clean \
         configure-asan configure-tsan build-asan build-tsan test-asan test-tsan fuzz fuzz-ci chaos \
-        image install-manifests install-manifests-namespaced
+        image dist install-manifests install-manifests-namespaced generate
 
 all: build
 
@@ -33,24 +34,46 @@ image: configure
 	@cmake --build $(BUILD_DIR) --target ayatori-controller
 	@AYATORI_BUILD_DIR=$(BUILD_DIR) hack/image.sh build
 
+# The kubectl plugin's release archive (hack/dist.sh; docs/kubectl-ayatori.md, "Install"): in
+# dist/release/, kubectl-ayatori_<version>_linux_<arch>.tar.gz (the binary and lib/ with every
+# library it loads but glibc's), its .sha256 and ayatori.yaml, the krew manifest filled in.
+dist: configure
+	@AYATORI_BUILD_DIR=$(BUILD_DIR) hack/dist.sh dist/release
+
 # Everything a cluster needs in one file (config/default: CRDs, namespace, RBAC, admission
 # policy, Deployment, metrics Service), like kubebuilder's build-installer; see docs/install.md.
+# dist/install-pre-1.36.yaml: the same without what kube-apiserver < 1.36 does not serve (the
+# finalizer policy; docs/install.md, "Supported Kubernetes versions").
 install-manifests:
 	@hack/install-manifests.sh dist/install.yaml
+	@hack/install-manifests.sh --kube-version 1.35 dist/install-pre-1.36.yaml
 
 # The namespaced install for NAMESPACES (comma-separated; docs/install.md, "Namespaced install").
 NAMESPACES ?= team-a
 install-manifests-namespaced:
 	@hack/install-manifests.sh --namespaces $(NAMESPACES) dist/install-namespaced.yaml
 
-# Builds (once per machine, cached outside the repository) the pinned control-plane binaries.
+# Rewrites the blocks of config/ that name the shipped backends (the RBAC rule of the parameters
+# informers, the JobClass CEL rules) from their descriptors (src/adapters/manifests.h);
+# adapters_manifests_test fails until this has run after a backend is added or changed. Then the
+# Helm chart's copies of config/ (hack/chart-files.py; install_helm_chart_render_test checks them).
+generate: configure
+	@cmake --build $(BUILD_DIR) --target generate-manifests
+	@$(BUILD_DIR)/cmd/generate-manifests/generate-manifests $(CURDIR)
+	@python3 hack/chart-files.py
+
+# Builds (once per machine, cached outside the repository) the pinned control-plane binaries and
+# Helm (charts/ayatori's tests, test/install/helm_chart_test.py). The real node's kubelet is built
+# by test-realnode, demo-kubernetes NODE=real and bench-kubernetes NODE=real only.
 testenv: deps
 	@$(TESTENV) build e2e
+	@$(TESTENV) build-helm
 
 # Installs what is missing, builds, starts what each tier needs (through CTest fixtures) and
-# runs every tier: unit, integration (real kube-apiserver + etcd), e2e (real backends).
+# runs every tier: unit, integration (real kube-apiserver + etcd), e2e (real backends); the real
+# node's tests are test-realnode's.
 test: build testenv
-	@cd $(BUILD_DIR) && ctest $(CTEST_FLAGS)
+	@cd $(BUILD_DIR) && ctest $(CTEST_FLAGS) -LE realnode
 
 test-unit: build
 	@cd $(BUILD_DIR) && ctest $(CTEST_FLAGS) -L unit
@@ -59,7 +82,31 @@ test-integration: build testenv
 	@cd $(BUILD_DIR) && ctest $(CTEST_FLAGS) -L integration
 
 test-e2e: build testenv
-	@cd $(BUILD_DIR) && ctest $(CTEST_FLAGS) -L e2e
+	@cd $(BUILD_DIR) && ctest $(CTEST_FLAGS) -L e2e -LE realnode
+
+# Supported versions (docs/install.md): the install on the oldest and the newest tested Kubernetes
+# besides the pin (KUBE_VERSION, hack/testenv/k8s-*/): install_e2e_test (dist/install.yaml as
+# install-manifests.sh --kube-version cluster renders it, Jobs on the Docker and Kubernetes
+# backends) and the Helm chart's install test, each on that version's control plane. Not part of
+# `make test`: each version is a control plane of its own to build (once per machine) and run.
+KUBE_VERSIONS ?= 1.34 1.37
+test-versions: build
+	@$(TESTENV) build-helm
+	@for v in $(KUBE_VERSIONS); do \
+	  echo "== Kubernetes $$v"; \
+	  KUBE_VERSION=$$v $(TESTENV) build e2e || exit 1; \
+	  (cd $(BUILD_DIR) && KUBE_VERSION=$$v ctest $(CTEST_FLAGS) \
+	    -R '^(install_e2e_test|install_helm_chart_install_test)$$') || exit 1; \
+	done
+
+# The Kubernetes backend on a real node (kubelet + containerd, hack/testenv/realnode.sh): its
+# fixtures and e2e tests (label realnode, about 2.5 minutes with the fixtures, the kubelet built
+# once per machine). Not part of `make test` / `make test-e2e`: the kubelet's build and these
+# tests do not fit CI's 60 minutes on a fresh machine (docs/development.md "CI"); run it before
+# changing the Kubernetes backend.
+test-realnode: build testenv
+	@$(TESTENV) build node
+	@cd $(BUILD_DIR) && ctest $(CTEST_FLAGS) -L realnode
 
 # Sanitizer builds with clang-14, assertions on (Debug, no NDEBUG) at -O0 with line tables only, each
 # in its own tree; every target of the tree is instrumented (AYATORI_SANITIZE in CMakeLists.txt)
@@ -108,9 +155,10 @@ demo-down:
 	@hack/demo.sh down
 
 # The Kubernetes backend on the e2e control plane (kwok simulates the node): a Job that succeeds,
-# one that fails and one cancelled while it runs.
+# one that fails and one cancelled while it runs. NODE=real: on a real node (kubelet +
+# containerd, hack/testenv/realnode.sh) instead, the pods' output printed.
 demo-kubernetes:
-	@$(DEMO_ENV) hack/demo.sh up-kubernetes
+	@$(DEMO_ENV) NODE=$(NODE) hack/demo.sh up-kubernetes
 
 demo-kubernetes-down:
 	@hack/demo.sh down-kubernetes
@@ -149,9 +197,10 @@ chaos: build testenv
 bench: build testenv
 	@hack/bench.sh
 
-# N=1000 by default; N=10000 for the large run.
+# N=1000 by default; N=10000 for the large run. NODE=real: the pods run on a real node
+# (hack/testenv/realnode.sh), e.g. make bench-kubernetes NODE=real N=100.
 bench-kubernetes: build testenv
-	@AYATORI_BUILD_DIR=$(BUILD_DIR) hack/bench-kubernetes.sh --n=$(or $(N),1000)
+	@AYATORI_BUILD_DIR=$(BUILD_DIR) NODE=$(NODE) hack/bench-kubernetes.sh --n=$(or $(N),1000)
 
 # A fresh controller taking over 10000 Jobs and 10000 Secrets: time to ready and to every Job
 # reconciled; BASELINE_CONTROLLER=<binary> measures another build the same way.

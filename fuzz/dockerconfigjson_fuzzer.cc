@@ -1,5 +1,5 @@
 // imagePullSecrets (kubernetes.io/dockerconfigjson) and image references
-// (adapters/docker/registry_auth.h). An input is an image reference, a newline, and the Secret's
+// (adapters/common/registry_auth.h). An input is an image reference, a newline, and the Secret's
 // .dockerconfigjson: any bytes give credentials or a clear error.
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -8,11 +8,12 @@
 #include <string_view>
 #include <vector>
 
-#include "adapters/docker/registry_auth.h"
+#include "adapters/common/registry_auth.h"
+#include "base/base64.h"
 #include "fuzz/fuzz_check.h"
 
 using namespace ayatori;
-using namespace ayatori::adapters::docker;
+using namespace ayatori::adapters;
 
 namespace {
 
@@ -64,9 +65,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   // The base64 of "auth" fields: what is encoded decodes back.
-  if (std::optional<std::string> decoded = Base64Decode(document)) {
-    FUZZ_CHECK(Base64Decode(Base64Encode(*decoded)) == decoded);
+  if (StatusOr<std::string> decoded = base::Base64Decode(document); decoded.ok()) {
+    StatusOr<std::string> again = base::Base64Decode(base::Base64Encode(*decoded));
+    FUZZ_CHECK(again.ok() && *again == *decoded);
   }
-  FUZZ_CHECK(Base64Decode(Base64Encode(document)) == std::string(document));
+  StatusOr<std::string> back = base::Base64Decode(base::Base64Encode(document));
+  FUZZ_CHECK(back.ok() && *back == std::string(document));
   return 0;
 }

@@ -8,7 +8,7 @@
 #   hack/bench-failover.sh [--resync-jobs=10000] [other failover_bench flags]
 #
 # Environment:
-#   AYATORI_BUILD_DIR   build tree with ayatori-controller and failover_bench (default: build;
+#   AYATORI_BUILD_DIR   build tree with ayatori-controller-test and failover_bench (default: build;
 #                       both are built there if missing)
 #   BENCH_DIR           working directory (default /tmp/ayatori-bench-failover-<uid>): control
 #                       plane, controller logs
@@ -20,7 +20,7 @@ DIR=${BENCH_DIR:-/tmp/ayatori-bench-failover-$(id -u)}
 export TESTENV_DIR=$DIR/testenv
 export TESTENV_ETCD_DIR=/dev/shm/ayatori-bench-failover-$(printf %s "$DIR" | sha256sum | cut -c1-12)
 TESTENV=$ROOT/hack/testenv/testenv.sh
-CONTROLLER=$BUILD/cmd/ayatori-controller/ayatori-controller
+CONTROLLER=$BUILD/test/ayatori-controller-test  # the controller with the in-process test backend
 BENCH=$BUILD/bench/failover/failover_bench
 
 log() { printf 'bench-failover: %s\n' "$*" >&2; }
@@ -28,7 +28,7 @@ log() { printf 'bench-failover: %s\n' "$*" >&2; }
 if [ ! -x "$CONTROLLER" ] || [ ! -x "$BENCH" ]; then
   log "building ayatori-controller and failover_bench in $BUILD"
   [ -f "$BUILD/build.ninja" ] || cmake -S "$ROOT" -B "$BUILD" -G Ninja >/dev/null
-  cmake --build "$BUILD" --target ayatori-controller failover_bench
+  cmake --build "$BUILD" --target ayatori-controller-test failover_bench
 fi
 
 cleanup() {

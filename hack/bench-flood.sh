@@ -9,7 +9,7 @@
 #   hack/bench-flood.sh [--jobs=2000] [--ordinary=100] [other flood_bench flags]
 #
 # Environment:
-#   AYATORI_BUILD_DIR   build tree with ayatori-controller and flood_bench (default: build; both
+#   AYATORI_BUILD_DIR   build tree with ayatori-controller-test and flood_bench (default: build; both
 #                       are built there if missing)
 #   BENCH_DIR           working directory (default /tmp/ayatori-bench-flood-<uid>): control plane,
 #                       controller log, etcd's data (on disk: 2,000 maximal Jobs stored twice,
@@ -26,7 +26,7 @@ export TESTENV_DIR=$DIR/testenv
 export TESTENV_ETCD_DIR=$DIR/etcd
 export TESTENV_ETCD_FLAGS=--quota-backend-bytes=8589934592
 TESTENV=$ROOT/hack/testenv/testenv.sh
-CONTROLLER=$BUILD/cmd/ayatori-controller/ayatori-controller
+CONTROLLER=$BUILD/test/ayatori-controller-test  # the controller with the in-process test backend
 BENCH=$BUILD/bench/flood/flood_bench
 
 log() { printf 'bench-flood: %s\n' "$*" >&2; }
@@ -34,7 +34,7 @@ log() { printf 'bench-flood: %s\n' "$*" >&2; }
 if [ ! -x "$CONTROLLER" ] || [ ! -x "$BENCH" ]; then
   log "building ayatori-controller and flood_bench in $BUILD"
   [ -f "$BUILD/build.ninja" ] || cmake -S "$ROOT" -B "$BUILD" -G Ninja >/dev/null
-  cmake --build "$BUILD" --target ayatori-controller flood_bench
+  cmake --build "$BUILD" --target ayatori-controller-test flood_bench
 fi
 
 cleanup() {

@@ -19,6 +19,10 @@
 #   BENCH_FINALIZER_POLICY=0  leave out config/finalizer-policy (the MutatingAdmissionPolicy that
 #                         adds the cleanup finalizer at creation; installed by default, as
 #                         config/default does): the controller then patches the finalizer in
+#   NODE=real             the pods run on a real node (kubelet + containerd,
+#                         hack/testenv/realnode.sh; root) instead of kwok's: both sides' pods
+#                         select it, print a line and exit, and the report adds create->finished
+#                         against native with its target (<= 1.2x)
 #   BENCH_MALLOC_TRIM=1   also report the controllers' RSS after gdb made them call malloc_trim(0)
 #                         (memory glibc keeps from freed JSON documents is then returned)
 set -euo pipefail
@@ -57,6 +61,15 @@ trap cleanup EXIT INT TERM
 mkdir -p "$DIR"
 log "starting the e2e control plane in $TESTENV_DIR"
 "$TESTENV" up e2e
+real_node=()
+params_spec="{}"
+if [ "${NODE:-}" = real ]; then
+  "$TESTENV" build node
+  "$ROOT/hack/testenv/realnode.sh" up
+  params_spec='{nodeSelector: {ayatori.test/node: real}, tolerations: [{key: ayatori.test/real-node, operator: Exists, effect: NoSchedule}]}'
+  real_node=(--image=ayatori.local/busybox:1 --node-selector=ayatori.test/node=real
+    --toleration=ayatori.test/real-node --command="echo bench")
+fi
 # shellcheck disable=SC1091
 source "$TESTENV_DIR/env.sh"
 
@@ -85,11 +98,11 @@ if [ "${BENCH_FINALIZER_POLICY:-1}" != 0 ]; then
 fi
 # The controller's namespace: it keeps its backend snapshot ConfigMaps there (--namespace).
 kubectl create namespace ayatori-system --dry-run=client -o yaml | kubectl apply -f - >/dev/null
-kubectl apply -f - >/dev/null <<'EOF'
+kubectl apply -f - >/dev/null <<EOF
 apiVersion: execution.ayatori.ddupan.top/v1alpha1
 kind: KubernetesExecutionParameters
 metadata: {name: kubernetes-bench}
-spec: {}
+spec: $params_spec
 ---
 apiVersion: execution.ayatori.ddupan.top/v1alpha1
 kind: JobClass
@@ -137,10 +150,13 @@ processes=ayatori-controller:$controller_pid
 for n in kube-controller-manager kube-apiserver etcd kube-scheduler kwok; do
   processes+=",$n:$(cat "$TESTENV_DIR/pids/$n")"
 done
+for n in kubelet containerd; do
+  [ ! -f "$TESTENV_DIR/realnode/pids/$n" ] || processes+=",$n:$(cat "$TESTENV_DIR/realnode/pids/$n")"
+done
 "$BENCH" --kubeconfig="$KUBECONFIG" --qps="$CQPS" --burst="$CBURST" --processes="$processes" \
   --controller-pid="$controller_pid" --controller-metrics="127.0.0.1:$port" --kcm-pid="$kcm_pid" \
   --controller-flags="--qps=$QPS --burst=$BURST${CONTROLLER_WORKERS:+ --workers=$CONTROLLER_WORKERS}" \
-  --kcm-flags="--kube-api-qps=$KCM_QPS --kube-api-burst=$KCM_BURST" "$@" || rc=$?
+  --kcm-flags="--kube-api-qps=$KCM_QPS --kube-api-burst=$KCM_BURST" "${real_node[@]}" "$@" || rc=$?
 
 trim_live=$(trimmed_rss_kib "$controller_pid")
 # The cache without the garbage of the run: a fresh controller that lists the finished Jobs (and

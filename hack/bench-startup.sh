@@ -7,12 +7,13 @@
 #   hack/bench-startup.sh [--jobs=10000] [--secrets=10000] [other startup_bench flags]
 #
 # Environment:
-#   AYATORI_BUILD_DIR    build tree with ayatori-controller and startup_bench (default: build;
+#   AYATORI_BUILD_DIR    build tree with ayatori-controller-test and startup_bench (default: build;
 #                        both are built there if missing)
 #   BENCH_DIR            working directory (default /tmp/ayatori-bench-startup-<uid>): control
 #                        plane, controller logs
-#   BASELINE_CONTROLLER  another ayatori-controller binary to measure the same way (e.g. built
-#                        from an older commit)
+#   BASELINE_CONTROLLER  another ayatori-controller-test binary to measure the same way (e.g.
+#                        built from an older commit; before test/ayatori-controller-test existed,
+#                        the product binary took --enable-test-adapter instead)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -21,7 +22,7 @@ DIR=${BENCH_DIR:-/tmp/ayatori-bench-startup-$(id -u)}
 export TESTENV_DIR=$DIR/testenv
 export TESTENV_ETCD_DIR=/dev/shm/ayatori-bench-startup-$(printf %s "$DIR" | sha256sum | cut -c1-12)
 TESTENV=$ROOT/hack/testenv/testenv.sh
-CONTROLLER=$BUILD/cmd/ayatori-controller/ayatori-controller
+CONTROLLER=$BUILD/test/ayatori-controller-test  # the controller with the in-process test backend
 BENCH=$BUILD/bench/startup/startup_bench
 
 log() { printf 'bench-startup: %s\n' "$*" >&2; }
@@ -29,7 +30,7 @@ log() { printf 'bench-startup: %s\n' "$*" >&2; }
 if [ ! -x "$CONTROLLER" ] || [ ! -x "$BENCH" ]; then
   log "building ayatori-controller and startup_bench in $BUILD"
   [ -f "$BUILD/build.ninja" ] || cmake -S "$ROOT" -B "$BUILD" -G Ninja >/dev/null
-  cmake --build "$BUILD" --target ayatori-controller startup_bench
+  cmake --build "$BUILD" --target ayatori-controller-test startup_bench
 fi
 
 cleanup() {

@@ -1,12 +1,20 @@
 #!/usr/bin/env bash
 # make demo / make demo-down: the spec's example Job through Ayatori on Docker, on a bare machine.
 #   demo.sh up     start (or reuse) a control plane, dockerd, the CRDs, a default Docker JobClass
-#                  and the controller; run the example Job; print its status and output
+#                  and the controller, serving the Job log API on the demo's own control plane
+#                  (as make demo-install does: config/logs-api, hack/logs-api-cert.sh, the
+#                  controller in a network namespace); run the example Job; print its status
+#                  and output
 #   demo.sh down   stop what `up` started (only that, by pid)
 # make demo-kubernetes / make demo-kubernetes-down: the Kubernetes backend (batch/v1 Jobs) on the
 # e2e control plane, whose node is simulated by kwok (pods run and exit as their env says):
 #   demo.sh up-kubernetes     a Job that succeeds, one that fails with exit code 3 and one cancelled
-#                             while it runs; prints their status and the batch Jobs behind them
+#                             while it runs; prints their status and the batch Jobs behind them.
+#                             NODE=real: on a real node instead (kubelet + containerd,
+#                             hack/testenv/realnode.sh; root), the Jobs' pods run and print;
+#                             NODE=kwok: on kwok's node; unset: the real node when it can come
+#                             up within 60 s (root, the local control plane, the kubelet already
+#                             built by make test-realnode or NODE=real), else kwok's
 #   demo.sh down-kubernetes
 # make demo-opensandbox / make demo-opensandbox-down: the OpenSandbox backend: the real
 # opensandbox-server (hack/opensandbox/opensandbox.sh) on the project's dockerd, one sandbox at a
@@ -207,7 +215,7 @@ up() {
   # No registry is reachable: the image is assembled locally (dockerd.sh up does it too).
   "$ROOT/hack/images/build.sh"
 
-  step "installing the CRDs (waiting until they are Established, served and admitted) and the default JobClass (Docker)"
+  step "installing the CRDs (waiting until they are Established, served and admitted), the default JobClass (Docker) and the Job log API"
   kube apply -f "$ROOT/config/crd/" >/dev/null
   KUBECTL=$KUBECTL "$ROOT/hack/wait-crds.sh" -f "$ROOT/config/crd/"  # Established, served, admitted
   # The controller's namespace: it keeps its backend snapshot ConfigMaps there (--namespace).
@@ -216,9 +224,23 @@ up() {
   kube apply -f "$ROOT/config/samples/dockerexecutionparameters.yaml" \
     -f "$ROOT/config/samples/jobclass-docker.yaml"
   apply_policies
+  # The Job log API of config/logs-api, as install.yaml has it (APIService, Service, RBAC, the
+  # log readers' ClusterRole) with its serving certificate: on the demo's own control plane only,
+  # whose kube-apiserver is set up for API aggregation (hack/testenv/testenv.sh); a cluster of
+  # KUBECONFIG cannot reach a controller that runs on this machine.
+  if [ -f "$DEMO/own-cluster" ]; then
+    kube apply -k "$ROOT/config/logs-api" >/dev/null
+    logs_api_cert
+  fi
 
-  step "starting ayatori-controller, waiting for \"controller ready\" in its log"
-  start_controller --docker-endpoint="$DOCKER_HOST"
+  step "starting ayatori-controller (serving the Job log API), waiting for \"controller ready\" in its log"
+  if [ -f "$DEMO/own-cluster" ]; then
+    logs_api_network
+    start_controller --docker-endpoint="$DOCKER_HOST" "${LOGS_API_FLAGS[@]}"
+    wait_logs_api
+  else
+    start_controller --docker-endpoint="$DOCKER_HOST"
+  fi
 
   step "creating the example Job (config/samples/job.yaml) with its Secret and ConfigMap"
   kube create namespace ci --dry-run=client -o yaml | kube apply -f - >/dev/null
@@ -243,7 +265,7 @@ up() {
   echo
   echo "output of the task:"
   # Through the Job log API when the cluster serves it (docs/kubectl-ayatori.md#logs), else from
-  # the container (the demo's cluster has no log API installed).
+  # the container (a cluster of KUBECONFIG, which cannot reach the controller's log API).
   if ! "$PLUGIN" logs -n ci "$name" 2>/dev/null; then
     local uid
     uid=$(kube get -n ci "$JOB" -o jsonpath='{.metadata.uid}')
@@ -256,9 +278,10 @@ up() {
   echo "demo is up after ${SECONDS}s. Try:  source $DEMO/env.sh && kubectl ayatori get -A"
 }
 
-# A Job of the kubernetes JobClass; the kwok stages read TESTENV_* from the container's env.
+# kubernetes_job NAME ENV [SCRIPT]: a Job of the kubernetes JobClass running `sh -c SCRIPT`
+# (default: echo NAME); on kwok's node the stages read TESTENV_* from the container's env.
 kubernetes_job() {
-  local name=$1 env=$2
+  local name=$1 env=$2 script=${3:-echo $1}
   kube create -n ci -o name -f - <<EOF
 apiVersion: execution.ayatori.ddupan.top/v1alpha1
 kind: Job
@@ -267,9 +290,26 @@ spec:
   jobClassName: kubernetes
   task:
     image: ayatori.local/busybox:1
-    command: [/bin/sh, -c, "echo $name"]
+    command: [/bin/sh, -c, "$script"]
     env: $env
 EOF
+}
+
+# The node make demo-kubernetes runs its pods on: NODE (real or kwok) if set; else the real node
+# when it can come up within 60 s here (root, the local control plane, the kubelet already in the
+# cache: building it takes minutes), else kwok's simulated node.
+demo_node() {
+  case "${NODE:-}" in
+    real | kwok) echo "$NODE"; return ;;
+    "") ;;
+    *) echo "NODE=$NODE: expected real or kwok (or unset)" >&2; exit 1 ;;
+  esac
+  if [ "$(id -u)" = 0 ] && [ -f "$DEMO/own-cluster" ] &&
+    [ -x "$("$ROOT/hack/testenv/testenv.sh" bindir)/kubelet" ]; then
+    echo real
+  else
+    echo kwok
+  fi
 }
 
 up_kubernetes() {
@@ -288,6 +328,26 @@ up_kubernetes() {
 
   step "Kubernetes control plane with kube-controller-manager, kube-scheduler and kwok"
   use_cluster e2e
+  # The real node's pods: the class selects it (its label, its taint).
+  local placement="" node
+  node=$(demo_node) || exit 1
+  if [ "$node" = real ]; then
+    [ -f "$DEMO/own-cluster" ] || { echo "NODE=real needs the local control plane, not KUBECONFIG's cluster" >&2; exit 1; }
+    "$ROOT/hack/testenv/testenv.sh" build node
+    if [ "${NODE:-}" = real ]; then
+      "$ROOT/hack/testenv/realnode.sh" up
+    elif ! timeout 60 "$ROOT/hack/testenv/realnode.sh" up; then
+      echo "the real node did not come up within 60 s (hack/testenv/realnode.sh logs); the Jobs run on kwok's node"
+      "$ROOT/hack/testenv/realnode.sh" down || true
+      node=kwok
+    fi
+  fi
+  if [ "$node" = real ]; then
+    placement="  nodeSelector: {ayatori.test/node: real}
+  tolerations: [{key: ayatori.test/real-node, operator: Exists, effect: NoSchedule}]"
+  else
+    echo "the Jobs' pods run on kwok's node (simulated: they print nothing); NODE=real for a real one"
+  fi
 
   step "installing the CRDs and the kubernetes JobClass"
   kube apply -f "$ROOT/config/crd/" >/dev/null
@@ -296,13 +356,14 @@ up_kubernetes() {
   kube create namespace ayatori-system --dry-run=client -o yaml | kube apply -f - >/dev/null
   # Not config/samples/kubernetesexecutionparameters.yaml: its gVisor RuntimeClass, PriorityClass,
   # service account and node pool do not exist on the simulated node.
-  kube apply -f - <<'EOF'
+  kube apply -f - <<EOF
 apiVersion: execution.ayatori.ddupan.top/v1alpha1
 kind: KubernetesExecutionParameters
 metadata: {name: demo}
 spec:
   extraLabels: {example.com/demo: kubernetes}
   imagePullFailureTimeoutSeconds: 60
+$placement
 ---
 apiVersion: execution.ayatori.ddupan.top/v1alpha1
 kind: JobClass
@@ -324,9 +385,15 @@ EOF
   kube create namespace ci --dry-run=client -o yaml | kube apply -f - >/dev/null
   kube delete -n ci ajob/k8s-succeeds ajob/k8s-fails ajob/k8s-cancelled --ignore-not-found \
     --wait=true >/dev/null
-  kubernetes_job k8s-succeeds '[{name: TESTENV_RUN_FOR, value: 2s}]'
-  kubernetes_job k8s-fails '[{name: TESTENV_RUN_FOR, value: 1s}, {name: TESTENV_EXIT_CODE, value: "3"}]'
-  kubernetes_job k8s-cancelled '[{name: TESTENV_RUN_FOR, value: 24h}]'
+  if [ "$node" = real ]; then
+    kubernetes_job k8s-succeeds '[]' 'echo hello from a real pod; id'
+    kubernetes_job k8s-fails '[]' 'echo failing; exit 3'
+    kubernetes_job k8s-cancelled '[]' 'trap \"exit 143\" TERM; while :; do sleep 1; done'
+  else
+    kubernetes_job k8s-succeeds '[{name: TESTENV_RUN_FOR, value: 2s}]'
+    kubernetes_job k8s-fails '[{name: TESTENV_RUN_FOR, value: 1s}, {name: TESTENV_EXIT_CODE, value: "3"}]'
+    kubernetes_job k8s-cancelled '[{name: TESTENV_RUN_FOR, value: 24h}]'
+  fi
 
   step "waiting for the results; cancelling k8s-cancelled once it runs"
   kube wait -n ci --for=condition=Succeeded --timeout=120s ajob/k8s-succeeds
@@ -350,6 +417,11 @@ EOF
   kube wait -n ci --for=condition=Complete --timeout=60s "job.batch/ayj-$uid" >/dev/null || true
   echo "the batch/v1 Jobs behind them (named ayj-<Ayatori Job uid>; the cancelled one is deleted):"
   kube get -n ci jobs.batch -o wide
+  if [ "$node" = real ]; then
+    echo
+    echo "what k8s-succeeds printed on node 127.0.0.1 (kubectl logs through the real kubelet):"
+    kube logs -n ci "job.batch/ayj-$uid" | sed 's/^/  /'
+  fi
   cat "$DEMO/kube.env" >"$DEMO/env.sh"
   echo
   echo "demo is up. Try:  source $DEMO/env.sh && kubectl get ajob -n ci"
@@ -494,12 +566,21 @@ EOF
   echo "demo is up. Try:  source $DEMO/env.sh && kubectl get ajob -n ci"
 }
 
-# The install walkthrough's network namespace: the log API's Endpoints may not be a loopback
-# address, so the controller serves it from a namespace of its own, on the inner end of a veth
-# pair with TEST-NET-1 addresses (RFC 5737; above the range the e2e tests use, 192.0.2.130-250).
-NETNS=ayatori-demo-install
-NETNS_HOST_IP=192.0.2.252
-NETNS_INNER_IP=192.0.2.253
+# The network namespace of a demo that serves the Job log API (make demo, make demo-install): the
+# log API's Endpoints may not be a loopback address, so the controller serves it from a namespace
+# of its own, on the inner end of a veth pair with TEST-NET-1 addresses (RFC 5737; above the range
+# the e2e tests use, 192.0.2.130-199, and the real node's pods, 192.0.2.200-250). One per stack, so that the two can run side by side.
+NETNS=
+case ${1:-} in
+  *install)
+    NETNS=ayatori-demo-install VETH=aydemo
+    NETNS_HOST_IP=192.0.2.252 NETNS_INNER_IP=192.0.2.253
+    ;;
+  up | down)
+    NETNS=ayatori-demo VETH=aydemo0
+    NETNS_HOST_IP=192.0.2.251 NETNS_INNER_IP=192.0.2.254
+    ;;
+esac
 LOGS_API_PORT=8443
 
 make_netns() {
@@ -508,14 +589,64 @@ make_netns() {
     return
   fi
   ip netns add "$NETNS"
-  ip link add aydemo-host type veth peer name aydemo-inner
-  ip link set aydemo-inner netns "$NETNS"
-  ip addr add "$NETNS_HOST_IP/32" peer "$NETNS_INNER_IP/32" dev aydemo-host
-  ip link set aydemo-host up
-  ip -n "$NETNS" addr add "$NETNS_INNER_IP/32" peer "$NETNS_HOST_IP/32" dev aydemo-inner
-  ip -n "$NETNS" link set aydemo-inner up
+  ip link add "$VETH-host" type veth peer name "$VETH-inner"
+  ip link set "$VETH-inner" netns "$NETNS"
+  ip addr add "$NETNS_HOST_IP/32" peer "$NETNS_INNER_IP/32" dev "$VETH-host"
+  ip link set "$VETH-host" up
+  ip -n "$NETNS" addr add "$NETNS_INNER_IP/32" peer "$NETNS_HOST_IP/32" dev "$VETH-inner"
+  ip -n "$NETNS" link set "$VETH-inner" up
   ip -n "$NETNS" link set lo up
   echo "network namespace $NETNS: $NETNS_INNER_IP inside, $NETNS_HOST_IP on the host (veth pair)"
+}
+
+# The Job log API in a demo, the pieces make demo and make demo-install share (the APIService,
+# Service and RBAC of config/logs-api are applied before: by install.yaml, or by up):
+#   logs_api_cert      the serving certificate: the Secret the Deployment mounts and the
+#                      APIService's caBundle (the aggregator verifies the controller;
+#                      docs/install.md "Job logs")
+#   logs_api_network   the network namespace, the relays to kube-apiserver and the Service's
+#                      endpoint; sets LAUNCH and LOGS_API_FLAGS for start_controller
+#   wait_logs_api      until the aggregator reports the APIService Available
+logs_api_cert() {
+  KUBECTL=$KUBECTL "$ROOT/hack/logs-api-cert.sh" --apply "$DEMO/logs-api-pki" 2>&1 | sed 's/^/  /'
+}
+
+LOGS_API_FLAGS=()
+logs_api_network() {
+  make_netns
+  local apiport=${TESTENV_API##*:}
+  RELAY_ARGS=("$NETNS_HOST_IP" "$apiport" 127.0.0.1 "$apiport")
+  start_relay relay-host
+  RELAY_ARGS=(127.0.0.1 "$apiport" "$NETNS_HOST_IP" "$apiport")
+  start_relay relay-netns ip netns exec "$NETNS"
+  # The Service of config/logs-api selects the Deployment's pods; with none, its endpoint is the
+  # controller in the namespace (kube-apiserver refuses loopback endpoints).
+  kube apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Endpoints
+metadata: {name: ayatori-logs-api, namespace: ayatori-system}
+subsets: [{addresses: [{ip: $NETNS_INNER_IP}], ports: [{name: https, port: $LOGS_API_PORT}]}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: ayatori-logs-api-demo
+  namespace: ayatori-system
+  labels: {kubernetes.io/service-name: ayatori-logs-api}
+addressType: IPv4
+endpoints: [{addresses: ["$NETNS_INNER_IP"], conditions: {ready: true}}]
+ports: [{name: https, port: $LOGS_API_PORT, protocol: TCP}]
+EOF
+  LAUNCH=(ip netns exec "$NETNS")
+  LOGS_API_FLAGS=(--logs-api-bind="$NETNS_INNER_IP:$LOGS_API_PORT"
+    --logs-api-tls-cert-file="$DEMO/logs-api-pki/tls.crt"
+    --logs-api-tls-key-file="$DEMO/logs-api-pki/tls.key")
+}
+
+wait_logs_api() {
+  kube wait --for=condition=Available --timeout=60s \
+    apiservice/v1alpha1.logs.execution.ayatori.ddupan.top >/dev/null
+  echo "APIService v1alpha1.logs.execution.ayatori.ddupan.top is Available"
 }
 
 # start_relay NAME [LAUNCH...]: a background hack/tcp_relay.py with the words of RELAY_ARGS,
@@ -595,53 +726,26 @@ up_install() {
   docker image ls --format '  {{.Repository}}:{{.Tag}}  {{.Size}}' ayatori/controller
 
   step "dist/install.yaml (what make install-manifests writes), applied by the administrator"
-  "$ROOT/hack/install-manifests.sh" "$DEMO/install.yaml"
+  # --kube-version cluster: on a control plane older than 1.36 (KUBE_VERSION=1.34 make
+  # demo-install) the features it does not serve are left out, with a message, as an administrator
+  # of such a cluster would render them (docs/install.md, "Supported Kubernetes versions").
+  KUBECTL=$KUBECTL "$ROOT/hack/install-manifests.sh" --kube-version cluster "$DEMO/install.yaml"
   kube apply --server-side -f "$DEMO/install.yaml" | sed 's/^/  /'
   KUBECTL=$KUBECTL "$ROOT/hack/wait-crds.sh" -f "$ROOT/config/crd/"  # Established, served, admitted
   kube apply -f "$ROOT/config/samples/dockerexecutionparameters.yaml" \
     -f "$ROOT/config/samples/jobclass-docker.yaml" | sed 's/^/  /'
-  # The log API's serving certificate: the Secret the Deployment mounts and the APIService's
-  # caBundle (the aggregator verifies the controller; docs/install.md "Job logs").
-  KUBECTL=$KUBECTL "$ROOT/hack/logs-api-cert.sh" --apply "$DEMO/logs-api-pki" 2>&1 | sed 's/^/  /'
+  logs_api_cert
   # No kubelet runs here, so no pod of the Deployment starts: the controller runs beside the
   # cluster instead, with the Deployment's flags and its ServiceAccount's token (next step).
   echo "  (the Deployment's pods cannot start here: this control plane has no node)"
 
   step "the controller as ServiceAccount ayatori-system/ayatori-controller, serving the Job log API"
-  make_netns
-  local apiport=${TESTENV_API##*:}
-  RELAY_ARGS=("$NETNS_HOST_IP" "$apiport" 127.0.0.1 "$apiport")
-  start_relay relay-host
-  RELAY_ARGS=(127.0.0.1 "$apiport" "$NETNS_HOST_IP" "$apiport")
-  start_relay relay-netns ip netns exec "$NETNS"
-  # The Service of install.yaml selects the Deployment's pods; with none, its endpoint is the
-  # controller in the namespace (kube-apiserver refuses loopback endpoints).
-  kube apply -f - >/dev/null <<EOF
-apiVersion: v1
-kind: Endpoints
-metadata: {name: ayatori-logs-api, namespace: ayatori-system}
-subsets: [{addresses: [{ip: $NETNS_INNER_IP}], ports: [{name: https, port: $LOGS_API_PORT}]}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: ayatori-logs-api-demo
-  namespace: ayatori-system
-  labels: {kubernetes.io/service-name: ayatori-logs-api}
-addressType: IPv4
-endpoints: [{addresses: ["$NETNS_INNER_IP"], conditions: {ready: true}}]
-ports: [{name: https, port: $LOGS_API_PORT, protocol: TCP}]
-EOF
+  logs_api_network
   controller_kubeconfig
-  LAUNCH=(ip netns exec "$NETNS")
   KUBECONFIG=$DEMO/controller.kubeconfig start_controller --leader-elect=true \
     --namespace=ayatori-system --leader-election-namespace=ayatori-system --workers=4 \
-    --logs-api-bind="$NETNS_INNER_IP:$LOGS_API_PORT" --docker-endpoint="$DOCKER_HOST" \
-    --logs-api-tls-cert-file="$DEMO/logs-api-pki/tls.crt" \
-    --logs-api-tls-key-file="$DEMO/logs-api-pki/tls.key"
-  kube wait --for=condition=Available --timeout=60s \
-    apiservice/v1alpha1.logs.execution.ayatori.ddupan.top >/dev/null
-  echo "APIService v1alpha1.logs.execution.ayatori.ddupan.top is Available"
+    --docker-endpoint="$DOCKER_HOST" "${LOGS_API_FLAGS[@]}"
+  wait_logs_api
 
   step "an ordinary user (testenv-user) may run Jobs and read their logs in namespace team-a"
   kube create namespace team-a --dry-run=client -o yaml | kube apply -f - >/dev/null
@@ -721,7 +825,8 @@ EOF
   echo "  source $DEMO/env.sh && KUBECONFIG=$DEMO/user.kubeconfig kubectl ayatori get -n team-a"
 }
 
-down_install() {
+# Stops the relays of logs_api_network and deletes its network namespace.
+down_netns() {
   local name
   for name in relay-host relay-netns; do
     if [ -f "$DEMO/$name.pid" ]; then
@@ -743,7 +848,7 @@ down() {
     rm -f "$DEMO/controller.pid"
     echo "controller stopped"
   fi
-  [ "${1:-}" != install ] || down_install
+  [ -z "$NETNS" ] || down_netns
   [ "${1:-}" != opensandbox ] || "$ROOT/hack/opensandbox/opensandbox.sh" down || true
   [ "${1:-}" = kubernetes ] || "$ROOT/hack/dockerd.sh" down || true
   if [ -f "$DEMO/own-cluster" ]; then

@@ -20,6 +20,9 @@ ROOT=$(cd "$H/.." && pwd)
 MAX_BYTES=$((50 * 1000 * 1000))
 UID_NONROOT=65532
 
+# shellcheck source=hack/lib/debian-packages.sh
+source "$H/lib/debian-packages.sh"
+
 log() { printf 'image.sh: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
 
@@ -41,7 +44,7 @@ copy_file() {
 }
 
 rootfs() {
-  local r=$1 bin=${2:-$(default_binary)} libs lib real pkg pkgs=()
+  local r=$1 bin=${2:-$(default_binary)} libs lib pkg pkgs=()
   [ -x "$bin" ] || die "$bin is missing: build it first (cmake --build build --target ayatori-controller)"
   command -v ldd >/dev/null || die "ldd is missing (Debian package libc-bin)"
   [ -f /etc/ssl/certs/ca-certificates.crt ] ||
@@ -63,11 +66,7 @@ rootfs() {
   fi
   for lib in $libs; do
     copy_file "$lib" "$r"
-    real=$(readlink -f "$lib")
-    # dpkg knows the path the package installed, which on a merged-/usr system may be /usr/lib/...
-    pkg=$(dpkg -S "$lib" 2>/dev/null || dpkg -S "$real" 2>/dev/null || dpkg -S "/usr$lib" 2>/dev/null ||
-      dpkg -S "${real#/usr}" 2>/dev/null || true)
-    pkg=${pkg%%:*}
+    pkg=$(debian_package_of "$lib")
     [ -n "$pkg" ] || die "no Debian package owns $lib"
     pkgs+=("$pkg")
   done
@@ -76,16 +75,7 @@ rootfs() {
 
   # Licences of what the image ships, and which package versions they are (an inventory for
   # scanners and for anyone asking what is inside).
-  pkgs+=(ca-certificates)
-  mapfile -t pkgs < <(printf '%s\n' "${pkgs[@]}" | sort -u)
-  for pkg in "${pkgs[@]}"; do
-    if [ -f "/usr/share/doc/$pkg/copyright" ]; then
-      mkdir -p "$r/usr/share/doc/$pkg"
-      cp "/usr/share/doc/$pkg/copyright" "$r/usr/share/doc/$pkg/"
-    fi
-  done
-  mkdir -p "$r/usr/share/ayatori"
-  dpkg-query -W -f='${binary:Package} ${Version}\n' "${pkgs[@]}" >"$r/usr/share/ayatori/packages.txt"
+  debian_licences "$r/usr/share/doc" "$r/usr/share/ayatori/packages.txt" "${pkgs[@]}" ca-certificates
 
   cp -L /etc/ssl/certs/ca-certificates.crt "$r/etc/ssl/certs/ca-certificates.crt"
   # No login shell exists in the image; /sbin/nologin is named for tools that read passwd.

@@ -8,12 +8,12 @@
 #                          registry or venv: several hundred MB less on a fresh machine)
 set -euo pipefail
 PACKAGES=(
-  # build (gtest, gmock and benchmark too: the CMake configuration requires them)
+  # build (gtest and gmock too: the CMake configuration requires them)
   cmake ninja-build g++ pkg-config ccache
   # libraries (Debian -dev packages, no vendored copies)
-  libcurl4-openssl-dev zlib1g-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev libfmt-dev libcli11-dev
+  libcurl4-openssl-dev zlib1g-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev
   libcpp-httplib-dev libmicrohttpd-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev
   # test environment and demo
   openssl curl python3 procps busybox-static docker.io
   # the controller image (hack/image.sh): its CA bundle
@@ -27,6 +27,19 @@ if [ "${1:-}" != demo ]; then
     clang-14 libclang-rt-14-dev llvm-14
     # tests only: network namespaces, the private registry with htpasswd, the OpenSandbox venv
     iproute2 docker-registry apache2-utils python3-venv
+    # the real node of the Kubernetes backend's tests (hack/testenv/realnode.sh): its runtime,
+    # OCI runtime and pod network (bridge + host-local)
+    containerd runc containernetworking-plugins
+    # the Helm chart's files and tests (hack/chart-files.py, test/install/helm_chart_test.py)
+    python3-yaml
+    # the plugin's completion tests (test/kubectl-ayatori/shell_completion.cc) run each shell
+    zsh fish
+    # the web view's browser tests (test/ui): Debian's browser, driven by playwright-core from npm
+    # (node and npm come with the machine, as Go does)
+    chromium
+    # the plugin's release archive (make dist, hack/dist.sh): the rpath $ORIGIN/lib of the binary
+    # and its libraries
+    patchelf
   )
 fi
 missing=()

@@ -8,27 +8,44 @@ network namespace reaches kube-apiserver, which listens on the host's 127.0.0.1 
 the namespace on 127.0.0.1:<apiserver port> (the kubeconfig's address, which the apiserver's
 certificate names) to the host end of the namespace's veth pair, and one there to 127.0.0.1.
 The traffic stays on the pair's TEST-NET-1 addresses. Runs until killed.
+
+Its relay() is also the tunnel of test/kube/connect_proxy.py (HTTP CONNECT, TLS and SOCKS5
+proxies for the kubeconfig tests).
 """
+import select
 import socket
+import ssl
 import sys
 import threading
 
 
-def pump(src, dst):
+def relay(a, b):
+    """Copies bytes both ways between the connected sockets a and b until both directions ended,
+    then closes both. One thread serves both directions: a TLS socket (ssl.SSLSocket) must not be
+    read and written by two threads at once."""
+    peer = {a: b, b: a}
+    reading = [a, b]
     try:
-        while True:
-            data = src.recv(65536)
-            if not data:
-                break
-            dst.sendall(data)
+        while reading:
+            # Bytes TLS already decrypted are not visible to select().
+            ready = [s for s in reading if isinstance(s, ssl.SSLSocket) and s.pending()]
+            if not ready:
+                ready, _, _ = select.select(reading, [], [])
+            for s in ready:
+                data = s.recv(65536)
+                if data:
+                    peer[s].sendall(data)
+                    continue
+                reading.remove(s)
+                if isinstance(peer[s], ssl.SSLSocket):
+                    return  # TLS has no half-close: the tunnel ends with either direction
+                # The other direction may still have bytes to deliver: close only this half.
+                peer[s].shutdown(socket.SHUT_WR)
     except OSError:
         pass
     finally:
-        # The other direction may still have bytes to deliver: close only this half.
-        try:
-            dst.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass
+        a.close()
+        b.close()
 
 
 def serve(conn, target):
@@ -38,12 +55,7 @@ def serve(conn, target):
         print(f"tcp_relay: cannot reach {target[0]}:{target[1]}: {e}", file=sys.stderr)
         conn.close()
         return
-    back = threading.Thread(target=pump, args=(upstream, conn), daemon=True)
-    back.start()
-    pump(conn, upstream)
-    back.join()
-    conn.close()
-    upstream.close()
+    relay(conn, upstream)
 
 
 def main():

@@ -45,7 +45,10 @@
 #include <thread>
 #include <vector>
 
+#include "bench/common/api_client.h"
+#include "controller/kinds.h"
 #include "kube/config.h"
+#include "kube/resource.h"
 #include "kube/rest_client.h"
 
 extern char** environ;
@@ -56,8 +59,8 @@ using namespace ayatori;  // NOLINT(google-build-using-namespace)
 using Steady = std::chrono::steady_clock;
 using Millis = std::chrono::duration<double, std::milli>;
 
-const ResourceRef kJobs{"execution.ayatori.ddupan.top", "v1alpha1", "jobs", true};
-const ResourceRef kNamespaces{"", "v1", "namespaces", false};
+using controller::kJobs;
+using controller::kNamespaces;
 
 struct Options {
   std::string kubeconfig;
@@ -228,18 +231,9 @@ int main(int argc, char** argv) {
   app.add_flag("--verbose", o.verbose, "print every measurement (Job names for log correlation)");
   CLI11_PARSE(app, argc, argv);
 
-  kube::ConfigLoadOptions load;
-  load.kubeconfigPath = o.kubeconfig;
-  auto config = kube::LoadConfig(load);
-  if (!config.ok()) {
-    std::cerr << "bench_docker: " << config.status().message() << "\n";
-    return 2;
-  }
-  kube::RestClientOptions clientOptions;
-  clientOptions.qps = 1000;
-  clientOptions.burst = 1000;
-  clientOptions.userAgent = "bench_docker";
-  auto client = kube::RestClient::New(*config, clientOptions);
+  auto config = bench::LoadKubeconfigOrReport("bench_docker", o.kubeconfig);
+  if (!config) return 2;
+  auto client = bench::NewClient(*config, 1000, 1000, "bench_docker");
 
   auto ns = client->Create(
       kNamespaces, "",

@@ -27,11 +27,14 @@
 #include <vector>
 
 #include "ayatori/kube_client.h"
+#include "bench/common/api_client.h"
 #include "bench/common/clone.h"
 #include "bench/common/controller_process.h"
 #include "bench/common/process_stats.h"
 #include "bench/common/prometheus_text.h"
+#include "controller/kinds.h"
 #include "kube/config.h"
+#include "kube/resource.h"
 #include "kube/rest_client.h"
 
 namespace {
@@ -41,10 +44,10 @@ using namespace ayatori;               // NOLINT(google-build-using-namespace)
 using namespace std::chrono_literals;  // NOLINT(google-build-using-namespace)
 using SteadyClock = std::chrono::steady_clock;
 
-const ResourceRef kJobs{"execution.ayatori.ddupan.top", "v1alpha1", "jobs", true};
-const ResourceRef kJobClasses{"execution.ayatori.ddupan.top", "v1alpha1", "jobclasses", false};
-const ResourceRef kNamespaces{"", "v1", "namespaces", false};
-const ResourceRef kLeases{"coordination.k8s.io", "v1", "leases", true};
+using controller::kJobClasses;
+using controller::kJobs;
+using controller::kNamespaces;
+const ResourceRef kLeases = kube::LeasesResource();
 constexpr const char* kJobClass = "failover-bench";
 
 struct Options {
@@ -95,7 +98,6 @@ class Replica : public bench::ControllerProcess {
  private:
   static std::vector<std::string> Flags(const Options& o) {
     return {"--kubeconfig=" + o.kubeconfig,
-            "--enable-test-adapter",
             "--log-format=json",
             "--leader-elect",
             "--lease-duration=" + Seconds(o.leaseSeconds),
@@ -240,16 +242,9 @@ int main(int argc, char** argv) {
   app.add_option("--log-dir", o.logDir, "where the controllers' logs go");
   CLI11_PARSE(app, argc, argv);
 
-  auto config = kube::LoadKubeconfigFile(o.kubeconfig, {});
-  if (!config.ok()) {
-    std::fprintf(stderr, "failover-bench: %s\n", config.status().ToString().c_str());
-    return 2;
-  }
-  kube::RestClientOptions co;
-  co.qps = o.qps;
-  co.burst = o.burst;
-  co.userAgent = "ayatori-failover-bench";
-  auto client = kube::RestClient::New(*config, co);
+  auto config = bench::LoadKubeconfigOrReport("failover-bench", o.kubeconfig);
+  if (!config) return 2;
+  auto client = bench::NewClient(*config, o.qps, o.burst, "ayatori-failover-bench");
   for (auto [ref, obj] :
        {std::pair<ResourceRef, json>{
             kNamespaces,

@@ -2,7 +2,8 @@
 // other namespaces (issue 26; docs/operations.md § Capacity and cost). Started by
 // hack/bench-flood.sh, which starts an API-tier control plane and installs the CRDs.
 //
-//  1. starts ayatori-controller (--controller) with the in-process test adapter and a JobClass
+//  1. starts ayatori-controller-test (--controller: the controller with the in-process test
+//     backend) and a JobClass
 //     for it;
 //  2. baseline: creates --ordinary Jobs in one namespace, one every --interval-ms, and measures
 //     for each the time from the create request to the first watch event that shows its
@@ -33,9 +34,11 @@
 #include <vector>
 
 #include "ayatori/kube_client.h"
+#include "bench/common/api_client.h"
 #include "bench/common/controller_process.h"
 #include "bench/common/process_stats.h"
 #include "bench/common/prometheus_text.h"
+#include "controller/kinds.h"
 #include "kube/config.h"
 #include "kube/rest_client.h"
 
@@ -46,9 +49,9 @@ using namespace ayatori;               // NOLINT(google-build-using-namespace)
 using namespace std::chrono_literals;  // NOLINT(google-build-using-namespace)
 using SteadyClock = std::chrono::steady_clock;
 
-const ResourceRef kJobs{"execution.ayatori.ddupan.top", "v1alpha1", "jobs", true};
-const ResourceRef kJobClasses{"execution.ayatori.ddupan.top", "v1alpha1", "jobclasses", false};
-const ResourceRef kNamespaces{"", "v1", "namespaces", false};
+using controller::kJobClasses;
+using controller::kJobs;
+using controller::kNamespaces;
 constexpr const char* kJobClass = "flood-bench";
 constexpr const char* kAbsentClass = "flood-bench-absent";
 
@@ -252,17 +255,10 @@ int main(int argc, char** argv) {
   app.add_option("--log-dir", o.logDir, "where the controller's log goes");
   CLI11_PARSE(app, argc, argv);
 
-  auto config = kube::LoadKubeconfigFile(o.kubeconfig, {});
-  if (!config.ok()) {
-    std::fprintf(stderr, "flood-bench: %s\n", config.status().ToString().c_str());
-    return 2;
-  }
-  kube::RestClientOptions co;
-  co.qps = o.qps;
-  co.burst = o.burst;
-  co.userAgent = "ayatori-flood-bench";
-  auto client = kube::RestClient::New(*config, co);
-  auto watchClient = kube::RestClient::New(*config, co);
+  auto config = bench::LoadKubeconfigOrReport("flood-bench", o.kubeconfig);
+  if (!config) return 2;
+  auto client = bench::NewClient(*config, o.qps, o.burst, "ayatori-flood-bench");
+  auto watchClient = bench::NewClient(*config, o.qps, o.burst, "ayatori-flood-bench");
 
   const std::string floodNs = "flood-waiting", ordinaryNs = "flood-ordinary";
   json cls = {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
@@ -277,9 +273,8 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  bench::ControllerProcess c(
-      o.controller, {"--kubeconfig=" + o.kubeconfig, "--enable-test-adapter", "--log-format=json"},
-      o.logDir + "/controller-flood.log");
+  bench::ControllerProcess c(o.controller, {"--kubeconfig=" + o.kubeconfig, "--log-format=json"},
+                             o.logDir + "/controller-flood.log");
   const auto deadline = [&] { return SteadyClock::now() + std::chrono::seconds(o.timeoutSeconds); };
   for (auto until = deadline(); c.Get("/readyz").first != 200;) {
     if (SteadyClock::now() > until || !c.Alive()) {
@@ -398,9 +393,9 @@ int main(int argc, char** argv) {
 
   // 6. A fresh controller syncs the flood: its informers list every Job, page by page.
   c.Stop();
-  bench::ControllerProcess fresh(
-      o.controller, {"--kubeconfig=" + o.kubeconfig, "--enable-test-adapter", "--log-format=json"},
-      o.logDir + "/controller-flood-fresh.log");
+  bench::ControllerProcess fresh(o.controller,
+                                 {"--kubeconfig=" + o.kubeconfig, "--log-format=json"},
+                                 o.logDir + "/controller-flood-fresh.log");
   double freshSeconds = -1;
   for (auto until = deadline(); SteadyClock::now() < until && fresh.Alive();) {
     auto [code, text] = fresh.Get("/metrics");

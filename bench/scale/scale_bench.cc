@@ -38,12 +38,16 @@
 
 #include "adapters/kubernetes/batch_job.h"
 #include "ayatori/kube_client.h"
+#include "base/base64.h"
+#include "bench/common/api_client.h"
 #include "bench/common/clone.h"
 #include "bench/common/controller_process.h"
 #include "bench/common/process_stats.h"
 #include "bench/common/prometheus_text.h"
+#include "controller/kinds.h"
 #include "kube/config.h"
 #include "kube/http.h"
+#include "kube/resource.h"
 #include "kube/rest_client.h"
 
 namespace {
@@ -53,9 +57,9 @@ using namespace ayatori;               // NOLINT(google-build-using-namespace)
 using namespace std::chrono_literals;  // NOLINT(google-build-using-namespace)
 using SteadyClock = std::chrono::steady_clock;
 
-const ResourceRef kJobs{"execution.ayatori.ddupan.top", "v1alpha1", "jobs", true};
-const ResourceRef kBatchJobs{"batch", "v1", "jobs", true};
-const ResourceRef kPods{"", "v1", "pods", true};
+using controller::kJobs;
+const ResourceRef kBatchJobs = kube::BatchJobsResource();
+const ResourceRef kPods = kube::PodsResource();
 constexpr const char* kJobUidLabel = "execution.ayatori.ddupan.top/job-uid";
 
 struct Options {
@@ -239,14 +243,15 @@ class EtcdClient {
   }
 
   StatusOr<std::string> Get(const std::string& key) {
-    auto r = Call("kv/range", {{"key", kube::Base64Encode(key)}});
+    auto r = Call("kv/range", {{"key", base::Base64Encode(key)}});
     if (!r.ok()) return r.status();
     const json& kvs = (*r)["kvs"];
-    std::string value;
-    if (!kvs.is_array() || kvs.size() != 1 ||
-        !kube::Base64Decode(kvs[0].value("value", ""), &value)) {
+    if (!kvs.is_array() || kvs.size() != 1) {
       return Status{StatusCode::kNotFound, "etcd: no key " + key};
     }
+    auto value = base::Base64Decode(kvs[0].value("value", ""));
+    if (!value.ok())
+      return Status{StatusCode::kNotFound, "etcd: key " + key + ": " + value.status().message()};
     return value;
   }
 
@@ -330,7 +335,7 @@ bool WriteClonesToEtcd(const Options& o, const Template& t) {
               }
               puts.push_back(
                   {{"request_put",
-                    {{"key", kube::Base64Encode(key)}, {"value", kube::Base64Encode(value)}}}});
+                    {{"key", base::Base64Encode(key)}, {"value", base::Base64Encode(value)}}}});
             }
           }
           if (auto r = client.Call("kv/txn", {{"success", puts}}); !r.ok()) {
@@ -490,16 +495,9 @@ int main(int argc, char** argv) {
   app.add_option("--etcd-pid", o.etcdPid, "etcd's pid");
   CLI11_PARSE(app, argc, argv);
 
-  auto config = kube::LoadKubeconfigFile(o.kubeconfig, {});
-  if (!config.ok()) {
-    std::fprintf(stderr, "scale-bench: %s\n", config.status().ToString().c_str());
-    return 2;
-  }
-  kube::RestClientOptions co;
-  co.qps = o.qps;
-  co.burst = o.burst;
-  co.userAgent = "ayatori-scale-bench";
-  auto client = kube::RestClient::New(*config, co);
+  auto config = bench::LoadKubeconfigOrReport("scale-bench", o.kubeconfig);
+  if (!config) return 2;
+  auto client = bench::NewClient(*config, o.qps, o.burst, "ayatori-scale-bench");
 
   auto t = ReadTemplate(*client, o);
   if (!t) return 1;

@@ -32,9 +32,11 @@
 #include <vector>
 
 #include "ayatori/kube_client.h"
+#include "bench/common/api_client.h"
 #include "bench/common/controller_process.h"
 #include "bench/common/process_stats.h"
 #include "bench/common/prometheus_text.h"
+#include "controller/kinds.h"
 #include "kube/config.h"
 #include "kube/rest_client.h"
 
@@ -45,10 +47,10 @@ using namespace ayatori;               // NOLINT(google-build-using-namespace)
 using namespace std::chrono_literals;  // NOLINT(google-build-using-namespace)
 using SteadyClock = std::chrono::steady_clock;
 
-const ResourceRef kJobs{"execution.ayatori.ddupan.top", "v1alpha1", "jobs", true};
-const ResourceRef kJobClasses{"execution.ayatori.ddupan.top", "v1alpha1", "jobclasses", false};
-const ResourceRef kSecrets{"", "v1", "secrets", true};
-const ResourceRef kNamespaces{"", "v1", "namespaces", false};
+using controller::kJobClasses;
+using controller::kJobs;
+using controller::kNamespaces;
+using controller::kSecrets;
 constexpr const char* kJobClass = "startup-bench";
 
 struct Options {
@@ -195,8 +197,7 @@ class ControllerProcess : public bench::ControllerProcess {
 
  private:
   static std::vector<std::string> Flags(const Options& o, std::vector<std::string> extra) {
-    std::vector<std::string> flags = {"--kubeconfig=" + o.kubeconfig, "--enable-test-adapter",
-                                      "--log-format=json"};
+    std::vector<std::string> flags = {"--kubeconfig=" + o.kubeconfig, "--log-format=json"};
     for (auto& f : extra) flags.push_back(std::move(f));
     return flags;
   }
@@ -375,16 +376,9 @@ int main(int argc, char** argv) {
   app.add_option("--log-dir", o.logDir, "where the controllers' logs go");
   CLI11_PARSE(app, argc, argv);
 
-  auto config = kube::LoadKubeconfigFile(o.kubeconfig, {});
-  if (!config.ok()) {
-    std::fprintf(stderr, "startup-bench: %s\n", config.status().ToString().c_str());
-    return 2;
-  }
-  kube::RestClientOptions co;
-  co.qps = o.qps;
-  co.burst = o.burst;
-  co.userAgent = "ayatori-startup-bench";
-  auto client = kube::RestClient::New(*config, co);
+  auto config = bench::LoadKubeconfigOrReport("startup-bench", o.kubeconfig);
+  if (!config) return 2;
+  auto client = bench::NewClient(*config, o.qps, o.burst, "ayatori-startup-bench");
 
   if (!CreateObjects(*client, o)) return 1;
   if (!Settle(*client, o)) return 1;

@@ -3,15 +3,19 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "api/json.h"
 #include "controller/kinds.h"
+#include "controller/version_configmap.h"
 #include "format.h"
 #include "kube/resource.h"
+#include "progress.h"
 #include "statemachine/statemachine.h"
+#include "version_info.h"
 
 namespace ayatori::plugin {
 
@@ -20,7 +24,8 @@ namespace {
 using controller::kJobs;
 using statemachine::State;
 
-const ResourceRef kCoreEvents{"", "v1", "events", true};
+using controller::kConfigMaps;
+const ResourceRef kCoreEvents = kube::CoreEventsResource();
 constexpr const char* kFieldManager = "kubectl-ayatori";
 // How long one watch request of `wait` may last before it is renewed (the server ends it).
 constexpr int64_t kWatchWindowSeconds = 300;
@@ -139,25 +144,45 @@ std::optional<std::pair<nlohmann::json, api::Job>> GetJob(KubeClient& client, co
   return std::pair{std::move(*raw), std::move(*job)};
 }
 
-int Get(const Invocation& inv, const std::string& ns, KubeClient& client, Io& io) {
+// What get shows: the Job named, or the list; and the resourceVersion a watch starts from.
+struct Listed {
   std::vector<nlohmann::json> raw;
+  std::string resourceVersion;
+};
+
+std::optional<Listed> ListJobs(const Invocation& inv, const std::string& ns, KubeClient& client,
+                               Io& io) {
+  Listed listed;
   if (!inv.name.empty()) {
     auto got = GetJob(client, ns, inv.name, io);
-    if (!got) return kExitError;
-    raw.push_back(std::move(got->first));
-  } else {
-    ListOptions options;
-    options.labelSelector = inv.selector;
-    auto status = ServedKindRetry(client, io, [&] {
-      raw.clear();
-      return ListAll(client, kJobs, inv.allNamespaces ? "" : ns, options,
-                     [&](nlohmann::json&& item) { raw.push_back(std::move(item)); });
-    });
-    if (!status.ok()) return Fail(io, Explain(client, io, status.status(), "list jobs"));
+    if (!got) return std::nullopt;
+    listed.resourceVersion = got->second.metadata.resourceVersion;
+    listed.raw.push_back(std::move(got->first));
+    return listed;
   }
-  if (inv.output == "json" || inv.output == "yaml") {
-    auto doc = OutputDocument(raw, !inv.name.empty());
-    io.out << (inv.output == "json" ? ToJsonText(doc) : ToYamlText(doc));
+  ListOptions options;
+  options.labelSelector = inv.selector;
+  auto version = ServedKindRetry(client, io, [&] {
+    listed.raw.clear();
+    return ListAll(client, kJobs, inv.allNamespaces ? "" : ns, options,
+                   [&](nlohmann::json&& item) { listed.raw.push_back(std::move(item)); });
+  });
+  if (!version.ok()) {
+    Fail(io, Explain(client, io, version.status(), "list jobs"));
+    return std::nullopt;
+  }
+  listed.resourceVersion = *version;
+  return listed;
+}
+
+GetOptions TableOptions(const Invocation& inv, const OutputFormat& format) {
+  return {format.kind == OutputFormat::Kind::kWide, inv.allNamespaces};
+}
+
+int PrintJobs(const Invocation& inv, const std::string& ns, const OutputFormat& format,
+              const std::vector<nlohmann::json>& raw, Io& io) {
+  if (!format.Table()) {
+    io.out << FormatObjects(format, raw, !inv.name.empty());
     return kExitOk;
   }
   if (raw.empty()) {
@@ -179,8 +204,72 @@ int Get(const Invocation& inv, const std::string& ns, KubeClient& client, Io& io
     return std::tie(a.metadata.namespace_, a.metadata.name) <
            std::tie(b.metadata.namespace_, b.metadata.name);
   });
-  io.out << FormatJobTable(jobs, {inv.output == "wide", inv.allNamespaces}, Now());
+  io.out << FormatJobTable(jobs, TableOptions(inv, format), Now());
   return exit;
+}
+
+std::string MetadataField(const nlohmann::json& object, const char* field) {
+  const auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) return "";
+  const auto value = meta->find(field);
+  return value != meta->end() && value->is_string() ? value->get<std::string>() : "";
+}
+
+// get -w after the first print: a row (or the object in the -o format) per change, from a watch
+// that starts at the list's resourceVersion and is renewed every kWatchWindowSeconds; after a
+// 410 Gone, a fresh list whose changed Jobs are printed, and a watch from its version. Runs
+// until io.stop (the binary: until interrupted) or an error.
+int WatchJobs(const Invocation& inv, const std::string& ns, KubeClient& client,
+              const OutputFormat& format, const Listed& listed, Io& io) {
+  std::map<std::string, std::string> shown;  // uid -> the resourceVersion printed last
+  for (const auto& o : listed.raw)
+    shown[MetadataField(o, "uid")] = MetadataField(o, "resourceVersion");
+  std::string from = listed.resourceVersion;
+  auto print = [&](const nlohmann::json& object) {
+    std::string& version = shown[MetadataField(object, "uid")];
+    if (version == MetadataField(object, "resourceVersion")) return;
+    version = MetadataField(object, "resourceVersion");
+    if (!format.Table()) {
+      io.out << FormatWatchedObject(format, object);
+    } else if (auto job = api::JobFromJson(object); job.ok()) {
+      io.out << FormatJobRow(*job, TableOptions(inv, format), Now());
+    } else {
+      io.err << "error: a Job cannot be read: " << job.status().message() << "\n";
+    }
+    io.out.flush();
+  };
+  io.out.flush();
+  while (!io.stop.stop_requested()) {
+    WatchOptions options;
+    options.labelSelector = inv.selector;
+    if (!inv.name.empty()) options.fieldSelector = "metadata.name=" + inv.name;
+    options.resourceVersion = from;
+    options.timeoutSeconds = kWatchWindowSeconds;
+    Status watched =
+        client.Watch(kJobs, inv.allNamespaces ? "" : ns, options, io.stop, [&](WatchEvent&& event) {
+          const std::string version = MetadataField(event.object, "resourceVersion");
+          if (!version.empty()) from = version;
+          if (event.type != WatchEventType::kBookmark) print(event.object);
+          return true;
+        });
+    if (watched.ok()) continue;
+    if (io.stop.stop_requested()) break;
+    if (watched.code() != StatusCode::kGone) return Fail(io, ExplainError(watched, "watch jobs"));
+    auto relisted = ListJobs(inv, ns, client, io);  // our version is too old: start again
+    if (!relisted) return kExitError;
+    for (const auto& o : relisted->raw) print(o);
+    from = relisted->resourceVersion;
+  }
+  return kExitOk;
+}
+
+int Get(const Invocation& inv, const std::string& ns, KubeClient& client, Io& io) {
+  auto listed = ListJobs(inv, ns, client, io);
+  if (!listed) return kExitError;
+  const OutputFormat format = *ParseOutputFormat(inv.output);  // checked by ParseArgs
+  const int exit = PrintJobs(inv, ns, format, listed->raw, io);
+  if (!inv.watch) return exit;
+  return WatchJobs(inv, ns, client, format, *listed, io);
 }
 
 int Describe(const Invocation& inv, const std::string& ns, KubeClient& client, Io& io) {
@@ -276,8 +365,14 @@ Deadline DeadlineAfter(std::optional<std::chrono::seconds> timeout) {
 int WaitFor(const std::string& ns, const std::string& name, Deadline deadline, KubeClient& client,
             Io& io) {
   api::Job job;
-  auto finished = [](const api::Job& j) { return FinishedExitCode(j).has_value(); };
-  switch (WatchJob(client, ns, name, deadline, finished, job, io)) {
+  Progress progress(io.out, io.terminal, *io.pacing.clock);
+  auto finished = [&](const api::Job& j) {
+    progress.Observe(j);
+    return FinishedExitCode(j).has_value();
+  };
+  const WatchEnd end = WatchJob(client, ns, name, deadline, finished, job, io);
+  progress.Finish();
+  switch (end) {
     case WatchEnd::kError:
       return kExitError;
     case WatchEnd::kDeleted:
@@ -378,21 +473,89 @@ int Run(const Invocation& inv, const std::string& ns, KubeClient& client,
   return WaitFor(ns, inv.name, deadline, client, io);
 }
 
+// One Job deleted, as kubectl says it; false (and the error printed) when it failed.
+bool DeleteOne(const std::string& ns, const std::string& name, KubeClient& client, Io& io) {
+  // As a StatusOr, the shape ServedKindRetry handles.
+  auto attempt = ServedKindRetry(client, io, [&]() -> StatusOr<bool> {
+    Status s = client.Delete(kJobs, ns, name, {});
+    if (!s.ok()) return s;
+    return true;
+  });
+  const Status& deleted = attempt.status();
+  if (deleted.ok()) {
+    io.out << "job.execution.ayatori.ddupan.top \"" << name << "\" deleted\n";
+    return true;
+  }
+  if (deleted.code() == StatusCode::kNotFound && !ResourceMissing(deleted)) {
+    Fail(io, "job \"" + name + "\" not found in namespace \"" + ns +
+                 "\": list the namespace's Jobs with `kubectl ayatori get -n " + ns +
+                 "`, or name another namespace with -n");
+  } else {
+    Fail(io, Explain(client, io, deleted, "delete job \"" + name + "\""));
+  }
+  return false;
+}
+
+// delete NAME..., --all or -l: each Job in turn (kubectl goes on after a failure too); exit 1
+// when any failed. The controller then stops the execution and releases the Job's finalizer.
+int Delete(const Invocation& inv, const std::string& ns, KubeClient& client, Io& io) {
+  std::vector<std::string> names = inv.names;
+  if (names.empty()) {
+    ListOptions options;
+    options.labelSelector = inv.selector;
+    auto listed = ServedKindRetry(client, io, [&] {
+      names.clear();
+      return ListAll(client, kJobs, ns, options, [&](nlohmann::json&& item) {
+        names.push_back(item.value("/metadata/name"_json_pointer, ""));
+      });
+    });
+    if (!listed.ok()) return Fail(io, Explain(client, io, listed.status(), "list jobs"));
+    if (names.empty()) {
+      io.err << "No resources found in " << ns << " namespace.\n";
+      return kExitOk;
+    }
+  }
+  bool ok = true;
+  for (const auto& name : names) ok = DeleteOne(ns, name, client, io) && ok;
+  return ok ? kExitOk : kExitError;
+}
+
+// The controller's version, from the ConfigMap it writes as it starts
+// (src/controller/version_configmap.h); the client's line comes first, whatever happens.
+int Version(const Invocation& inv, KubeClient& client, Io& io) {
+  io.out << VersionLine("Client", kBuildVersion, kBuildCommit);
+  if (inv.clientOnly) return kExitOk;
+  const std::string where =
+      "ConfigMap " + inv.controllerNamespace + "/" + controller::kVersionConfigMapName;
+  auto got = client.Get(kConfigMaps, inv.controllerNamespace, controller::kVersionConfigMapName);
+  if (!got.ok()) {
+    io.out << VersionLine("Controller", "", "");
+    if (got.status().code() == StatusCode::kNotFound) {
+      return Fail(io, "the controller's version is not published: the " + where +
+                          " does not exist. Is Ayatori installed and its controller started (it "
+                          "writes the ConfigMap as it starts)? If it runs in another namespace, "
+                          "name it with --controller-namespace");
+    }
+    return Fail(io, ExplainError(got.status(), "read the controller's version (" + where + ")"));
+  }
+  const nlohmann::json data = got->value("data", nlohmann::json::object());
+  io.out << VersionLine("Controller", data.value(controller::kVersionKey, ""),
+                        data.value(controller::kCommitKey, ""));
+  return kExitOk;
+}
+
 int Cancel(const Invocation& inv, const std::string& ns, KubeClient& client, Io& io) {
   auto got = GetJob(client, ns, inv.name, io);
   if (!got) return kExitError;
-  const State state = statemachine::DeriveState(got->second);
-  if (statemachine::IsTerminal(state)) {
-    io.out << JobRef(inv.name) << " already finished (" << statemachine::StateName(state)
+  auto cancelled = RequestCancel(client, ns, got->second);
+  if (!cancelled.ok())
+    return Fail(io, ExplainError(cancelled.status(), "cancel job \"" + inv.name + "\""));
+  if (!*cancelled) {
+    io.out << JobRef(inv.name) << " already finished ("
+           << statemachine::StateName(statemachine::DeriveState(got->second))
            << "): nothing to cancel\n";
     return kExitOk;
   }
-  PatchOptions options;
-  options.fieldManager = kFieldManager;
-  auto patched = client.Patch(kJobs, ns, inv.name, PatchType::kMerge,
-                              {{"spec", {{"desiredState", "Cancelled"}}}}, options);
-  if (!patched.ok())
-    return Fail(io, ExplainError(patched.status(), "cancel job \"" + inv.name + "\""));
   io.out << JobRef(inv.name) << " cancel requested (the Job is Cancelled once the backend "
          << "confirmed the execution stopped; `kubectl ayatori wait " << inv.name
          << "` waits for it)\n";
@@ -466,6 +629,16 @@ std::string LogPath(std::string_view ns, std::string_view name, const LogOptions
              {{"follow", options.follow ? "true" : ""},
               {"tailLines", options.tailLines ? std::to_string(*options.tailLines) : ""},
               {"sinceSeconds", options.sinceSeconds ? std::to_string(*options.sinceSeconds) : ""}});
+}
+
+StatusOr<bool> RequestCancel(KubeClient& client, const std::string& ns, const api::Job& job) {
+  if (statemachine::IsTerminal(statemachine::DeriveState(job))) return false;
+  PatchOptions options;
+  options.fieldManager = kFieldManager;
+  auto patched = client.Patch(kJobs, ns, job.metadata.name, PatchType::kMerge,
+                              {{"spec", {{"desiredState", "Cancelled"}}}}, options);
+  if (!patched.ok()) return patched.status();
+  return true;
 }
 
 std::string ConfirmLostAnnotationValue(int64_t episode, const std::string& reason) {
@@ -568,6 +741,16 @@ std::string ExplainKindNotServed(const Status& status, std::string_view what,
          ", or ask your cluster administrator (reading CRDs was refused: " + view.detail + ")";
 }
 
+std::vector<std::string> JobNames(KubeClient& client, const std::string& ns) {
+  std::vector<std::string> names;
+  auto listed = ListAll(client, kJobs, ns, {}, [&](nlohmann::json&& item) {
+    names.push_back(item.value("/metadata/name"_json_pointer, ""));
+  });
+  if (!listed.ok()) return {};
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 int Execute(const Invocation& inv, const std::string& ns, KubeClient& client,
             const PathStreamer& streamer, Io io) {
   switch (inv.verb) {
@@ -579,6 +762,14 @@ int Execute(const Invocation& inv, const std::string& ns, KubeClient& client,
       return Run(inv, ns, client, streamer, io);
     case Verb::kCancel:
       return Cancel(inv, ns, client, io);
+    case Verb::kDelete:
+      return Delete(inv, ns, client, io);
+    case Verb::kVersion:
+      return Version(inv, client, io);
+    case Verb::kCompletion:
+    case Verb::kComplete:
+    case Verb::kUi:
+      break;  // main() answers them (ui: with its server, ui/server.h)
     case Verb::kWait:
       return WaitFor(ns, inv.name, DeadlineAfter(inv.timeout), client, io);
     case Verb::kConfirmLost:

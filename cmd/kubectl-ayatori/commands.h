@@ -47,6 +47,8 @@ struct Io {
   std::ostream& err;
   std::istream& in;
   Pacing pacing = {};
+  std::stop_token stop = {};  // ends `get -w` (the binary runs it until interrupted)
+  bool terminal = false;      // `out` is a terminal: wait's progress shows a spinner
 };
 
 // The CRD that serves the Job kind, named in the plugin's messages when the kind is not served.
@@ -68,6 +70,14 @@ int64_t ResultUnknownEpisode(const nlohmann::json& job);
 // kExitJobFailed, kExitJobCancelled; nullopt while it has not finished. A Job being deleted
 // counts by its Succeeded condition.
 std::optional<int> FinishedExitCode(const api::Job& job);
+
+// What `cancel` sends for `job` (as read from namespace `ns`): nothing when it already finished
+// (false), else a merge patch of spec.desiredState=Cancelled (true); the API server's error.
+// The web view's cancel button sends the same (ui/api.h).
+StatusOr<bool> RequestCancel(KubeClient& client, const std::string& ns, const api::Job& job);
+
+// The names of the Jobs of `ns`, for completion; empty when they cannot be listed.
+std::vector<std::string> JobNames(KubeClient& client, const std::string& ns);
 
 // Runs one parsed command; `ns` is the namespace already defaulted. Returns the exit code.
 int Execute(const Invocation& inv, const std::string& ns, KubeClient& client,

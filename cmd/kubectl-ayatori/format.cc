@@ -167,44 +167,50 @@ std::string ExplainState(const api::Job& job, State state) {
   return "";
 }
 
-std::string FormatJobTable(const std::vector<api::Job>& jobs, const GetOptions& options,
-                           api::Time now) {
-  std::vector<std::vector<std::string>> rows;
+std::vector<std::string> JobTableHeader(const GetOptions& options) {
   std::vector<std::string> header;
   if (options.withNamespace) header.emplace_back("NAMESPACE");
   for (const char* h : {"NAME", "STATE", "CLASS", "REASON", "EXIT", "AGE"}) header.emplace_back(h);
   if (options.wide) {
     for (const char* h : {"DESIRED", "STARTED", "ADAPTER", "BACKEND"}) header.emplace_back(h);
   }
-  rows.push_back(std::move(header));
-  for (const auto& job : jobs) {
-    const State state = statemachine::DeriveState(job);
-    std::vector<std::string> row;
-    if (options.withNamespace) row.push_back(job.metadata.namespace_);
-    row.push_back(job.metadata.name);
-    row.emplace_back(statemachine::StateName(state));
-    row.push_back(job.status.resolvedJobClass ? job.status.resolvedJobClass->name
-                                              : Or(job.spec.jobClassName, "<default>"));
-    row.push_back(Or(StateReason(job, state), "<none>"));
-    row.push_back(job.status.result && job.status.result->exitCode
-                      ? std::to_string(*job.status.result->exitCode)
-                      : "<none>");
-    row.push_back(AgeSince(job.metadata.creationTimestamp, now));
-    if (options.wide) {
-      row.push_back(api::ToString(job.spec.desiredState));
-      row.push_back(job.status.startTime ? FormatAge(now - *job.status.startTime) : "<none>");
-      std::string adapter, kinds;
-      if (job.status.execution) {
-        adapter = job.status.execution->adapter;
-        for (const auto& ref : job.status.execution->references) {
-          kinds += (kinds.empty() ? "" : ",") + ref.type;
-        }
+  return header;
+}
+
+std::vector<std::string> JobRowCells(const api::Job& job, const GetOptions& options,
+                                     api::Time now) {
+  const State state = statemachine::DeriveState(job);
+  std::vector<std::string> row;
+  if (options.withNamespace) row.push_back(job.metadata.namespace_);
+  row.push_back(job.metadata.name);
+  row.emplace_back(statemachine::StateName(state));
+  row.push_back(job.status.resolvedJobClass ? job.status.resolvedJobClass->name
+                                            : Or(job.spec.jobClassName, "<default>"));
+  row.push_back(Or(StateReason(job, state), "<none>"));
+  row.push_back(job.status.result && job.status.result->exitCode
+                    ? std::to_string(*job.status.result->exitCode)
+                    : "<none>");
+  row.push_back(AgeSince(job.metadata.creationTimestamp, now));
+  if (options.wide) {
+    row.push_back(api::ToString(job.spec.desiredState));
+    row.push_back(job.status.startTime ? FormatAge(now - *job.status.startTime) : "<none>");
+    std::string adapter, kinds;
+    if (job.status.execution) {
+      adapter = job.status.execution->adapter;
+      for (const auto& ref : job.status.execution->references) {
+        kinds += (kinds.empty() ? "" : ",") + ref.type;
       }
-      row.push_back(Or(adapter, "<none>"));
-      row.push_back(Or(kinds, "<none>"));
     }
-    rows.push_back(std::move(row));
+    row.push_back(Or(adapter, "<none>"));
+    row.push_back(Or(kinds, "<none>"));
   }
+  return row;
+}
+
+std::string FormatJobTable(const std::vector<api::Job>& jobs, const GetOptions& options,
+                           api::Time now) {
+  std::vector<std::vector<std::string>> rows = {JobTableHeader(options)};
+  for (const auto& job : jobs) rows.push_back(JobRowCells(job, options, now));
   return RenderTable(rows);
 }
 
@@ -228,6 +234,74 @@ std::string ToYamlText(const nlohmann::json& doc) {
   YAML::Emitter out;
   EmitYaml(out, doc);
   return std::string(out.c_str()) + "\n";
+}
+
+StatusOr<OutputFormat> ParseOutputFormat(std::string_view text) {
+  using Kind = OutputFormat::Kind;
+  OutputFormat format;
+  if (text.empty()) return format;
+  static const std::vector<std::pair<std::string_view, Kind>> kNamed = {
+      {"wide", Kind::kWide}, {"json", Kind::kJson}, {"yaml", Kind::kYaml}, {"name", Kind::kName}};
+  for (const auto& [name, kind] : kNamed) {
+    if (text == name) {
+      format.kind = kind;
+      return format;
+    }
+  }
+  if (text.starts_with("jsonpath=")) {
+    auto parsed = JsonPathTemplate::Parse(text.substr(9));
+    if (!parsed.ok()) return parsed.status();
+    format.kind = Kind::kJsonPath;
+    format.jsonPath = std::move(*parsed);
+  } else {
+    return Status(StatusCode::kInvalidArgument,
+                  "--output \"" + std::string(text) +
+                      "\" is not supported: use one of json, yaml, name, wide, jsonpath=TEMPLATE");
+  }
+  return format;
+}
+
+std::string FormatObjects(const OutputFormat& format, const std::vector<nlohmann::json>& objects,
+                          bool single) {
+  switch (format.kind) {
+    case OutputFormat::Kind::kJson:
+      return ToJsonText(OutputDocument(objects, single));
+    case OutputFormat::Kind::kYaml:
+      return ToYamlText(OutputDocument(objects, single));
+    case OutputFormat::Kind::kJsonPath:
+      return format.jsonPath->Execute(OutputDocument(objects, single));
+    case OutputFormat::Kind::kName: {
+      std::string out;
+      for (const auto& o : objects) {
+        const auto name = nlohmann::json::json_pointer("/metadata/name");
+        if (o.contains(name) && o.at(name).is_string()) {
+          out += "job.execution.ayatori.ddupan.top/" + o.at(name).get<std::string>() + "\n";
+        }
+      }
+      return out;
+    }
+    case OutputFormat::Kind::kTable:
+    case OutputFormat::Kind::kWide:
+      break;
+  }
+  return "";
+}
+
+std::string FormatJobRow(const api::Job& job, const GetOptions& options, api::Time now) {
+  std::string table = FormatJobTable({job}, options, now);
+  return table.substr(table.find('\n') + 1);
+}
+
+std::string FormatWatchedObject(const OutputFormat& format, const nlohmann::json& object) {
+  std::string text = FormatObjects(format, {object}, true);
+  return format.kind == OutputFormat::Kind::kYaml ? "---\n" + text : text;
+}
+
+std::string VersionLine(const std::string& who, const std::string& version,
+                        const std::string& commit) {
+  std::string line = who + " Version: " + (version.empty() ? "unknown" : version);
+  if (!commit.empty() && commit != "unknown") line += " (commit " + commit + ")";
+  return line + "\n";
 }
 
 EventLine EventLineFromJson(const nlohmann::json& e) {
@@ -267,49 +341,57 @@ EventLine EventLineFromJson(const nlohmann::json& e) {
   return line;
 }
 
-std::string FormatDescribe(const api::Job& job, std::vector<EventLine> events, api::Time now,
-                           size_t maxEvents) {
-  const State state = statemachine::DeriveState(job);
-  std::vector<std::vector<std::string>> kv;  // two columns: "Key:" value
-  auto add = [&](std::string key, std::string value) {
-    kv.push_back({std::move(key), std::move(value)});
-  };
-  auto timeText = [&](std::optional<api::Time> t) {
-    return t ? api::FormatTime(*t) + " (" + FormatAge(now - *t) + " ago)" : std::string("<none>");
-  };
-  add("Name:", job.metadata.name);
-  add("Namespace:", job.metadata.namespace_);
-  add("UID:", Or(job.metadata.uid, "<none>"));
-  add("Created:", timeText(job.metadata.creationTimestamp));
+namespace {
+
+// describe's key/value part: two columns, "Key:" and its value (an indented key continues the
+// row above).
+struct DescribeRows {
+  std::vector<std::vector<std::string>> kv;
+  void Add(std::string key, std::string value) { kv.push_back({std::move(key), std::move(value)}); }
+};
+
+std::string TimeText(std::optional<api::Time> t, api::Time now) {
+  return t ? api::FormatTime(*t) + " (" + FormatAge(now - *t) + " ago)" : std::string("<none>");
+}
+
+void AddMetadataRows(const api::Job& job, api::Time now, DescribeRows& rows) {
+  rows.Add("Name:", job.metadata.name);
+  rows.Add("Namespace:", job.metadata.namespace_);
+  rows.Add("UID:", Or(job.metadata.uid, "<none>"));
+  rows.Add("Created:", TimeText(job.metadata.creationTimestamp, now));
   std::string labels, annotations;
   for (const auto& [k, v] : job.metadata.labels)
     labels += (labels.empty() ? "" : ", ") + k + "=" + v;
   for (const auto& [k, v] : job.metadata.annotations) {
     annotations += (annotations.empty() ? "" : ", ") + k + "=" + v;
   }
-  add("Labels:", Or(labels, "<none>"));
-  add("Annotations:", Or(annotations, "<none>"));
-  add("State:", statemachine::StateName(state));
-  add("  Why:", ExplainState(job, state));
-  add("Desired State:", api::ToString(job.spec.desiredState));
-  add("Job Class:", Or(job.spec.jobClassName, "<default>"));
-  if (job.status.resolvedJobClass) {
-    const auto& rc = *job.status.resolvedJobClass;
-    add("Resolved Class:", rc.name);
-    add("  Controller:", Or(rc.controllerName, "<none>"));
-    if (rc.parametersRef) {
-      add("  Parameters:", rc.parametersRef->kind + "/" + rc.parametersRef->name);
-    }
-  } else {
-    add("Resolved Class:", "<not resolved yet>");
+  rows.Add("Labels:", Or(labels, "<none>"));
+  rows.Add("Annotations:", Or(annotations, "<none>"));
+}
+
+// The derived state and why, what was asked for, and the class the Job resolved to.
+void AddStateAndClassRows(const api::Job& job, State state, DescribeRows& rows) {
+  rows.Add("State:", statemachine::StateName(state));
+  rows.Add("  Why:", ExplainState(job, state));
+  rows.Add("Desired State:", api::ToString(job.spec.desiredState));
+  rows.Add("Job Class:", Or(job.spec.jobClassName, "<default>"));
+  if (!job.status.resolvedJobClass) {
+    rows.Add("Resolved Class:", "<not resolved yet>");
+    return;
   }
-  add("Image:", job.spec.task.image);
-  add("Command:", JoinArgv(job.spec.task.command));
-  add("Args:", JoinArgv(job.spec.task.args));
-  if (!job.spec.task.workingDir.empty()) add("Working Dir:", job.spec.task.workingDir);
+  const auto& rc = *job.status.resolvedJobClass;
+  rows.Add("Resolved Class:", rc.name);
+  rows.Add("  Controller:", Or(rc.controllerName, "<none>"));
+  if (rc.parametersRef) {
+    rows.Add("  Parameters:", rc.parametersRef->kind + "/" + rc.parametersRef->name);
+  }
+}
+
+// The environment's names and where each value comes from, never a value: a literal may be a
+// credential someone pasted.
+std::string EnvSources(const api::TaskSpec& task) {
   std::string env;
-  for (const auto& e : job.spec.task.env) {
-    // Only where a value comes from: a literal may be a credential someone pasted.
+  for (const auto& e : task.env) {
     std::string source = "literal";
     if (e.valueFrom && e.valueFrom->secretKeyRef) {
       source = "secret " + e.valueFrom->secretKeyRef->name + "/" + e.valueFrom->secretKeyRef->key;
@@ -319,65 +401,88 @@ std::string FormatDescribe(const api::Job& job, std::vector<EventLine> events, a
     }
     env += (env.empty() ? "" : ", ") + e.name + " (" + source + ")";
   }
-  add("Env:", Or(env, "<none>"));
+  return env;
+}
+
+void AddTaskRows(const api::Job& job, DescribeRows& rows) {
+  rows.Add("Image:", job.spec.task.image);
+  rows.Add("Command:", JoinArgv(job.spec.task.command));
+  rows.Add("Args:", JoinArgv(job.spec.task.args));
+  if (!job.spec.task.workingDir.empty()) rows.Add("Working Dir:", job.spec.task.workingDir);
+  rows.Add("Env:", Or(EnvSources(job.spec.task), "<none>"));
+}
+
+// Resources asked for and granted, the deadline and the TTL.
+void AddLimitRows(const api::Job& job, DescribeRows& rows) {
   if (job.spec.resources) {
-    add("Requested Resources:", "requests " + ResourceListText(job.spec.resources->requests) +
-                                    "; limits " + ResourceListText(job.spec.resources->limits));
+    rows.Add("Requested Resources:", "requests " + ResourceListText(job.spec.resources->requests) +
+                                         "; limits " +
+                                         ResourceListText(job.spec.resources->limits));
   } else {
-    add("Requested Resources:", "<class defaults>");
+    rows.Add("Requested Resources:", "<class defaults>");
   }
   if (job.status.effectiveResources) {
-    add("Effective Resources:", "");
-    add("  Requests:", ResourceListText(job.status.effectiveResources->requests));
-    add("  Limits:", ResourceListText(job.status.effectiveResources->limits));
+    rows.Add("Effective Resources:", "");
+    rows.Add("  Requests:", ResourceListText(job.status.effectiveResources->requests));
+    rows.Add("  Limits:", ResourceListText(job.status.effectiveResources->limits));
   } else {
-    add("Effective Resources:", "<not resolved yet>");
+    rows.Add("Effective Resources:", "<not resolved yet>");
   }
-  add("Active Deadline:", job.spec.activeDeadlineSeconds
-                              ? std::to_string(*job.spec.activeDeadlineSeconds) + "s"
-                              : std::string("<none>"));
-  if (auto at = statemachine::DeadlineAt(job)) add("  Expires:", api::FormatTime(*at));
-  add("TTL After Finished:", job.spec.ttlSecondsAfterFinished
-                                 ? std::to_string(*job.spec.ttlSecondsAfterFinished) + "s"
-                                 : std::string("<none>"));
+  rows.Add("Active Deadline:", job.spec.activeDeadlineSeconds
+                                   ? std::to_string(*job.spec.activeDeadlineSeconds) + "s"
+                                   : std::string("<none>"));
+  if (auto at = statemachine::DeadlineAt(job)) rows.Add("  Expires:", api::FormatTime(*at));
+  rows.Add("TTL After Finished:", job.spec.ttlSecondsAfterFinished
+                                      ? std::to_string(*job.spec.ttlSecondsAfterFinished) + "s"
+                                      : std::string("<none>"));
+}
+
+// Where the Job runs (adapter, backend references), when, and how it ended.
+void AddExecutionRows(const api::Job& job, api::Time now, DescribeRows& rows) {
   if (job.status.execution) {
-    add("Execution:", "");
-    add("  Adapter:", Or(job.status.execution->adapter, "<none>"));
-    if (job.status.execution->references.empty()) add("  References:", "<none>");
+    rows.Add("Execution:", "");
+    rows.Add("  Adapter:", Or(job.status.execution->adapter, "<none>"));
+    if (job.status.execution->references.empty()) rows.Add("  References:", "<none>");
     for (size_t i = 0; i < job.status.execution->references.size(); ++i) {
       const auto& ref = job.status.execution->references[i];
-      add(i == 0 ? "  References:" : "", ref.type + "/" + ref.id);
+      rows.Add(i == 0 ? "  References:" : "", ref.type + "/" + ref.id);
     }
   } else {
-    add("Execution:", "<none>");
+    rows.Add("Execution:", "<none>");
   }
-  add("Started:", timeText(job.status.startTime));
-  add("Completed:", timeText(job.status.completionTime));
+  rows.Add("Started:", TimeText(job.status.startTime, now));
+  rows.Add("Completed:", TimeText(job.status.completionTime, now));
   if (job.status.result) {
-    add("Result:", "reason " + Or(job.status.result->reason, "<none>") + ", exit code " +
-                       (job.status.result->exitCode ? std::to_string(*job.status.result->exitCode)
-                                                    : std::string("<unknown>")));
+    rows.Add("Result:",
+             "reason " + Or(job.status.result->reason, "<none>") + ", exit code " +
+                 (job.status.result->exitCode ? std::to_string(*job.status.result->exitCode)
+                                              : std::string("<unknown>")));
   } else {
-    add("Result:", "<none>");
+    rows.Add("Result:", "<none>");
   }
-  std::string out = RenderTable(kv);
+}
 
-  out += "Conditions:\n";
-  if (job.status.conditions.empty()) {
-    out += "  <none>\n";
-  } else {
-    std::vector<std::vector<std::string>> rows = {{"TYPE", "STATUS", "REASON", "AGE", "MESSAGE"}};
-    for (const auto& c : job.status.conditions) {
-      rows.push_back({c.type, api::ToString(c.status), Or(c.reason, "<none>"),
-                      FormatAge(now - c.lastTransitionTime), c.message});
-    }
-    std::istringstream table(RenderTable(rows));
-    for (std::string line; std::getline(table, line);) out += "  " + line + "\n";
+// A table indented by two spaces, under a section title.
+std::string IndentedTable(const std::vector<std::vector<std::string>>& rows) {
+  std::string out;
+  std::istringstream table(RenderTable(rows));
+  for (std::string line; std::getline(table, line);) out += "  " + line + "\n";
+  return out;
+}
+
+std::string ConditionsSection(const api::Job& job, api::Time now) {
+  if (job.status.conditions.empty()) return "Conditions:\n  <none>\n";
+  std::vector<std::vector<std::string>> rows = {{"TYPE", "STATUS", "REASON", "AGE", "MESSAGE"}};
+  for (const auto& c : job.status.conditions) {
+    rows.push_back({c.type, api::ToString(c.status), Or(c.reason, "<none>"),
+                    FormatAge(now - c.lastTransitionTime), c.message});
   }
+  return "Conditions:\n" + IndentedTable(rows);
+}
 
-  out += "Events:";
-  if (events.empty()) return out + " <none>\n";
-  out += "\n";
+// The last `maxEvents` Events, oldest first.
+std::string EventsSection(std::vector<EventLine> events, api::Time now, size_t maxEvents) {
+  if (events.empty()) return "Events: <none>\n";
   std::stable_sort(events.begin(), events.end(), [](const EventLine& a, const EventLine& b) {
     return a.last.value_or(api::Time{}) < b.last.value_or(api::Time{});
   });
@@ -390,9 +495,22 @@ std::string FormatDescribe(const api::Job& job, std::vector<EventLine> events, a
     if (e.count > 1) age += " (x" + std::to_string(e.count) + ")";
     rows.push_back({e.type, e.reason, age, Or(e.from, "<unknown>"), e.message});
   }
-  std::istringstream table(RenderTable(rows));
-  for (std::string line; std::getline(table, line);) out += "  " + line + "\n";
-  return out;
+  return "Events:\n" + IndentedTable(rows);
+}
+
+}  // namespace
+
+std::string FormatDescribe(const api::Job& job, std::vector<EventLine> events, api::Time now,
+                           size_t maxEvents) {
+  const State state = statemachine::DeriveState(job);
+  DescribeRows rows;
+  AddMetadataRows(job, now, rows);
+  AddStateAndClassRows(job, state, rows);
+  AddTaskRows(job, rows);
+  AddLimitRows(job, rows);
+  AddExecutionRows(job, now, rows);
+  return RenderTable(rows.kv) + ConditionsSection(job, now) +
+         EventsSection(std::move(events), now, maxEvents);
 }
 
 }  // namespace ayatori::plugin

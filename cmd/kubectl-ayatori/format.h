@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "api/types.h"
+#include "ayatori/status.h"
+#include "jsonpath.h"
 #include "statemachine/statemachine.h"
 
 namespace ayatori::plugin {
@@ -33,6 +35,11 @@ struct GetOptions {
   bool withNamespace = false;  // -A: a NAMESPACE column first
 };
 
+// The columns of `get`'s table and the cells of one Job's row, unaligned: what FormatJobTable
+// renders, and what the web view (ui/api.h) serves as JSON, so both show the same derivation.
+std::vector<std::string> JobTableHeader(const GetOptions& options);
+std::vector<std::string> JobRowCells(const api::Job& job, const GetOptions& options, api::Time now);
+
 // `get` as a table: NAME STATE CLASS REASON EXIT AGE; wide adds DESIRED STARTED ADAPTER BACKEND
 // (the kinds of the execution's references, never ids, endpoints or credentials).
 std::string FormatJobTable(const std::vector<api::Job>& jobs, const GetOptions& options,
@@ -43,6 +50,36 @@ std::string FormatJobTable(const std::vector<api::Job>& jobs, const GetOptions& 
 nlohmann::json OutputDocument(const std::vector<nlohmann::json>& objects, bool single);
 std::string ToJsonText(const nlohmann::json& doc);  // 4-space indent, like kubectl
 std::string ToYamlText(const nlohmann::json& doc);  // strings that YAML would misread are quoted
+
+// `-o`: the table (""), wide, json, yaml, name or jsonpath=TEMPLATE.
+struct OutputFormat {
+  enum class Kind { kTable, kWide, kJson, kYaml, kName, kJsonPath };
+  Kind kind = Kind::kTable;
+  std::optional<JsonPathTemplate> jsonPath;  // kJsonPath
+  bool Table() const { return kind == Kind::kTable || kind == Kind::kWide; }
+};
+// kInvalidArgument naming the accepted values, or what the template does wrong.
+StatusOr<OutputFormat> ParseOutputFormat(std::string_view text);
+
+// The objects in a format that is not a table (!format.Table()): json and yaml print
+// OutputDocument; name prints job.execution.ayatori.ddupan.top/NAME, a line each; jsonpath
+// applies the template to OutputDocument (a List of several objects, as kubectl does).
+std::string FormatObjects(const OutputFormat& format, const std::vector<nlohmann::json>& objects,
+                          bool single);
+
+// One Job as a row of FormatJobTable, without the header: what `get -w` prints for a change. The
+// widths are those of the header and this row, so the row lines up under the first table as long
+// as its cells are no wider than the table's.
+std::string FormatJobRow(const api::Job& job, const GetOptions& options, api::Time now);
+
+// What `get -w` prints for a changed object in a format that is not a table: FormatObjects of
+// the object alone, YAML documents separated by "---" as kubectl prints them.
+std::string FormatWatchedObject(const OutputFormat& format, const nlohmann::json& object);
+
+// "Client Version: 0.1.0 (commit 1a2b3c4d5e6f)" for `version`; `who` is "Client" or
+// "Controller"; the commit is left out when "" or "unknown".
+std::string VersionLine(const std::string& who, const std::string& version,
+                        const std::string& commit);
 
 // One Event for `describe` (a core/v1 Event as the API serves it, also for events.k8s.io writes).
 struct EventLine {

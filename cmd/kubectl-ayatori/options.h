@@ -1,6 +1,7 @@
 // Command line of kubectl-ayatori (CLI11), parsed into a plain struct so flag handling is
 // unit-tested without a server (test/kubectl-ayatori/options_test.cc). Flags follow kubectl:
-// -n/--namespace, -A/--all-namespaces, -l/--selector, -o wide|json|yaml, --kubeconfig, --context.
+// -n/--namespace, -A/--all-namespaces, -l/--selector, -o json|yaml|name|wide|jsonpath=..,
+// --kubeconfig, --context.
 #pragma once
 
 #include <chrono>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "ayatori/status.h"
+#include "completion.h"
 
 namespace ayatori::plugin {
 
@@ -23,7 +25,20 @@ inline constexpr int kExitJobCancelled = 4;  // wait: the Job ended Cancelled
 inline constexpr int kExitTimeout = 5;       // wait --timeout passed before the Job finished
 inline constexpr int kExitJobDeleted = 6;    // wait: the Job was deleted before it finished
 
-enum class Verb { kGet, kDescribe, kRun, kCancel, kWait, kConfirmLost, kLogs };
+enum class Verb {
+  kGet,
+  kDescribe,
+  kRun,
+  kCancel,
+  kWait,
+  kConfirmLost,
+  kLogs,
+  kDelete,
+  kVersion,
+  kUi,          // ui: the web view (ui/server.h)
+  kCompletion,  // completion bash|zsh|fish
+  kComplete,    // __complete WORDS...: the shell scripts' question (completion.h)
+};
 
 struct Invocation {
   Verb verb = Verb::kGet;
@@ -34,8 +49,17 @@ struct Invocation {
   // get
   bool allNamespaces = false;  // -A
   std::string selector;        // -l
-  std::string output;          // -o: "", "wide", "json", "yaml"
+  std::string output;          // -o: "", wide, json, yaml, name, jsonpath=TEMPLATE (checked)
   std::string name;            // the Job (optional for get)
+  bool watch = false;          // get -w: then a line per change, until interrupted
+  // delete
+  std::vector<std::string> names;  // the Jobs to delete
+  bool all = false;                // --all: every Job of the namespace (or of -l)
+  // version
+  bool clientOnly = false;                             // --client: no request to the cluster
+  std::string controllerNamespace = "ayatori-system";  // --controller-namespace
+  // completion: the shell; __complete: the words typed so far (in `words`)
+  std::string shell;
   // run
   std::string image;
   std::string jobClass;
@@ -56,6 +80,10 @@ struct Invocation {
   bool follow = false;
   std::optional<int64_t> tailLines;
   std::optional<int64_t> sinceSeconds;
+  // ui
+  int port = 0;                       // --port; 0 = a free one
+  std::string address = "127.0.0.1";  // --address; loopback only (checked as it binds)
+  bool noBrowser = false;             // --no-browser: only print the URL
 };
 
 struct ParseOutcome {
@@ -67,7 +95,11 @@ struct ParseOutcome {
 
 ParseOutcome ParseArgs(const std::vector<std::string>& args);  // without argv[0]
 
-// "90s", "10m", "1h30m", "2h", or plain seconds "600"; > 0. kInvalidArgument otherwise.
+// The commands and their flags as the flag table declares them, for completion.
+std::vector<CommandSpec> CommandSpecs();
+
+// The duration grammar of src/base/duration.h ("90s", "10m", "1h30m") or a bare number of seconds
+// ("600"); positive and whole seconds. kInvalidArgument naming the flag and the text otherwise.
 StatusOr<std::chrono::seconds> ParseDurationFlag(const std::string& flag, const std::string& text);
 
 }  // namespace ayatori::plugin

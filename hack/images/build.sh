@@ -9,7 +9,11 @@
 #                            CMD ["image-cmd"], to test that task.command replaces the entrypoint
 #                            and task.args replaces the CMD
 #
-# Other scripts reuse the root filesystem: `build.sh rootfs DIR` writes it into DIR.
+# Other scripts reuse the root filesystem: `build.sh rootfs DIR` writes it into DIR, and
+# `build.sh archive NAME FILE CONFIG` writes it as a one-layer docker-archive tarball (what
+# `docker save` writes, which `ctr images import` loads) named NAME, whose image config is the JSON
+# object CONFIG (e.g. {"Cmd":["/bin/sh"],"Env":["PATH=/bin"]}): the real node's images
+# (hack/testenv/realnode.sh), made without a dockerd.
 set -euo pipefail
 
 BUSYBOX=${BUSYBOX:-/bin/busybox}
@@ -47,13 +51,31 @@ import() {
   log "built $name"
 }
 
+archive() {
+  local name=$1 out=$2 config=$3 tmp diff cfg
+  tmp=$(mktemp -d)
+  rootfs "$tmp/root"
+  mkdir -p "$tmp/image" "$(dirname "$out")"
+  tar --numeric-owner --owner=0 --group=0 -C "$tmp/root" -cf "$tmp/image/layer.tar" .
+  diff=$(sha256sum "$tmp/image/layer.tar" | cut -d' ' -f1)
+  printf '{"architecture":"amd64","os":"linux","config":%s,"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
+    "$config" "$diff" >"$tmp/image/config.json"
+  cfg=$(sha256sum "$tmp/image/config.json" | cut -d' ' -f1)
+  mv "$tmp/image/config.json" "$tmp/image/$cfg.json"
+  printf '[{"Config":"%s.json","RepoTags":["%s"],"Layers":["layer.tar"]}]' "$cfg" "$name" \
+    >"$tmp/image/manifest.json"
+  tar -C "$tmp/image" -cf "$out" manifest.json "$cfg.json" layer.tar
+  rm -rf "$tmp"
+}
+
 case ${1:-all} in
   rootfs) rootfs "$2" ;;
+  archive) archive "$2" "$3" "$4" ;;
   all)
     [ -n "${DOCKER_HOST:-}" ] || { log "DOCKER_HOST is not set (source the env.sh of hack/dockerd.sh up)"; exit 1; }
     import ayatori.local/busybox:1 --change 'CMD ["/bin/sh"]'
     import ayatori.local/argv:1 --change 'ENTRYPOINT ["/bin/echo", "image-entrypoint"]' \
       --change 'CMD ["image-cmd"]'
     ;;
-  *) echo "usage: build.sh [all] | rootfs DIR" >&2; exit 2 ;;
+  *) echo "usage: build.sh [all] | rootfs DIR | archive NAME FILE CONFIG" >&2; exit 2 ;;
 esac

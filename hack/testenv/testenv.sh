@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The real test control plane: etcd + kube-apiserver (tier "api"), plus kube-controller-manager,
 # kube-scheduler and kwok (tier "e2e"), all built from pinned versions through the Go module proxy.
+# Tier "node" only builds: the e2e tier's binaries and the kubelet of the real node that
+# realnode.sh joins to a running e2e tier.
 #
-#   testenv.sh build [api|e2e]   build (or find in the cache) the binaries of a tier
+#   testenv.sh build [api|e2e|node]  build (or find in the cache) the binaries of a tier
 #   testenv.sh up [api|e2e]      start the tier on 127.0.0.1, write a kubeconfig and env.sh
 #   testenv.sh env               print the env.sh of the running control plane
 #   testenv.sh down              stop only the processes this script started, by pid
@@ -12,6 +14,8 @@
 #                                          components keep running and reconnect)
 #   testenv.sh logs              tail the component logs
 #   testenv.sh bindir            print the cache directory of the binaries
+#   testenv.sh build-helm        build (or find in the cache) the Helm v4 CLI (charts/ayatori's tests)
+#   testenv.sh helm              print the path of the cached helm binary (built or not)
 #
 # It is set up for API aggregation (request-header CA front-proxy-ca.crt, proxy client
 # certificate front-proxy-client, --enable-aggregator-routing): APIServices reach their Service's
@@ -35,12 +39,25 @@ D=${TESTENV_DIR:-/tmp/ayatori-testenv-$(id -u)}
 PKI=$D/pki
 KC=$D/kubeconfig
 ETCD_DATA=${TESTENV_ETCD_DIR:-/dev/shm/ayatori-etcd-$(printf %s "$D" | sha256sum | cut -c1-12)}
-K8S=v1.36.3
+# KUBE_VERSION (MAJOR.MINOR) picks the Kubernetes of the control plane: the default is the pin
+# of k8s/go.mod; another supported version has a module of its own in k8s-MAJOR.MINOR/ (the
+# versions docs/install.md's table lists as tested), built into a cache directory of its own.
+KMOD=$T/k8s
+if [ -n "${KUBE_VERSION:-}" ] && [ -d "$T/k8s-$KUBE_VERSION" ]; then
+  KMOD=$T/k8s-$KUBE_VERSION
+elif [ -n "${KUBE_VERSION:-}" ] &&
+  [ "$(awk '$1 == "k8s.io/kubernetes" {print $2}' "$T/k8s/go.mod" | cut -d. -f1,2)" != "v$KUBE_VERSION" ]; then
+  printf 'testenv: KUBE_VERSION=%s is not a tested version (hack/testenv/k8s*/go.mod: %s)\n' "$KUBE_VERSION" \
+    "$(cd "$T" && ls -d k8s k8s-* | tr '\n' ' ')" >&2
+  exit 2
+fi
+K8S=$(awk '$1 == "k8s.io/kubernetes" {print $2}' "$KMOD/go.mod")
+K8S_MINOR=$(echo "$K8S" | cut -d. -f2)
 export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-modcacherw
 
 LDF="-s -w"
 for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  LDF+=" -X $p.gitVersion=$K8S -X $p.gitMajor=1 -X $p.gitMinor=36 -X $p.gitTreeState=clean"
+  LDF+=" -X $p.gitVersion=$K8S -X $p.gitMajor=1 -X $p.gitMinor=$K8S_MINOR -X $p.gitTreeState=clean"
   LDF+=" -X $p.buildDate=2026-01-01T00:00:00Z"
 done
 
@@ -49,8 +66,43 @@ log() { printf 'testenv: %s\n' "$*" >&2; }
 bindir() {
   if [ -n "${TESTENV_BIN:-}" ]; then echo "$TESTENV_BIN"; return; fi
   local key
-  key=$( (cat "$T"/*/go.mod "$T"/*/go.sum; go version; echo "$LDF") | sha256sum | cut -c1-16)
+  # The control plane's own modules only: helm (below) has its own cache, so that a new Helm
+  # version does not rebuild kube-apiserver.
+  key=$( (cat "$T/etcd/go.mod" "$KMOD/go.mod" "$T/kwok/go.mod" "$T/etcd/go.sum" "$KMOD/go.sum" \
+    "$T/kwok/go.sum"; go version; echo "$LDF") |
+    sha256sum | cut -c1-16)
   echo "${XDG_CACHE_HOME:-$HOME/.cache}/ayatori/testenv/$key/bin"
+}
+
+# The Helm CLI, pinned in hack/testenv/helm/go.mod, in a cache of its own keyed by that module
+# and the Go version: ~/.cache/ayatori/helm/<key>/bin/helm.
+# `helm version` says the pinned version (Helm's Makefile sets it the same way).
+helm_ldflags() {
+  local v
+  v=$(awk '$1 == "helm.sh/helm/v4" {print $2}' "$T/helm/go.mod")
+  echo "-s -w -X helm.sh/helm/v4/internal/version.version=$v"
+}
+
+helm_path() {
+  if [ -n "${TESTENV_HELM:-}" ]; then echo "$TESTENV_HELM"; return; fi
+  local key
+  key=$( (cat "$T/helm/go.mod" "$T/helm/go.sum"; go version; echo "$(helm_ldflags)") |
+    sha256sum | cut -c1-16)
+  echo "${XDG_CACHE_HOME:-$HOME/.cache}/ayatori/helm/$key/bin/helm"
+}
+
+build_helm() {
+  local helm
+  helm=$(helm_path)
+  if [ ! -x "$helm" ]; then
+    command -v go >/dev/null || { log "go is not installed; it is needed to build helm"; exit 1; }
+    log "building helm into $(dirname "$helm") (once per machine: a few CPU-minutes)"
+    mkdir -p "$(dirname "$helm")"
+    # Built beside its final name and renamed: an interrupted build leaves no half binary.
+    (cd "$T/helm" && go build -trimpath -ldflags "$(helm_ldflags)" -o "$helm.partial" helm.sh/helm/v4/cmd/helm)
+    mv "$helm.partial" "$helm"
+  fi
+  log "helm ready: $helm"
 }
 
 # Each tier has a completeness mark written after its last binary, so an interrupted build is
@@ -63,16 +115,23 @@ build() {
     command -v go >/dev/null || { log "go is not installed; it is needed to build the control plane"; exit 1; }
     log "building etcd, kube-apiserver and kubectl into $bin (once per machine: about 8.5 CPU-minutes and 842 MB of Go modules)"
     (cd "$T/etcd" && go build -trimpath -o "$bin/etcd" go.etcd.io/etcd/server/v3)
-    (cd "$T/k8s" && go build -trimpath -ldflags "$LDF" -o "$bin/" \
+    (cd "$KMOD" && go build -trimpath -ldflags "$LDF" -o "$bin/" \
       k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl)
     touch "$bin/.api-complete"
   fi
-  if [ "$tier" = e2e ] && [ ! -f "$bin/.e2e-complete" ]; then
+  if [ "$tier" != api ] && [ ! -f "$bin/.e2e-complete" ]; then
     log "building kube-controller-manager, kube-scheduler and kwok into $bin"
-    (cd "$T/k8s" && go build -trimpath -ldflags "$LDF" -o "$bin/" \
+    (cd "$KMOD" && go build -trimpath -ldflags "$LDF" -o "$bin/" \
       k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler)
     (cd "$T/kwok" && go build -trimpath -o "$bin/kwok" sigs.k8s.io/kwok/cmd/kwok)
     touch "$bin/.e2e-complete"
+  fi
+  # The real node's kubelet (hack/testenv/realnode.sh), from the same module as the control plane
+  # so that its version is the apiserver's.
+  if [ "$tier" = node ] && [ ! -f "$bin/.node-complete" ]; then
+    log "building kubelet into $bin"
+    (cd "$T/k8s" && go build -trimpath -ldflags "$LDF" -o "$bin/" k8s.io/kubernetes/cmd/kubelet)
+    touch "$bin/.node-complete"
   fi
   log "binaries ready in $bin"
 }
@@ -117,6 +176,9 @@ certs() {
     leaf apiserver /CN=kube-apiserver 'subjectAltName=IP:127.0.0.1,DNS:localhost,IP:10.96.0.1\nextendedKeyUsage=serverAuth'
     leaf admin '/O=system:masters/CN=testenv-admin' 'extendedKeyUsage=clientAuth'
     leaf user '/O=testenv-users/CN=testenv-user' 'extendedKeyUsage=clientAuth'
+    # kube-apiserver's identity towards kubelets (pods/log, exec): the real node's kubelet
+    # (realnode.sh) authorizes it by SubjectAccessReview, as a member of system:masters.
+    leaf apiserver-kubelet-client '/O=system:masters/CN=kube-apiserver-kubelet-client' 'extendedKeyUsage=clientAuth'
     # API aggregation: the front proxy's own CA (a separate one, as kubeadm makes it, so that
     # no ordinary client certificate can pass for the proxy) and its client certificate.
     openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 \
@@ -191,6 +253,9 @@ start_apiserver() {
   # shellcheck disable=SC1091
   source "$D/ports"
   [ "${TIER:-api}" = e2e ] && disabled=TaintNodesByCondition
+  # From 1.37 the endpoint reconciler (the Endpoints of the Service "kubernetes") refuses a
+  # loopback --advertise-address, and the command fails; nothing here reads those Endpoints.
+  [ "$K8S_MINOR" -ge 37 ] && extra=(--endpoint-reconciler-type=none "${extra[@]}")
   log "starting kube-apiserver on https://127.0.0.1:$AP"
   start kube-apiserver "$bin/kube-apiserver" --etcd-servers="http://127.0.0.1:$EP" \
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$AP" \
@@ -198,7 +263,9 @@ start_apiserver() {
     --client-ca-file="$PKI/ca.crt" --token-auth-file="$PKI/tokens.csv" \
     --service-account-issuer="https://127.0.0.1:$AP" --service-account-key-file="$PKI/sa.pub" \
     --service-account-signing-key-file="$PKI/sa.key" --service-cluster-ip-range=10.96.0.0/24 \
-    --authorization-mode=RBAC --allow-privileged=true \
+    --authorization-mode=Node,RBAC --allow-privileged=true \
+    --kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" \
+    --kubelet-client-key="$PKI/apiserver-kubelet-client.key" --kubelet-certificate-authority="$PKI/ca.crt" \
     --disable-admission-plugins="$disabled" \
     --enable-admission-plugins=OwnerReferencesPermissionEnforcement \
     --enable-priority-and-fairness=false --profiling=false --v=1 \
@@ -291,7 +358,10 @@ up() {
       --authorization-kubeconfig="$KC" --leader-elect=false --bind-address=127.0.0.1 --secure-port="$SP"
     wait_for kube-controller-manager curl -sfk "https://127.0.0.1:$KP/healthz"
     wait_for kube-scheduler curl -sfk "https://127.0.0.1:$SP/healthz"
-    HOME=$D start kwok "$bin/kwok" --kubeconfig="$KC" --manage-all-nodes=true --node-ip=127.0.0.1 \
+    # Only the fake nodes (node.yaml's annotation): the real node's kubelet (realnode.sh) owns its
+    # node and pods.
+    HOME=$D start kwok "$bin/kwok" --kubeconfig="$KC" \
+      --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake --node-ip=127.0.0.1 \
       --cidr=10.244.0.0/16 --config="$T/kwok-stages.yaml"
     "$bin/kubectl" --kubeconfig="$KC" apply -f "$T/node.yaml" >/dev/null
     # kwok makes the node Ready through the testenv-node-ready Stage (kwok-stages.yaml); a Stage
@@ -326,6 +396,8 @@ EOF
 
 down() {
   local n
+  # The real node joined to this control plane, if any (its state lives under $D).
+  [ ! -d "$D/realnode" ] || TESTENV_DIR=$D "$T/realnode.sh" down
   for n in kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
     stop_pid "$n"
   done
@@ -342,5 +414,7 @@ case ${1:-} in
   restart-apiserver) stop_apiserver "${2:-}"; resume_apiserver ;;
   logs) tail -n 100 "$D"/logs/*.log ;;
   bindir) bindir ;;
-  *) echo "usage: testenv.sh build|up [api|e2e] | env | down | stop-apiserver|start-apiserver|restart-apiserver [--kill] | logs | bindir" >&2; exit 2 ;;
+  build-helm) build_helm ;;
+  helm) helm_path ;;
+  *) echo "usage: testenv.sh build|up [api|e2e] | env | down | stop-apiserver|start-apiserver|restart-apiserver [--kill] | logs | bindir | build-helm | helm" >&2; exit 2 ;;
 esac

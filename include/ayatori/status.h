@@ -73,3 +73,37 @@ class [[nodiscard]] StatusOr {
 };
 
 }  // namespace ayatori
+
+// RETURN_IF_ERROR(expr): returns the Status of `expr` (a Status or a StatusOr) from the enclosing
+// function when it is not OK. The function may return Status or any StatusOr.
+#define RETURN_IF_ERROR(expr)                                              \
+  do {                                                                     \
+    if (auto ayatori_status_or_ = (expr); !ayatori_status_or_.ok()) {      \
+      return ::ayatori::internal::StatusOf(std::move(ayatori_status_or_)); \
+    }                                                                      \
+  } while (false)
+
+// ASSIGN_OR_RETURN(lhs, expr): evaluates `expr` (a StatusOr<T>); when it is not OK returns its
+// Status from the enclosing function, else moves the value into `lhs`, which may declare a
+// variable (`ASSIGN_OR_RETURN(auto job, ParseJob(text));`). Expands to more than one statement:
+// not for the body of an unbraced if.
+#define ASSIGN_OR_RETURN(lhs, expr) \
+  AYATORI_ASSIGN_OR_RETURN_IMPL_(AYATORI_STATUS_CONCAT_(ayatori_status_or_, __LINE__), lhs, expr)
+
+#define AYATORI_STATUS_CONCAT_INNER_(a, b) a##b
+#define AYATORI_STATUS_CONCAT_(a, b) AYATORI_STATUS_CONCAT_INNER_(a, b)
+// `tmp` is a name and `lhs` may be a declaration ("auto job"): neither can be parenthesized.
+// NOLINTBEGIN(bugprone-macro-parentheses)
+#define AYATORI_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
+  auto tmp = (expr);                                   \
+  if (!tmp.ok()) return std::move(tmp).status();       \
+  lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)
+
+namespace ayatori::internal {
+inline Status StatusOf(Status s) { return s; }
+template <typename T>
+Status StatusOf(StatusOr<T> s) {
+  return s.status();
+}
+}  // namespace ayatori::internal

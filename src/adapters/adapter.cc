@@ -1,4 +1,4 @@
-#include "ayatori/adapter.h"
+#include "adapters/adapter.h"
 
 namespace ayatori {
 

@@ -1,9 +1,10 @@
 // The adapters this controller serves, each with the descriptor it describes itself by
-// (AdapterDescriptor in include/ayatori/adapter.h), keyed by the JobClass controllerName.
+// (AdapterDescriptor in src/adapters/adapter.h), keyed by the JobClass controllerName.
 // The controller builds its parameters informers, env handling and the enforcement check from
-// what is registered here; adding a backend is its folder under src/adapters/, one Register call
-// in cmd/ayatori-controller/main.cc and the few manifest lines docs/development.md "Adding a
-// backend" lists (test/adapters/manifests_test.cc checks them against the descriptors).
+// what is registered here; adding a backend is its folder under src/adapters/, its entry in the
+// list of shipped backends (src/adapters/shipped_backends.cc), its parameters CRD and
+// `make generate` (docs/development.md "Adding a backend"; test/adapters/manifests_test.cc checks
+// the manifests against the descriptors).
 #pragma once
 
 #include <memory>
@@ -12,8 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "adapters/adapter.h"
 #include "api/types.h"
-#include "ayatori/adapter.h"
 #include "ayatori/kube_client.h"
 #include "ayatori/status.h"
 

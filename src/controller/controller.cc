@@ -13,14 +13,11 @@ std::string Key(const std::string& ns, const std::string& name) {
 }
 
 obs::Counter& ReconcilePanics(obs::Registry& metrics) {
-  return metrics.GetCounter(
-      "ayatori_reconcile_panics_total",
-      "Reconcile rounds that ended with an exception; the Job is retried with backoff.");
+  return metrics.GetCounter(obs::metrics::kReconcilePanics);
 }
 
 obs::Counter& WaitingJobWakeups(obs::Registry& metrics) {
-  return metrics.GetCounter("ayatori_waiting_job_wakeups_total",
-                            "Waiting Jobs requeued because an object they wait on changed.");
+  return metrics.GetCounter(obs::metrics::kWaitingJobWakeups);
 }
 
 // Called in a catch handler: logs and counts the exception a reconcile round threw. Never throws
@@ -335,6 +332,18 @@ JobController::JobController(KubeClient& client, adapters::AdapterRegistry& regi
       reconciler_(std::make_unique<JobReconciler>(client, *cache_, registry, clock, metrics, events,
                                                   WithBacklog(options_.reconciler))),
       queue_(std::make_unique<kube::Workqueue>(clock, WithPriority(options_.queue))) {
+  QueueJobEvents();
+  WakeJobsOnReferenceChanges();
+  WakeJobsOnNamespaceChanges();
+  WakeJobsOnClassChanges();
+  WakeJobsOnParametersChanges();
+  // Counters exist from the start, so that a scrape shows 0 rather than nothing.
+  ReconcilePanics(metrics_);
+  WaitingJobWakeups(metrics_);
+  RegisterMetrics();
+}
+
+void JobController::QueueJobEvents() {
   using JobPtr = kube::Informer<CachedJob>::Ptr;
   cache_->jobs.AddHandlers({
       .onAdd = [this](const std::string& key, const JobPtr&) { queue_->Add(key); },
@@ -342,10 +351,9 @@ JobController::JobController(KubeClient& client, adapters::AdapterRegistry& regi
                          const JobPtr&) { queue_->Add(key); },
       .onDelete = [this](const std::string& key, const JobPtr&) { queue_->Add(key); },
   });
-  // A waiting Job is requeued when something it waits on changes (WaitTargets in
-  // controller/resolver.h): the Job informer indexes waiting Jobs by those objects, so an event
-  // costs a lookup, not a scan of every Job. Events of an informer's first list are skipped:
-  // Start() queues every Job once all informers have synced.
+}
+
+void JobController::WakeJobsOnReferenceChanges() {
   using RefPtr = kube::Informer<kube::ObjectMetadata>::Ptr;
   for (const auto& [informerRef, kindRef] :
        {std::pair{&cache_->secrets, "Secret"}, std::pair{&cache_->configMaps, "ConfigMap"}}) {
@@ -367,6 +375,9 @@ JobController::JobController(KubeClient& client, adapters::AdapterRegistry& regi
         .onDelete = nullptr,
     });
   }
+}
+
+void JobController::WakeJobsOnNamespaceChanges() {
   using NamespacePtr = kube::Informer<NamespaceInfo>::Ptr;
   cache_->namespaces.AddHandlers({
       .onAdd =
@@ -381,6 +392,9 @@ JobController::JobController(KubeClient& client, adapters::AdapterRegistry& regi
           },
       .onDelete = nullptr,
   });
+}
+
+void JobController::WakeJobsOnClassChanges() {
   using ClassPtr = kube::Informer<api::JobClass>::Ptr;
   // A deleted class matters too: it may have been one of two cluster defaults.
   cache_->jobClasses.AddHandlers({
@@ -392,6 +406,9 @@ JobController::JobController(KubeClient& client, adapters::AdapterRegistry& regi
                          const ClassPtr& now) { WakeJobsOfClass(*old, *now); },
       .onDelete = [this](const std::string&, const ClassPtr& c) { WakeJobsOfClass(*c, *c); },
   });
+}
+
+void JobController::WakeJobsOnParametersChanges() {
   using ParamsPtr = kube::Informer<nlohmann::json>::Ptr;
   for (auto& p : cache_->parameters) {
     auto* informer = p.informer.get();
@@ -406,10 +423,6 @@ JobController::JobController(KubeClient& client, adapters::AdapterRegistry& regi
         .onDelete = nullptr,
     });
   }
-  // Counters exist from the start, so that a scrape shows 0 rather than nothing.
-  ReconcilePanics(metrics_);
-  WaitingJobWakeups(metrics_);
-  RegisterMetrics();
 }
 
 JobController::~JobController() { Stop(); }
@@ -491,12 +504,10 @@ void JobController::RegisterMetrics() {
       byState[statemachine::StateName(job.state())]++;
     });
     for (const auto& [state, n] : byState) {
-      r.GetGauge("ayatori_jobs", "Jobs in the cache by derived state.", {{"state", state}}).Set(n);
+      r.GetGauge(obs::metrics::kJobs, {{"state", state}}).Set(n);
     }
-    r.GetGauge("ayatori_workqueue_depth", "Job keys ready in the workqueue.")
-        .Set(static_cast<double>(queue_->Len()));
-    r.GetGauge("ayatori_workqueue_waiting", "Job keys waiting for a delayed requeue.")
-        .Set(static_cast<double>(queue_->WaitingLen()));
+    r.GetGauge(obs::metrics::kWorkqueueDepth).Set(static_cast<double>(queue_->Len()));
+    r.GetGauge(obs::metrics::kWorkqueueWaiting).Set(static_cast<double>(queue_->WaitingLen()));
   });
 }
 
@@ -584,8 +595,7 @@ void JobController::Worker() {
       return;
     }
     if (r.backoff) {
-      metrics_.GetCounter("ayatori_workqueue_retries_total", "Job keys requeued with backoff.")
-          .Inc();
+      metrics_.GetCounter(obs::metrics::kWorkqueueRetries).Inc();
       queue_->AddRateLimited(item.key);
     } else {
       queue_->Forget(item.key);

@@ -165,6 +165,16 @@ class JobController {
 
  private:
   void Worker();
+  // The informers' event handlers, set once by the constructor: every Job event queues its key;
+  // a change to something waiting Jobs wait on (WaitTargets in resolver.h) wakes those Jobs: the
+  // Job informer indexes waiting Jobs by those objects, so an event costs a lookup, not a scan
+  // of every Job. Events of an informer's first list are skipped: Start() queues every Job once
+  // all informers have synced.
+  void QueueJobEvents();
+  void WakeJobsOnReferenceChanges();  // Secrets and ConfigMaps (metadata only)
+  void WakeJobsOnNamespaceChanges();  // the default-class annotation
+  void WakeJobsOnClassChanges();
+  void WakeJobsOnParametersChanges();  // each parameters kind of the registered adapters
   // Requeues the Jobs indexed under a WaitTargets value (controller/resolver.h).
   void WakeJobsWaitingOn(const std::string& target);
   // A JobClass changed from `old` to `now` (the same object for an add or a delete): wakes the

@@ -1,16 +1,19 @@
-// The API resources the controller reads and writes. The parameters kinds are not here: each
-// adapter names its own (AdapterDescriptor::parameters, src/adapters/registry.h).
+// The API resources the controller reads and writes, one name each: Ayatori's own kinds from the
+// API's group and version (src/api/types.h), the built-in ones from src/kube/resource.h. The
+// parameters kinds are not here: each adapter names its own (AdapterDescriptor::parameters,
+// src/adapters/registry.h).
 #pragma once
 
+#include "api/types.h"
 #include "ayatori/kube_client.h"
+#include "kube/resource.h"
 
 namespace ayatori::controller {
 
-inline const ResourceRef kJobs{"execution.ayatori.ddupan.top", "v1alpha1", "jobs", true};
-inline const ResourceRef kJobClasses{"execution.ayatori.ddupan.top", "v1alpha1", "jobclasses",
-                                     false};
-inline const ResourceRef kSecrets{"", "v1", "secrets", true};
-inline const ResourceRef kConfigMaps{"", "v1", "configmaps", true};
-inline const ResourceRef kNamespaces{"", "v1", "namespaces", false};
+inline const ResourceRef kJobs{api::kGroup, api::kVersion, "jobs", true};
+inline const ResourceRef kJobClasses{api::kGroup, api::kVersion, "jobclasses", false};
+inline const ResourceRef kSecrets = kube::SecretsResource();
+inline const ResourceRef kConfigMaps = kube::ConfigMapsResource();
+inline const ResourceRef kNamespaces = kube::NamespacesResource();
 
 }  // namespace ayatori::controller

@@ -22,10 +22,6 @@ constexpr const char* kReasonBackendSnapshotConflict = "BackendSnapshotConflict"
 // Waiting reason (Succeeded=Unknown/Scheduling message, Warning Event) of an accepted Job whose
 // Secret, ConfigMap or key is gone when its execution is to be created (docs/api.md).
 constexpr const char* kReasonReferenceNotFound = "ReferenceNotFound";
-// Own writes the cache has not seen yet (CacheBehindOwnWrite): how long they are remembered and
-// how many per Job.
-constexpr std::chrono::seconds kOwnWriteMemory{30};
-constexpr size_t kOwnWritesRemembered = 4;
 
 namespace {
 
@@ -102,6 +98,7 @@ JobReconciler::JobReconciler(KubeClient& client, const ClusterCache& cache,
       metrics_(metrics),
       events_(events),
       options_(std::move(options)),
+      tables_(clock),
       references_(client) {}
 
 ReconcileResult JobReconciler::Reconcile(const std::string& ns, const std::string& name) {
@@ -109,8 +106,8 @@ ReconcileResult JobReconciler::Reconcile(const std::string& ns, const std::strin
   ClusterCache::JobCopy copy = cache_.GetJobCopy(ns, name);
   const auto& cached = copy.job;
   if (!cached) {
-    UnreportedExecutionOf(key, nullptr, nullptr);
-    ForgetAcceptanceSent(key);
+    tables_.UnreportedExecutionOf(key, nullptr, nullptr);
+    tables_.ForgetAcceptanceSent(key);
     return {};
   }
   auto started = clock_.SteadyNow();
@@ -121,8 +118,8 @@ ReconcileResult JobReconciler::Reconcile(const std::string& ns, const std::strin
   // An acceptance this process sent that the copy does not show (the cache lags, or the answer
   // was lost after it landed): the copy must not decide the Job's acceptance again. Asked
   // until the cache shows it, however long that takes (CacheBehindOwnWrite forgets after 30 s).
-  const bool acceptanceSent = AcceptanceSent(key, cached.get());
-  if (CacheBehindOwnWrite(*cached) || acceptanceSent) {
+  const bool acceptanceSent = tables_.AcceptanceSent(key, *cached);
+  if (tables_.CacheBehindOwnWrite(*cached) || acceptanceSent) {
     // The copy predates this controller's own write: read the Job instead (a read, where
     // deciding on the copy would send a write bound to fail with 409 Conflict).
     auto current = ReadCurrentJob(ns, name, cached->metadata.uid);
@@ -133,7 +130,7 @@ ReconcileResult JobReconciler::Reconcile(const std::string& ns, const std::strin
   }
   round.taskComplete = round.fresh || copy.taskComplete;
   std::optional<api::JobStatus> acceptance;
-  round.facts.unreportedExecution = UnreportedExecutionOf(key, &round.job, &acceptance);
+  round.facts.unreportedExecution = tables_.UnreportedExecutionOf(key, &round.job, &acceptance);
   if (!api::IsConditionTrue(round.job.status.conditions, api::kConditionAccepted)) {
     if (!acceptance) {
       auto recorded = RecordedAcceptance(round.job);
@@ -157,17 +154,17 @@ ReconcileResult JobReconciler::Reconcile(const std::string& ns, const std::strin
       return {};
     }
   }
-  round.facts.holdWaitingMessage = WaitingMessageHold(round.job.metadata.uid);
+  round.facts.holdWaitingMessage = tables_.WaitingMessageHold(round.job.metadata.uid);
   round.facts.backlog = options_.backlog && options_.backlog();
   if (result.error.ok()) result = Step(round);
-  UnreportedExecutionOf(key, &round.job, nullptr);  // forgets what this round's write reported
+  tables_.UnreportedExecutionOf(key, &round.job,
+                                nullptr);  // forgets what this round's write reported
   if (statemachine::DeriveState(round.job) != statemachine::State::kStarting &&
       statemachine::DeriveState(round.job) != statemachine::State::kScheduling) {
-    ForgetWaitingMessage(round.job.metadata.uid);
+    tables_.ForgetWaitingMessage(round.job.metadata.uid);
   }
   std::chrono::duration<double> took = clock_.SteadyNow() - started;
-  metrics_.GetHistogram("ayatori_reconcile_duration_seconds", "Duration of Job reconcile rounds.")
-      .Observe(took.count());
+  metrics_.GetHistogram(obs::metrics::kReconcileDuration).Observe(took.count());
   if (!result.error.ok() && !result.crashed) {
     obs::Warn("reconcile did not finish",
               With(JobFields(round.job), "error", result.error.ToString()));
@@ -175,139 +172,185 @@ ReconcileResult JobReconciler::Reconcile(const std::string& ns, const std::strin
   return result;
 }
 
-ReconcileResult JobReconciler::Step(RoundState& round) {
-  api::Job& job = round.job;
-  for (int step = 0; step < options_.maxSteps; ++step) {
-    if (!round.facts.startTimeout && job.status.resolvedJobClass) {
-      round.facts.startTimeout = StartTimeoutOf(*job.status.resolvedJobClass);
-    }
-    statemachine::Plan plan = statemachine::Decide(job, round.facts);
-    round.facts.result.reset();
-    if (plan.unwrittenAcceptance) {
-      if (!round.unwrittenAcceptance) {  // once per round (a finalizer patch decides it twice)
-        metrics_
-            .GetCounter("ayatori_acceptances_deferred_total",
-                        "Jobs whose acceptance a busy round left to the Job's next write, the "
-                        "execution's create carrying it.")
-            .Inc();
-      }
-      job.status = std::move(*plan.unwrittenAcceptance);
-      round.unwrittenAcceptance = job.status;
-    }
-    if (!plan.invariantViolations.empty()) {
-      std::string all;
-      for (const auto& v : plan.invariantViolations) all += (all.empty() ? "" : "; ") + v;
-      obs::Error("state machine refused a transition that breaks an invariant",
-                 With(JobFields(job), "violations", all));
-      return Failed({StatusCode::kInternal, "invariant violation: " + all});
-    }
+// How one part of a plan leaves the round: on to the plan's next part, back to Decide (the Job
+// changed, or the finalizer now in place decides the next step), or over with a result.
+struct JobReconciler::Turn {
+  enum class Kind { kNext, kDecideAgain, kEnd };
+  Kind kind = Kind::kNext;
+  ReconcileResult result;
 
-    if (plan.finalizer == FinalizerChange::kAdd) {
-      auto finalizers = job.metadata.finalizers;
-      finalizers.emplace_back(api::kFinalizer);
-      auto updated = PatchFinalizers(job, finalizers);
-      if (!updated.ok()) return Failed(updated.status());
-      job = std::move(*updated);
-      round.fresh = true;
-      round.taskComplete = true;
-    }
-    if (plan.status) {
-      if (Crash(kCrashBeforeStatusWrite, job)) return Crashed();
-      if (round.unwrittenAcceptance ||
-          (!api::IsConditionTrue(job.status.conditions, api::kConditionAccepted) &&
-           api::IsConditionTrue(plan.status->conditions, api::kConditionAccepted))) {
-        KeepAcceptanceSent(job);  // before the request: its answer may be lost after it landed
-      }
-      auto updated = WriteStatus(job, *plan.status);
-      if (!updated.ok()) {
-        if (updated.status().code() == StatusCode::kNotFound) return {};
-        return Failed(updated.status());
-      }
-      job = std::move(*updated);
-      round.fresh = true;
-      round.taskComplete = true;
-      round.unwrittenAcceptance.reset();  // the write carried it: the plan was decided on it
-      round.acceptanceCarried = false;
-      if (plan.waitingMessageChanged) {
-        WaitingMessageWritten(job.metadata.uid);
-        round.facts.holdWaitingMessage = WaitingMessageHold(job.metadata.uid);
-      }
-    }
-    RecordEvents(job, plan.events);
-    if (plan.finalizer == FinalizerChange::kRemove) {
-      auto finalizers = job.metadata.finalizers;
-      std::erase(finalizers, api::kFinalizer);
-      auto updated = PatchFinalizers(job, finalizers);
-      if (!updated.ok() && updated.status().code() != StatusCode::kNotFound) {
-        return Failed(updated.status());
-      }
-      obs::Info("cleanup finished, finalizer removed", JobFields(job));
-      return {};
-    }
-    if (plan.deleteJob) {
-      Status s = DeleteExpiredJob(job, round.facts.now);
-      if (!s.ok()) return Failed(s);
-      return Requeue(plan.requeueAfter, false);
-    }
+  static Turn Next() { return {}; }
+  static Turn DecideAgain() { return {Kind::kDecideAgain, {}}; }
+  static Turn End(ReconcileResult result) { return {Kind::kEnd, std::move(result)}; }
+};
+
+ReconcileResult JobReconciler::Step(RoundState& round) {
+  using Kind = Turn::Kind;
+  for (int step = 0; step < options_.maxSteps; ++step) {
+    const statemachine::Plan plan = DecideNext(round);
+    Turn turn = RefuseBrokenInvariants(round.job, plan);
+    if (turn.kind == Kind::kNext) turn = AddFinalizer(round, plan);
+    if (turn.kind == Kind::kNext) turn = WritePlannedStatus(round, plan);
+    if (turn.kind == Kind::kEnd) return std::move(turn.result);
+    RecordEvents(round.job, plan.events);
+    if (plan.finalizer == FinalizerChange::kRemove) return RemoveFinalizer(round.job);
+    if (plan.deleteJob) return DeleteExpired(round, plan);
     if (plan.call == AdapterCall::kNone) {
       // With the finalizer now in place, decide again: the next step is usually Ensure.
       if (plan.finalizer == FinalizerChange::kAdd) continue;
       return Requeue(plan.requeueAfter, plan.backoff);
     }
-    if (plan.call == AdapterCall::kEnsure && !round.taskComplete) {
-      // The cache keeps a compact projection of accepted Jobs without the task
-      // (CompactJobForCache), and Ensure needs all of it: read the Job, and decide again if it
-      // changed. (Whether the execution may be created is confirmed right before its create.)
-      auto current = ReadCurrentJob(job.metadata.namespace_, job.metadata.name, job.metadata.uid);
-      if (!current.ok()) return Failed(current.status());
-      if (!current->has_value()) return {};
-      if (Status s = TakeFreshJob(round, std::move(**current)); !s.ok()) return Failed(s);
-      if (round.changed) continue;
-    }
-    // An execution left unreported is called by the references its Ensure returned.
-    api::Job withReferences;
-    const bool unreported = round.facts.unreportedExecution &&
-                            (!job.status.execution || job.status.execution->references.empty());
-    if (unreported) {
-      withReferences = job;
-      if (!withReferences.status.execution) withReferences.status.execution.emplace();
-      withReferences.status.execution->references = round.facts.unreportedExecution->references;
-    }
-    CreateConfirmation confirmation;
-    auto observation = CallAdapter(plan.call, unreported ? withReferences : job,
-                                   round.unwrittenAcceptance.has_value(), &confirmation);
-    if (!observation.ok()) return Failed(observation.status());
-    if (confirmation.refused) {
-      // Nothing was created: the Job changed since this round decided (a cancel, a deletion, a
-      // new UID under the name, any edit). Decide again on the Job as it is now.
-      metrics_
-          .GetCounter("ayatori_creates_not_confirmed_total",
-                      "Executions not created because the fresh read of the Job right before "
-                      "the create found it changed since the decision (cancelled, deleted, ...).")
-          .Inc();
-      if (!confirmation.error.ok()) return Failed(confirmation.error);
-      if (!confirmation.current) return {};  // gone, or a new Job took the name
-      if (Status s = TakeFreshJob(round, std::move(*confirmation.current)); !s.ok()) {
-        return Failed(s);
-      }
-      continue;
-    }
-    if (plan.call == AdapterCall::kEnsure && round.unwrittenAcceptance) {
-      // Kept at once: should this round's write fail, the next round still knows the class
-      // and the execution (the Decide below keeps them again if it defers the report).
-      KeepUnreportedExecution(
-          job, statemachine::UnreportedExecution{observation->references, round.facts.now},
-          round.unwrittenAcceptance);
-    }
-    const char* point = plan.call == AdapterCall::kEnsure   ? kCrashAfterEnsure
-                        : plan.call == AdapterCall::kCancel ? kCrashAfterCancel
-                        : plan.call == AdapterCall::kDelete ? kCrashAfterDelete
-                                                            : nullptr;
-    if (point != nullptr && Crash(point, job)) return Crashed();
-    round.facts.result = statemachine::CallResult{plan.call, std::move(*observation)};
+    turn = ReadWholeTaskForEnsure(round, plan);
+    if (turn.kind == Kind::kNext) turn = CallPlannedAdapter(round, plan);
+    if (turn.kind == Kind::kEnd) return std::move(turn.result);
   }
   return Failed({StatusCode::kInternal, "reconcile did not settle within " +
                                             std::to_string(options_.maxSteps) + " steps"});
+}
+
+statemachine::Plan JobReconciler::DecideNext(RoundState& round) {
+  api::Job& job = round.job;
+  if (!round.facts.startTimeout && job.status.resolvedJobClass) {
+    round.facts.startTimeout = StartTimeoutOf(*job.status.resolvedJobClass);
+  }
+  statemachine::Plan plan = statemachine::Decide(job, round.facts);
+  round.facts.result.reset();
+  if (plan.unwrittenAcceptance) {
+    if (!round.unwrittenAcceptance) {  // once per round (a finalizer patch decides it twice)
+      metrics_.GetCounter(obs::metrics::kAcceptancesDeferred).Inc();
+    }
+    job.status = std::move(*plan.unwrittenAcceptance);
+    plan.unwrittenAcceptance.reset();
+    round.unwrittenAcceptance = job.status;
+  }
+  return plan;
+}
+
+JobReconciler::Turn JobReconciler::RefuseBrokenInvariants(const api::Job& job,
+                                                          const statemachine::Plan& plan) {
+  if (plan.invariantViolations.empty()) return Turn::Next();
+  std::string all;
+  for (const auto& v : plan.invariantViolations) all += (all.empty() ? "" : "; ") + v;
+  obs::Error("state machine refused a transition that breaks an invariant",
+             With(JobFields(job), "violations", all));
+  return Turn::End(Failed({StatusCode::kInternal, "invariant violation: " + all}));
+}
+
+JobReconciler::Turn JobReconciler::AddFinalizer(RoundState& round, const statemachine::Plan& plan) {
+  if (plan.finalizer != FinalizerChange::kAdd) return Turn::Next();
+  auto finalizers = round.job.metadata.finalizers;
+  finalizers.emplace_back(api::kFinalizer);
+  auto updated = PatchFinalizers(round.job, finalizers);
+  if (!updated.ok()) return Turn::End(Failed(updated.status()));
+  round.job = std::move(*updated);
+  round.fresh = true;
+  round.taskComplete = true;
+  return Turn::Next();
+}
+
+JobReconciler::Turn JobReconciler::WritePlannedStatus(RoundState& round,
+                                                      const statemachine::Plan& plan) {
+  if (!plan.status) return Turn::Next();
+  api::Job& job = round.job;
+  if (Crash(kCrashBeforeStatusWrite, job)) return Turn::End(Crashed());
+  if (round.unwrittenAcceptance ||
+      (!api::IsConditionTrue(job.status.conditions, api::kConditionAccepted) &&
+       api::IsConditionTrue(plan.status->conditions, api::kConditionAccepted))) {
+    tables_.KeepAcceptanceSent(job);  // before the request: its answer may be lost after it landed
+  }
+  auto updated = WriteStatus(job, *plan.status);
+  if (!updated.ok()) {
+    if (updated.status().code() == StatusCode::kNotFound) return Turn::End({});
+    return Turn::End(Failed(updated.status()));
+  }
+  job = std::move(*updated);
+  round.fresh = true;
+  round.taskComplete = true;
+  round.unwrittenAcceptance.reset();  // the write carried it: the plan was decided on it
+  round.acceptanceCarried = false;
+  if (plan.waitingMessageChanged) {
+    tables_.WaitingMessageWritten(job.metadata.uid);
+    round.facts.holdWaitingMessage = tables_.WaitingMessageHold(job.metadata.uid);
+  }
+  return Turn::Next();
+}
+
+ReconcileResult JobReconciler::RemoveFinalizer(const api::Job& job) {
+  auto finalizers = job.metadata.finalizers;
+  std::erase(finalizers, api::kFinalizer);
+  auto updated = PatchFinalizers(job, finalizers);
+  if (!updated.ok() && updated.status().code() != StatusCode::kNotFound) {
+    return Failed(updated.status());
+  }
+  obs::Info("cleanup finished, finalizer removed", JobFields(job));
+  return {};
+}
+
+ReconcileResult JobReconciler::DeleteExpired(const RoundState& round,
+                                             const statemachine::Plan& plan) {
+  Status s = DeleteExpiredJob(round.job, round.facts.now);
+  if (!s.ok()) return Failed(s);
+  return Requeue(plan.requeueAfter, false);
+}
+
+JobReconciler::Turn JobReconciler::ReadWholeTaskForEnsure(RoundState& round,
+                                                          const statemachine::Plan& plan) {
+  if (plan.call != AdapterCall::kEnsure || round.taskComplete) return Turn::Next();
+  // The cache keeps a compact projection of accepted Jobs without the task
+  // (CompactJobForCache), and Ensure needs all of it: read the Job, and decide again if it
+  // changed. (Whether the execution may be created is confirmed right before its create.)
+  const api::ObjectMeta& meta = round.job.metadata;
+  auto current = ReadCurrentJob(meta.namespace_, meta.name, meta.uid);
+  if (!current.ok()) return Turn::End(Failed(current.status()));
+  if (!current->has_value()) return Turn::End({});
+  if (Status s = TakeFreshJob(round, std::move(**current)); !s.ok()) return Turn::End(Failed(s));
+  return round.changed ? Turn::DecideAgain() : Turn::Next();
+}
+
+JobReconciler::Turn JobReconciler::CallPlannedAdapter(RoundState& round,
+                                                      const statemachine::Plan& plan) {
+  const api::Job& job = round.job;
+  // An execution left unreported is called by the references its Ensure returned.
+  api::Job withReferences;
+  const bool unreported = round.facts.unreportedExecution &&
+                          (!job.status.execution || job.status.execution->references.empty());
+  if (unreported) {
+    withReferences = job;
+    if (!withReferences.status.execution) withReferences.status.execution.emplace();
+    withReferences.status.execution->references = round.facts.unreportedExecution->references;
+  }
+  CreateConfirmation confirmation;
+  auto observation = CallAdapter(plan.call, unreported ? withReferences : job,
+                                 round.unwrittenAcceptance.has_value(), &confirmation);
+  if (!observation.ok()) return Turn::End(Failed(observation.status()));
+  if (confirmation.refused) return TakeUnconfirmedJob(round, std::move(confirmation));
+  if (plan.call == AdapterCall::kEnsure && round.unwrittenAcceptance) {
+    // Kept at once: should this round's write fail, the next round still knows the class
+    // and the execution (the Decide below keeps them again if it defers the report).
+    tables_.KeepUnreportedExecution(
+        job, statemachine::UnreportedExecution{observation->references, round.facts.now},
+        round.unwrittenAcceptance);
+  }
+  const char* point = plan.call == AdapterCall::kEnsure   ? kCrashAfterEnsure
+                      : plan.call == AdapterCall::kCancel ? kCrashAfterCancel
+                      : plan.call == AdapterCall::kDelete ? kCrashAfterDelete
+                                                          : nullptr;
+  if (point != nullptr && Crash(point, job)) return Turn::End(Crashed());
+  round.facts.result = statemachine::CallResult{plan.call, std::move(*observation)};
+  return Turn::DecideAgain();
+}
+
+JobReconciler::Turn JobReconciler::TakeUnconfirmedJob(RoundState& round,
+                                                      CreateConfirmation confirmation) {
+  // Nothing was created: the Job changed since this round decided (a cancel, a deletion, a
+  // new UID under the name, any edit). Decide again on the Job as it is now.
+  metrics_.GetCounter(obs::metrics::kCreatesNotConfirmed).Inc();
+  if (!confirmation.error.ok()) return Turn::End(Failed(confirmation.error));
+  if (!confirmation.current) return Turn::End({});  // gone, or a new Job took the name
+  if (Status s = TakeFreshJob(round, std::move(*confirmation.current)); !s.ok()) {
+    return Turn::End(Failed(s));
+  }
+  return Turn::DecideAgain();
 }
 
 Status JobReconciler::TakeFreshJob(RoundState& round, api::Job current) {
@@ -345,7 +388,7 @@ StatusOr<api::Job> JobReconciler::PatchFinalizers(const api::Job& job,
                          patch, {});
   if (!r.ok()) return r.status();
   auto updated = api::JobFromJson(*r);
-  if (updated.ok()) WroteOver(job, *updated);
+  if (updated.ok()) tables_.WroteOver(job, *updated);
   return updated;
 }
 
@@ -361,7 +404,7 @@ StatusOr<api::Job> JobReconciler::WriteStatus(const api::Job& job, const api::Jo
   auto r = client_.UpdateStatus(kJobs, job.metadata.namespace_, body, {});
   if (!r.ok()) return r.status();
   auto updated = api::JobFromJson(*r);
-  if (updated.ok()) WroteOver(job, *updated);
+  if (updated.ok()) tables_.WroteOver(job, *updated);
   return updated;
 }
 
@@ -396,84 +439,122 @@ Status JobReconciler::DeleteExpiredJob(const api::Job& job, api::Time now) {
   return s;
 }
 
+namespace {
+
+// A call that cannot be made (no class, no adapter, no snapshot): its outcome is unknown.
+Observation UnknownObservation(std::string reason, std::string message) {
+  Observation unknown;
+  unknown.phase = ExecutionPhase::kUnknown;
+  unknown.reason = std::move(reason);
+  unknown.message = std::move(message);
+  return unknown;
+}
+
+// An Ensure whose request could not be built: a Secret, ConfigMap or key the Job was accepted
+// with is gone (kNotFound). Nothing is created and the Job says what it waits for (the message
+// names the reference, never a value). Other errors end the round.
+StatusOr<Observation> WaitingForReference(const Status& buildFailed) {
+  if (buildFailed.code() != StatusCode::kNotFound) return buildFailed;
+  Observation waiting;
+  waiting.phase = ExecutionPhase::kPending;
+  waiting.reason = kReasonReferenceNotFound;
+  waiting.message = buildFailed.message() +
+                    "; it was deleted after the Job was "
+                    "accepted, the Job starts once it is back";
+  return waiting;
+}
+
+}  // namespace
+
+// Where an adapter call of a Job goes: its adapter and the parameters it gets, or the Unknown
+// observation that stands for a call that cannot be made.
+struct JobReconciler::CallTarget {
+  std::shared_ptr<Adapter> adapter;
+  nlohmann::json parameters;
+  std::optional<Observation> cannotCall;
+};
+
 StatusOr<Observation> JobReconciler::CallAdapter(AdapterCall call, const api::Job& job,
                                                  bool acceptanceUnwritten,
                                                  CreateConfirmation* confirmation) {
-  Observation unknown;
-  unknown.phase = ExecutionPhase::kUnknown;
+  auto target = CallTargetOf(job);
+  if (!target.ok()) return target.status();
+  if (target->cannotCall) return std::move(*target->cannotCall);
+  Adapter& adapter = *target->adapter;
+  auto began = clock_.SteadyNow();
+  Observation result;
+  switch (call) {
+    case AdapterCall::kEnsure: {
+      auto request = BuildRequest(job, std::move(target->parameters), acceptanceUnwritten);
+      if (!request.ok()) return WaitingForReference(request.status());
+      result = EnsureConfirmed(adapter, job, *request, confirmation);
+      break;
+    }
+    case AdapterCall::kObserve:
+      result = adapter.Observe(BuildKey(job, std::move(target->parameters)));
+      break;
+    case AdapterCall::kCancel:
+      result = adapter.Cancel(BuildKey(job, std::move(target->parameters)));
+      break;
+    case AdapterCall::kDelete:
+      result = statemachine::DeleteObservation(
+          adapter.Delete(BuildKey(job, std::move(target->parameters))));
+      break;
+    case AdapterCall::kNone:
+      return UnknownObservation("", "");
+  }
+  RecordAdapterCall(adapter, call, job, result, clock_.SteadyNow() - began);
+  return result;
+}
+
+StatusOr<JobReconciler::CallTarget> JobReconciler::CallTargetOf(const api::Job& job) {
+  CallTarget target;
   if (!job.status.resolvedJobClass) {
-    unknown.reason = "NotResolved";
-    unknown.message = "the Job has no resolved JobClass";
-    return unknown;
+    target.cannotCall = UnknownObservation("NotResolved", "the Job has no resolved JobClass");
+    return target;
   }
   const std::string& controllerName = job.status.resolvedJobClass->controllerName;
-  auto adapter = registry_.Find(controllerName);
-  if (!adapter) {
-    unknown.reason = "AdapterNotRegistered";
-    unknown.message = "this controller does not serve controllerName " + controllerName;
-    return unknown;
+  target.adapter = registry_.Find(controllerName);
+  if (!target.adapter) {
+    target.cannotCall = UnknownObservation(
+        "AdapterNotRegistered", "this controller does not serve controllerName " + controllerName);
+    return target;
   }
   auto parameters = ParametersFor(job);
   if (!parameters.ok()) {
     if (parameters.status().code() != StatusCode::kFailedPrecondition) return parameters.status();
     // Never guess another backend: without its snapshot the Job's backend is unknown.
-    unknown.reason = kReasonBackendSnapshotMissing;
-    unknown.message = parameters.status().message();
+    target.cannotCall =
+        UnknownObservation(kReasonBackendSnapshotMissing, parameters.status().message());
     obs::Warn("backend snapshot missing: no adapter call",
-              With(JobFields(job), "error", unknown.message));
-    return unknown;
+              With(JobFields(job), "error", target.cannotCall->message));
+    return target;
   }
-  auto began = clock_.SteadyNow();
-  Observation result;
-  switch (call) {
-    case AdapterCall::kEnsure: {
-      auto request = BuildRequest(job, std::move(*parameters), acceptanceUnwritten);
-      if (!request.ok()) {
-        if (request.status().code() != StatusCode::kNotFound) return request.status();
-        // A Secret, ConfigMap or key the Job was accepted with is gone: nothing is created and
-        // the Job says what it waits for (the message names the reference, never a value).
-        Observation waiting;
-        waiting.phase = ExecutionPhase::kPending;
-        waiting.reason = kReasonReferenceNotFound;
-        waiting.message = request.status().message() +
-                          "; it was deleted after the Job was "
-                          "accepted, the Job starts once it is back";
-        return waiting;
-      }
-      if (confirmation != nullptr) {
-        request->confirmCreate = [this, &job, confirmation]() -> Status {
-          return ConfirmCreate(job, *confirmation);
-        };
-      }
-      result = adapter->Ensure(*request);
-      // A token the fresh read reserved for a create that was not sent goes back unused.
-      if (confirmation != nullptr && confirmation->asked) client_.ReserveRequests(0);
-      break;
-    }
-    case AdapterCall::kObserve:
-      result = adapter->Observe(BuildKey(job, std::move(*parameters)));
-      break;
-    case AdapterCall::kCancel:
-      result = adapter->Cancel(BuildKey(job, std::move(*parameters)));
-      break;
-    case AdapterCall::kDelete:
-      result =
-          statemachine::DeleteObservation(adapter->Delete(BuildKey(job, std::move(*parameters))));
-      break;
-    case AdapterCall::kNone:
-      return unknown;
+  target.parameters = std::move(*parameters);
+  return target;
+}
+
+Observation JobReconciler::EnsureConfirmed(Adapter& adapter, const api::Job& job,
+                                           ExecutionRequest& request,
+                                           CreateConfirmation* confirmation) {
+  if (confirmation != nullptr) {
+    request.confirmCreate = [this, &job, confirmation]() -> Status {
+      return ConfirmCreate(job, *confirmation);
+    };
   }
-  std::chrono::duration<double> took = clock_.SteadyNow() - began;
-  obs::Labels labels{{"adapter", adapter->Name()}, {"call", statemachine::AdapterCallName(call)}};
-  metrics_
-      .GetHistogram("ayatori_adapter_call_duration_seconds", "Latency of adapter calls.", labels)
-      .Observe(took.count());
+  Observation result = adapter.Ensure(request);
+  // A token the fresh read reserved for a create that was not sent goes back unused.
+  if (confirmation != nullptr && confirmation->asked) client_.ReserveRequests(0);
+  return result;
+}
+
+void JobReconciler::RecordAdapterCall(const Adapter& adapter, AdapterCall call, const api::Job& job,
+                                      const Observation& result,
+                                      std::chrono::duration<double> took) {
+  obs::Labels labels{{"adapter", adapter.Name()}, {"call", statemachine::AdapterCallName(call)}};
+  metrics_.GetHistogram(obs::metrics::kAdapterCallDuration, labels).Observe(took.count());
   if (result.phase == ExecutionPhase::kUnknown) {
-    metrics_
-        .GetCounter("ayatori_adapter_call_errors_total",
-                    "Adapter calls whose outcome was unknown (backend unreachable, ambiguous).",
-                    labels)
-        .Inc();
+    metrics_.GetCounter(obs::metrics::kAdapterCallErrors, labels).Inc();
   }
   if (obs::LogEnabled(obs::LogLevel::kDebug) || result.phase == ExecutionPhase::kUnknown) {
     auto fields = JobFields(job);
@@ -485,7 +566,6 @@ StatusOr<Observation> JobReconciler::CallAdapter(AdapterCall call, const api::Jo
         result.phase == ExecutionPhase::kUnknown ? obs::LogLevel::kWarn : obs::LogLevel::kDebug,
         "adapter call", fields);
   }
-  return result;
 }
 
 StatusOr<ExecutionRequest> JobReconciler::BuildRequest(const api::Job& job,
@@ -591,11 +671,7 @@ Status JobReconciler::ResolveWholeTask(RoundState& round, bool* gone) {
       round.facts.resolution = std::move(*onCopy);
       return Status::Ok();
     }
-    metrics_
-        .GetCounter("ayatori_compact_job_reads_total",
-                    "Reads of a Job whose cached copy is compact, before a resolution that may "
-                    "accept it.")
-        .Inc();
+    metrics_.GetCounter(obs::metrics::kCompactJobReads).Inc();
     const api::ObjectMeta& meta = round.job.metadata;
     auto current = ReadCurrentJob(meta.namespace_, meta.name, meta.uid);
     if (!current.ok()) return current.status();
@@ -709,11 +785,7 @@ void JobReconciler::RecordEvents(const api::Job& job,
 }
 
 void JobReconciler::CountWrite(const char* what) {
-  metrics_
-      .GetCounter("ayatori_job_api_writes_total",
-                  "API writes made for Jobs (finalizer patches, status updates, TTL deletes).",
-                  {{"kind", what}})
-      .Inc();
+  metrics_.GetCounter(obs::metrics::kJobApiWrites, {{"kind", what}}).Inc();
 }
 
 std::optional<std::chrono::seconds> JobReconciler::StartTimeoutOf(
@@ -725,115 +797,6 @@ std::optional<std::chrono::seconds> JobReconciler::StartTimeoutOf(
     return std::nullopt;
   }
   return std::chrono::seconds(*cls->spec.startTimeoutSeconds);
-}
-
-std::optional<std::chrono::seconds> JobReconciler::WaitingMessageHold(const std::string& uid) {
-  std::lock_guard lock(waitingMu_);
-  auto it = waitingWrites_.find(uid);
-  if (it == waitingWrites_.end()) return std::nullopt;
-  auto left = it->second + statemachine::kWaitingMessageInterval - clock_.SteadyNow();
-  if (left <= std::chrono::seconds(0)) return std::nullopt;
-  return std::chrono::ceil<std::chrono::seconds>(left);
-}
-
-void JobReconciler::WaitingMessageWritten(const std::string& uid) {
-  const auto now = clock_.SteadyNow();
-  std::lock_guard lock(waitingMu_);
-  // Entries past the interval hold nothing: drop them now and then, so the map stays as large
-  // as the number of Jobs whose waiting message changed in the last interval.
-  if (waitingWrites_.size() >= 1024 && waitingWrites_.size() % 256 == 0) {
-    std::erase_if(waitingWrites_, [&](const auto& e) {
-      return e.second + statemachine::kWaitingMessageInterval <= now;
-    });
-  }
-  waitingWrites_[uid] = now;
-}
-
-void JobReconciler::WroteOver(const api::Job& before, const api::Job& after) {
-  // A write that changed nothing keeps the resourceVersion: the cache showing it is current. But
-  // the write that removes the last finalizer of a deleted Job also answers with the
-  // resourceVersion it had (the server deletes the object and returns its last stored state), and
-  // the cache keeps showing that version with the finalizer until the deletion's event arrives.
-  const bool deletedByWrite = after.metadata.deletionTimestamp && after.metadata.finalizers.empty();
-  if (after.metadata.resourceVersion == before.metadata.resourceVersion && !deletedByWrite) return;
-  const auto now = clock_.SteadyNow();
-  std::lock_guard lock(writesMu_);
-  // Entries of Jobs that went away (the last write removed the finalizer) are dropped now and
-  // then, so the map stays as large as the number of Jobs written in the last kOwnWriteMemory.
-  if (superseded_.size() >= 1024 && superseded_.size() % 256 == 0) {
-    std::erase_if(superseded_, [&](const auto& e) { return e.second.at + kOwnWriteMemory <= now; });
-  }
-  auto& entry = superseded_[before.metadata.uid];
-  if (entry.resourceVersions.size() >= kOwnWritesRemembered) {
-    entry.resourceVersions.erase(entry.resourceVersions.begin());
-  }
-  entry.resourceVersions.push_back(before.metadata.resourceVersion);
-  entry.at = now;
-}
-
-bool JobReconciler::CacheBehindOwnWrite(const api::Job& cached) {
-  const auto now = clock_.SteadyNow();
-  std::lock_guard lock(writesMu_);
-  auto it = superseded_.find(cached.metadata.uid);
-  if (it == superseded_.end()) return false;
-  const auto& versions = it->second.resourceVersions;
-  if (it->second.at + kOwnWriteMemory > now &&
-      std::find(versions.begin(), versions.end(), cached.metadata.resourceVersion) !=
-          versions.end()) {
-    return true;
-  }
-  superseded_.erase(it);  // the cache has caught up (or the entry is too old to trust)
-  return false;
-}
-
-bool JobReconciler::HasUnreportedExecution(const std::string& key) const {
-  std::lock_guard lock(unreportedMu_);
-  return unreported_.contains(key);
-}
-
-std::optional<statemachine::UnreportedExecution> JobReconciler::UnreportedExecutionOf(
-    const std::string& key, const api::Job* job, std::optional<api::JobStatus>* acceptance) {
-  std::lock_guard lock(unreportedMu_);
-  auto it = unreported_.find(key);
-  if (it == unreported_.end()) return std::nullopt;
-  const bool reported =
-      job != nullptr && job->status.execution && !job->status.execution->references.empty();
-  if (job == nullptr || reported || it->second.uid != job->metadata.uid) {
-    unreported_.erase(it);
-    return std::nullopt;
-  }
-  if (acceptance != nullptr) *acceptance = it->second.acceptance;
-  return it->second.execution;
-}
-
-void JobReconciler::KeepUnreportedExecution(const api::Job& job,
-                                            statemachine::UnreportedExecution execution,
-                                            std::optional<api::JobStatus> acceptance) {
-  std::lock_guard lock(unreportedMu_);
-  unreported_[kube::ObjectKey(job.metadata.namespace_, job.metadata.name)] =
-      UnreportedEntry{job.metadata.uid, std::move(execution), std::move(acceptance)};
-}
-
-void JobReconciler::KeepAcceptanceSent(const api::Job& job) {
-  std::lock_guard lock(unreportedMu_);
-  acceptanceSent_[kube::ObjectKey(job.metadata.namespace_, job.metadata.name)] = job.metadata.uid;
-}
-
-bool JobReconciler::AcceptanceSent(const std::string& key, const api::Job* job) {
-  std::lock_guard lock(unreportedMu_);
-  auto it = acceptanceSent_.find(key);
-  if (it == acceptanceSent_.end()) return false;
-  if (it->second != job->metadata.uid ||
-      api::IsConditionTrue(job->status.conditions, api::kConditionAccepted)) {
-    acceptanceSent_.erase(it);
-    return false;
-  }
-  return true;
-}
-
-void JobReconciler::ForgetAcceptanceSent(const std::string& key) {
-  std::lock_guard lock(unreportedMu_);
-  acceptanceSent_.erase(key);
 }
 
 StatusOr<std::optional<api::JobStatus>> JobReconciler::RecordedAcceptance(const api::Job& job) {
@@ -864,11 +827,6 @@ StatusOr<std::optional<api::JobStatus>> JobReconciler::RecordedAcceptance(const 
     return std::optional<api::JobStatus>(std::move(*status));
   }
   return std::optional<api::JobStatus>();
-}
-
-void JobReconciler::ForgetWaitingMessage(const std::string& uid) {
-  std::lock_guard lock(waitingMu_);
-  waitingWrites_.erase(uid);
 }
 
 bool JobReconciler::Crash(std::string_view point, const api::Job& job) const {

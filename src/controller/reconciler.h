@@ -6,22 +6,23 @@
 // one adapter call the plan names, feed the observation back, repeat; a TTL deletion rechecks a
 // fresh GET and deletes that UID only. API writes are counted by kind in
 // ayatori_job_api_writes_total; tests count them per Job with a KubeClient decorator
-// (test/support/counting_kube_client.h). test/statemachine/ runs this code against fakes.
+// (test/support/counting_kube_client.h). test/statemachine/ runs this code against fakes. What a
+// reconciler remembers between rounds (own writes, unreported executions, ...) is in
+// job_tables.h.
 #pragma once
 
 #include <chrono>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "adapters/registry.h"
 #include "ayatori/clock.h"
 #include "ayatori/kube_client.h"
 #include "controller/cluster_cache.h"
+#include "controller/job_tables.h"
 #include "controller/reference_reader.h"
 #include "obs/metrics.h"
 #include "statemachine/statemachine.h"
@@ -69,13 +70,36 @@ class JobReconciler {
   ReconcileResult Reconcile(const std::string& ns, const std::string& name);
 
   // The Job of this key has an execution whose report a round could not write
-  // (statemachine::UnreportedExecution): its next round writes it.
-  bool HasUnreportedExecution(const std::string& key) const;
+  // (JobTables::HasUnreportedExecution): its next round writes it.
+  bool HasUnreportedExecution(const std::string& key) const {
+    return tables_.HasUnreportedExecution(key);
+  }
 
  private:
   struct RoundState;
   struct CreateConfirmation;
+  struct Turn;
+  // Decides and carries out plans until one ends the round: each part of a plan (its status
+  // write, finalizer, Events, TTL deletion, adapter call, requeue) has a method below.
   ReconcileResult Step(RoundState& round);
+  // Decide on round.job and round.facts; an acceptance the plan leaves unwritten goes into
+  // round.job.status (and round.unwrittenAcceptance), so that the round goes on as if written.
+  statemachine::Plan DecideNext(RoundState& round);
+  // A plan whose status breaks an invariant (statemachine/invariants.h) ends the round.
+  Turn RefuseBrokenInvariants(const api::Job& job, const statemachine::Plan& plan);
+  Turn AddFinalizer(RoundState& round, const statemachine::Plan& plan);
+  // The plan's status, preconditioned on round.job's resourceVersion.
+  Turn WritePlannedStatus(RoundState& round, const statemachine::Plan& plan);
+  // The last step of a deleted Job's cleanup.
+  ReconcileResult RemoveFinalizer(const api::Job& job);
+  ReconcileResult DeleteExpired(const RoundState& round, const statemachine::Plan& plan);
+  // An Ensure planned on a compact copy (!round.taskComplete) reads the whole Job first.
+  Turn ReadWholeTaskForEnsure(RoundState& round, const statemachine::Plan& plan);
+  // The one adapter call the plan names; its observation is the next Decide's CallResult.
+  Turn CallPlannedAdapter(RoundState& round, const statemachine::Plan& plan);
+  // An Ensure whose confirmCreate found the Job changed created nothing: the round goes on with
+  // the Job as read then.
+  Turn TakeUnconfirmedJob(RoundState& round, CreateConfirmation confirmation);
   // Continues the round with `current`, read from the API server (sets round.changed when its
   // resourceVersion differs): keeps an unwritten acceptance that an execution may hold, drops
   // one decided on the older copy, and resolves the Job if it now needs it.
@@ -97,6 +121,15 @@ class JobReconciler {
   StatusOr<Observation> CallAdapter(statemachine::AdapterCall call, const api::Job& job,
                                     bool acceptanceUnwritten = false,
                                     CreateConfirmation* confirmation = nullptr);
+  struct CallTarget;
+  StatusOr<CallTarget> CallTargetOf(const api::Job& job);
+  // adapter.Ensure(request), confirmed by ConfirmCreate when `confirmation` is given.
+  Observation EnsureConfirmed(Adapter& adapter, const api::Job& job, ExecutionRequest& request,
+                              CreateConfirmation* confirmation);
+  // The call's latency and unknown outcomes in the metrics, and its outcome in the log.
+  void RecordAdapterCall(const Adapter& adapter, statemachine::AdapterCall call,
+                         const api::Job& job, const Observation& result,
+                         std::chrono::duration<double> took);
   // ResolveJob, then for a resolved Job stores its backend snapshot, so that the status write
   // recording acceptance never names a snapshot that does not exist. A missing namespace or a
   // conflicting object keeps the Job pending (Accepted=False) with a reason; other API errors end
@@ -118,41 +151,13 @@ class JobReconciler {
   void RecordEvents(const api::Job& job, const std::vector<statemachine::Event>& events);
   void CountWrite(const char* what);
   bool Crash(std::string_view point, const api::Job& job) const;
-  // The rate limit of waiting messages (statemachine::kWaitingMessageInterval), by Job UID, on
-  // the injected clock's steady time: how long a new message must still wait, and the write.
-  std::optional<std::chrono::seconds> WaitingMessageHold(const std::string& uid);
   // The startTimeoutSeconds of the JobClass `resolved` names, if it is still that class.
   std::optional<std::chrono::seconds> StartTimeoutOf(const api::ResolvedJobClass& resolved) const;
-  void WaitingMessageWritten(const std::string& uid);
-  void ForgetWaitingMessage(const std::string& uid);
-  // Own writes and a lagging cache: after a write, the cache keeps showing the Job as it was
-  // before it until the write's watch event arrives. A round that decided on that copy would act
-  // on what this controller already changed, and its write would only earn a 409 Conflict (an
-  // extra request per Job under load). Like the expectations of client-go controllers, the
-  // reconciler remembers the resourceVersions its recent writes of a Job replaced; a round that
-  // starts from one of them reads the Job from the API server instead.
-  void WroteOver(const api::Job& before, const api::Job& after);
-  bool CacheBehindOwnWrite(const api::Job& cached);
-  // The execution a round of this process left unreported for the Job of `key`, if it is the
-  // same UID and its status still has no references (and, into `acceptance` if given, the
-  // acceptance not written with it); forgets any other entry of the key.
-  std::optional<statemachine::UnreportedExecution> UnreportedExecutionOf(
-      const std::string& key, const api::Job* job, std::optional<api::JobStatus>* acceptance);
-  void KeepUnreportedExecution(const api::Job& job, statemachine::UnreportedExecution execution,
-                               std::optional<api::JobStatus> acceptance);
   // For a Job whose acceptance is not written and that this process does not remember: the
   // acceptance an adapter recorded with its execution (AdapterDescriptor::recordsAcceptance),
   // written there by a process that stopped before it wrote the status. Asked of every adapter
   // that records acceptances, since the Job's class may name another backend by now.
   StatusOr<std::optional<api::JobStatus>> RecordedAcceptance(const api::Job& job);
-  // Status writes that accept a Job, sent by this process (landed or not: an answer may be
-  // lost), until a round's copy shows the acceptance. A round whose copy does not reads the Job
-  // first: deciding the acceptance again on a copy that may predate the first could create an
-  // execution carrying an acceptance for another class. AcceptanceSent forgets the key's entry
-  // when the cache's copy shows it or is another UID; ForgetAcceptanceSent when the Job is gone.
-  void KeepAcceptanceSent(const api::Job& job);
-  bool AcceptanceSent(const std::string& key, const api::Job* job);
-  void ForgetAcceptanceSent(const std::string& key);
 
   KubeClient& client_;
   const ClusterCache& cache_;
@@ -162,29 +167,7 @@ class JobReconciler {
   kube::EventRecorder* events_;
   ReconcilerOptions options_;
 
-  std::mutex waitingMu_;  // rounds of different Jobs run on several workers
-  // Last write of a changed waiting message per Job UID; entries older than the interval are
-  // dropped as new ones come, and a Job's entry when it stops waiting.
-  std::unordered_map<std::string, std::chrono::steady_clock::time_point> waitingWrites_;
-  std::mutex writesMu_;
-  struct SupersededVersions {
-    std::vector<std::string> resourceVersions;  // the last few; a round writes at most ~3 times
-    std::chrono::steady_clock::time_point at;   // of the last write
-  };
-  // By Job UID: the resourceVersions this controller's recent writes replaced. Entries go when a
-  // round sees the cache past them, or after kOwnWriteMemory (a deleted Job's last writes).
-  std::unordered_map<std::string, SupersededVersions> superseded_;
-  mutable std::mutex unreportedMu_;
-  struct UnreportedEntry {
-    std::string uid;
-    statemachine::UnreportedExecution execution;
-    std::optional<api::JobStatus> acceptance;  // not written yet (Plan::unwrittenAcceptance)
-  };
-  // By Job key (namespace/name). An entry goes when a round sees the references in the status,
-  // the Job gone or replaced by a new UID; the round whose write failed is retried with backoff,
-  // and its next round writes the references first.
-  std::unordered_map<std::string, UnreportedEntry> unreported_;
-  std::unordered_map<std::string, std::string> acceptanceSent_;  // Job key -> UID
+  JobTables tables_;            // what rounds remember between them
   ReferenceReader references_;  // GETs of referenced Secrets/ConfigMaps, forwarding adapters only
 };
 

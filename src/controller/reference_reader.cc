@@ -1,7 +1,7 @@
 #include "controller/reference_reader.h"
 
+#include "base/base64.h"
 #include "controller/kinds.h"
-#include "kube/config.h"
 
 namespace ayatori::controller {
 
@@ -38,11 +38,13 @@ StatusOr<std::optional<ReferencedObject>> ReferenceReader::Read(ReferenceKind ki
         out.values[key] = SensitiveString(value.get<std::string>());
         continue;
       }
-      std::string decoded;
-      if (!kube::Base64Decode(value.get<std::string>(), &decoded)) {
-        return Status(StatusCode::kInvalidArgument, what + " key " + key + " is not base64");
+      // The reason names a byte offset, never the value.
+      auto decoded = base::Base64Decode(value.get<std::string>());
+      if (!decoded.ok()) {
+        return Status(StatusCode::kInvalidArgument,
+                      what + " key " + key + " is " + decoded.status().message());
       }
-      out.values[key] = SensitiveString(std::move(decoded));
+      out.values[key] = SensitiveString(std::move(*decoded));
     }
   }
   return std::optional<ReferencedObject>(std::move(out));
@@ -60,18 +62,17 @@ StatusOr<std::shared_ptr<const ReferencedKeys>> ReferenceReader::ReadKeys(
       return it->second.keys;
     }
   }
-  auto obj = Read(kind, ns, name);
-  if (!obj.ok()) return obj.status();
+  ASSIGN_OR_RETURN(const std::optional<ReferencedObject> obj, Read(kind, ns, name));
   std::lock_guard lock(mu_);
-  if (!obj->has_value()) {
+  if (!obj.has_value()) {
     remembered_.erase(key);
     return std::shared_ptr<const ReferencedKeys>();
   }
   auto keys = std::make_shared<ReferencedKeys>();
-  keys->type = (*obj)->type;
-  for (const auto& [k, v] : (*obj)->values) keys->names.insert(k);
+  keys->type = obj->type;
+  for (const auto& [k, v] : obj->values) keys->names.insert(k);
   if (remembered_.size() >= kMaxRemembered) remembered_.clear();
-  remembered_[key] = Remembered{(*obj)->resourceVersion, keys};
+  remembered_[key] = Remembered{obj->resourceVersion, keys};
   return std::shared_ptr<const ReferencedKeys>(std::move(keys));
 }
 
@@ -80,9 +81,8 @@ StatusOr<const ReferencedObject*> ReferenceReads::Get(ReferenceKind kind, const 
   auto key = std::make_pair(kind, ns + "/" + name);
   auto it = read_.find(key);
   if (it == read_.end()) {
-    auto obj = reader_.Read(kind, ns, name);
-    if (!obj.ok()) return obj.status();
-    it = read_.emplace(std::move(key), std::move(*obj)).first;
+    ASSIGN_OR_RETURN(std::optional<ReferencedObject> obj, reader_.Read(kind, ns, name));
+    it = read_.emplace(std::move(key), std::move(obj)).first;
   }
   return it->second ? &*it->second : nullptr;
 }

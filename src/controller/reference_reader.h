@@ -15,7 +15,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "ayatori/adapter.h"
+#include "adapters/adapter.h"
 #include "ayatori/kube_client.h"
 #include "ayatori/status.h"
 

@@ -9,6 +9,10 @@ namespace ayatori::controller {
 
 using statemachine::Resolution;
 
+// The reasons Validate's refusals have always had (docs/api.md): the adapter interface names
+// them itself (src/adapters/adapter.h, which src/adapters/registry.h includes).
+static_assert(std::string_view(Refusal::kNotEnforceable) == adapters::kReasonNotEnforceable);
+
 std::string ChooseJobClassName(const api::Job& job, const ClusterCache& cache,
                                Resolution* failure) {
   if (!job.spec.jobClassName.empty()) return job.spec.jobClassName;
@@ -109,146 +113,214 @@ std::vector<std::string> WaitTargets(const api::Job& job) {
   return out;
 }
 
-StatusOr<Resolution> ResolveJob(const api::Job& job, const ClusterCache& cache,
-                                const adapters::AdapterRegistry& registry, ReferenceReader& reader,
-                                const std::string& controllerNamespace) {
-  Resolution failure;
-  std::string className = ChooseJobClassName(job, cache, &failure);
-  if (className.empty()) return failure;
+namespace {
 
-  auto cls = cache.GetJobClass(className);
-  if (!cls) {
-    return Resolution::Pending(
-        "JobClassNotFound", "JobClass \"" + className + "\" does not exist; the Job waits for it");
+// What ResolveJob has found so far, one step after another: the class, its adapter, the
+// parameters and the effective resources. Each step returns the Resolution that ends it early (a
+// wait or a refusal), or nothing to go on.
+struct Resolving {
+  Resolving(const api::Job& j, const ClusterCache& c) : job(j), cache(c) {}
+
+  const api::Job& job;
+  const ClusterCache& cache;
+  std::string className;
+  std::shared_ptr<const api::JobClass> cls;
+  std::shared_ptr<Adapter> adapter;
+  const AdapterDescriptor* descriptor = nullptr;
+  api::ResolvedJobClass resolved;
+  nlohmann::json parameters = nlohmann::json::object();
+  api::ResourceRequirements resources;
+};
+
+// Pinned with the class: the TTL policy an accepted Job lives under (statemachine
+// EffectiveTtlSeconds) and its start timeout do not change when the class is edited later.
+void PinClassPolicies(const api::JobClass& cls, api::ResolvedJobClass& resolved) {
+  resolved.ttlSecondsAfterFinished = cls.spec.ttlSecondsAfterFinished;
+  if (cls.spec.startTimeoutSeconds && *cls.spec.startTimeoutSeconds > 0) {
+    resolved.startTimeoutSeconds = cls.spec.startTimeoutSeconds;
   }
-  const std::string& controllerName = cls->spec.controllerName;
-  auto adapter = registry.Find(controllerName);
-  const AdapterDescriptor* descriptor = registry.FindDescriptor(controllerName);
-  if (!adapter || descriptor == nullptr) {
+}
+
+// The JobClass and the adapter that serves its controllerName.
+std::optional<Resolution> ResolveClass(Resolving& r, const adapters::AdapterRegistry& registry) {
+  Resolution failure;
+  r.className = ChooseJobClassName(r.job, r.cache, &failure);
+  if (r.className.empty()) return failure;
+  r.cls = r.cache.GetJobClass(r.className);
+  if (!r.cls) {
+    return Resolution::Pending("JobClassNotFound", "JobClass \"" + r.className +
+                                                       "\" does not exist; the Job waits for it");
+  }
+  const std::string& controllerName = r.cls->spec.controllerName;
+  r.adapter = registry.Find(controllerName);
+  r.descriptor = registry.FindDescriptor(controllerName);
+  if (!r.adapter || r.descriptor == nullptr) {
     return Resolution::Pending(
         "AdapterNotRegistered",
-        "JobClass \"" + className + "\" names controllerName \"" + controllerName +
+        "JobClass \"" + r.className + "\" names controllerName \"" + controllerName +
             "\", which this controller does not serve (it serves: " + registry.ControllerNames() +
             ")");
   }
+  r.resolved = {r.cls->metadata.name, r.cls->metadata.uid, controllerName, {}, {}};
+  PinClassPolicies(*r.cls, r.resolved);
+  return std::nullopt;
+}
 
-  api::ResolvedJobClass resolved{cls->metadata.name, cls->metadata.uid, controllerName, {}, {}};
-  // Pinned with the class: the TTL policy an accepted Job lives under (statemachine
-  // EffectiveTtlSeconds) does not change when the class is edited later.
-  resolved.ttlSecondsAfterFinished = cls->spec.ttlSecondsAfterFinished;
-  if (cls->spec.startTimeoutSeconds && *cls->spec.startTimeoutSeconds > 0) {
-    resolved.startTimeoutSeconds = cls->spec.startTimeoutSeconds;
+// The parameters object the class names, if it names one the adapter takes.
+std::optional<Resolution> ResolveParameters(Resolving& r) {
+  if (!r.cls->spec.parametersRef) return std::nullopt;
+  const auto& ref = *r.cls->spec.parametersRef;
+  const auto& takes = r.descriptor->parameters;
+  const std::string& group = ref.group.empty() ? std::string(api::kGroup) : ref.group;
+  if (!takes || takes->kind != ref.kind || takes->group != group) {
+    // The CRD refuses such classes for Ayatori's own controllers; this covers the others. The
+    // class may be corrected, so the Job waits.
+    return Resolution::Pending(
+        "ParametersNotFound",
+        "JobClass \"" + r.className + "\" refers to " + ref.kind + "." + group + " \"" + ref.name +
+            "\", but the adapter for " + r.resolved.controllerName + " takes " +
+            (takes ? takes->kind + "." + takes->group : std::string("no parameters")));
   }
-  nlohmann::json parameters = nlohmann::json::object();
-  if (cls->spec.parametersRef) {
-    const auto& ref = *cls->spec.parametersRef;
-    const auto& takes = descriptor->parameters;
-    const std::string& group = ref.group.empty() ? std::string(api::kGroup) : ref.group;
-    if (!takes || takes->kind != ref.kind || takes->group != group) {
-      // The CRD refuses such classes for Ayatori's own controllers; this covers the others. The
-      // class may be corrected, so the Job waits.
-      return Resolution::Pending(
-          "ParametersNotFound",
-          "JobClass \"" + className + "\" refers to " + ref.kind + "." + group + " \"" + ref.name +
-              "\", but the adapter for " + controllerName + " takes " +
-              (takes ? takes->kind + "." + takes->group : std::string("no parameters")));
-    }
-    auto params = cache.GetParameters(ref.kind, ref.name);
-    if (!params) {
-      return Resolution::Pending("ParametersNotFound", "JobClass \"" + className + "\" refers to " +
-                                                           ref.kind + " \"" + ref.name +
-                                                           "\", which does not exist");
-    }
-    parameters = *params;
-    api::ParametersRef withUid = ref;
-    withUid.uid = parameters.value("/metadata/uid"_json_pointer, std::string());
-    resolved.parametersRef = withUid;
+  auto params = r.cache.GetParameters(ref.kind, ref.name);
+  if (!params) {
+    return Resolution::Pending("ParametersNotFound", "JobClass \"" + r.className + "\" refers to " +
+                                                         ref.kind + " \"" + ref.name +
+                                                         "\", which does not exist");
   }
+  r.parameters = *params;
+  api::ParametersRef withUid = ref;
+  withUid.uid = r.parameters.value("/metadata/uid"_json_pointer, std::string());
+  r.resolved.parametersRef = withUid;
+  return std::nullopt;
+}
 
-  auto resources = api::ResolveResources(job.spec.resources, cls->spec.resources);
+// The Job's resources within the class's defaults and limits.
+std::optional<Resolution> ResolveJobResources(Resolving& r) {
+  auto resources = api::ResolveResources(r.job.spec.resources, r.cls->spec.resources);
   if (!resources.ok()) {
     return Resolution::Rejected("ResourcesOutOfRange", resources.status().message());
   }
+  r.resources = std::move(*resources);
+  return std::nullopt;
+}
 
+// The refusals that need no reference read: what the backend cannot enforce or run, and Secrets
+// of the parameters outside the controller's namespace.
+std::optional<Resolution> RefusedByPolicy(const Resolving& r,
+                                          const std::string& controllerNamespace) {
+  if (auto refused = adapters::RefusedAtAcceptance(*r.descriptor, r.className, r.parameters,
+                                                   r.resources, r.job)) {
+    return Resolution::Rejected(refused->reason, refused->message);
+  }
   if (auto refused =
-          adapters::RefusedAtAcceptance(*descriptor, className, parameters, *resources, job)) {
+          adapters::SecretNamespaceRefusal(r.className, r.parameters, controllerNamespace)) {
     return Resolution::Rejected(refused->reason, refused->message);
   }
-  if (auto refused = adapters::SecretNamespaceRefusal(className, parameters, controllerNamespace)) {
-    return Resolution::Rejected(refused->reason, refused->message);
-  }
+  return std::nullopt;
+}
 
-  const std::string& ns = job.metadata.namespace_;
-  // A backend that resolves the references itself (descriptor resolvesEnvReferences, e.g. a
-  // kubelet on its node) gets them unread: only their existence is checked, in the metadata
-  // cache (spec: the controller does not read them; a missing key is the kubelet's to find, and
-  // the Job then waits as Scheduling with CreateContainerConfigError, docs/api.md). Other adapters
-  // get the values from the controller: each object is read once here to check its keys, and again
-  // when the request is built.
-  const bool passesReferences = descriptor->resolvesEnvReferences;
+// A backend that resolves the references itself (descriptor resolvesEnvReferences, e.g. a
+// kubelet on its node) gets them unread: only their existence is checked, in the metadata cache
+// (spec: the controller does not read them; a missing key is the kubelet's to find, and the Job
+// then waits as Scheduling with CreateContainerConfigError, docs/api.md). Other adapters get the
+// values from the controller: each object is read once here to check its keys, and again when the
+// request is built.
+StatusOr<std::optional<Resolution>> CheckEnvReferences(const Resolving& r,
+                                                       ReferenceReader& reader) {
+  const std::string& ns = r.job.metadata.namespace_;
+  const bool passesReferences = r.descriptor->resolvesEnvReferences;
   ReferenceReader* keyReader = passesReferences ? nullptr : &reader;
-  for (const auto& env : job.spec.task.env) {
+  for (const auto& env : r.job.spec.task.env) {
     if (!env.valueFrom) continue;
     if (env.valueFrom->secretKeyRef) {
       if (!passesReferences &&
-          cls->spec.secretEnvForwarding != api::SecretEnvForwarding::kAllowed) {
-        return Resolution::Rejected("SecretForwardingDenied",
-                                    "env " + env.name + " refers to Secret " +
-                                        env.valueFrom->secretKeyRef->name + ", but JobClass \"" +
-                                        className +
-                                        "\" does not allow forwarding Secret values to its backend "
-                                        "(spec.secretEnvForwarding: Denied)");
+          r.cls->spec.secretEnvForwarding != api::SecretEnvForwarding::kAllowed) {
+        return std::optional<Resolution>(Resolution::Rejected(
+            "SecretForwardingDenied",
+            "env " + env.name + " refers to Secret " + env.valueFrom->secretKeyRef->name +
+                ", but JobClass \"" + r.className +
+                "\" does not allow forwarding Secret values to its backend "
+                "(spec.secretEnvForwarding: Denied)"));
       }
-      auto r = CheckReference(cache, keyReader, ns, env.name, *env.valueFrom->secretKeyRef,
-                              ReferenceKind::kSecret);
-      if (!r.ok()) return r.status();
-      if (*r) return **r;
+      auto checked = CheckReference(r.cache, keyReader, ns, env.name, *env.valueFrom->secretKeyRef,
+                                    ReferenceKind::kSecret);
+      if (!checked.ok() || *checked) return checked;
     }
     if (env.valueFrom->configMapKeyRef) {
-      auto r = CheckReference(cache, keyReader, ns, env.name, *env.valueFrom->configMapKeyRef,
-                              ReferenceKind::kConfigMap);
-      if (!r.ok()) return r.status();
-      if (*r) return **r;
+      auto checked = CheckReference(r.cache, keyReader, ns, env.name,
+                                    *env.valueFrom->configMapKeyRef, ReferenceKind::kConfigMap);
+      if (!checked.ok() || *checked) return checked;
     }
   }
-  if (!passesReferences) {
-    for (const auto& pull : job.spec.task.imagePullSecrets) {
-      const std::string what = "imagePullSecrets: Secret " + ns + "/" + pull.name;
-      std::shared_ptr<const ReferencedKeys> secret;
-      if (auto exists = cache.GetSecret(ns, pull.name)) {
-        auto read = reader.ReadKeys(ReferenceKind::kSecret, ns, pull.name, exists->resourceVersion);
-        if (!read.ok()) return read.status();
-        secret = *read;
-      }
-      if (secret == nullptr) return Resolution::Pending("SecretNotFound", what + " does not exist");
-      if (secret->type != "kubernetes.io/dockerconfigjson" ||
-          !secret->names.contains(".dockerconfigjson")) {
-        return Resolution::Rejected("ImagePullSecretInvalid",
-                                    what + " is not of type kubernetes.io/dockerconfigjson");
-      }
-    }
-  }
+  return std::optional<Resolution>();
+}
 
-  ExecutionRequest request;
-  request.job = job;
-  request.jobClass = resolved;
-  request.parameters = parameters;
-  request.resources = *resources;
-  if (Status s = adapter->Validate(request); !s.ok()) {
-    // kFailedPrecondition: the backend cannot enforce what the class asks (Adapter::Validate).
-    return Resolution::Rejected(s.code() == StatusCode::kFailedPrecondition
-                                    ? adapters::kReasonNotEnforceable
-                                    : "BackendRejected",
-                                s.message());
+// Each imagePullSecret exists and holds a registry config, for a backend the controller hands the
+// credentials to (the kubelet reads its own).
+StatusOr<std::optional<Resolution>> CheckPullSecrets(const Resolving& r, ReferenceReader& reader) {
+  if (r.descriptor->resolvesEnvReferences) return std::optional<Resolution>();
+  const std::string& ns = r.job.metadata.namespace_;
+  for (const auto& pull : r.job.spec.task.imagePullSecrets) {
+    const std::string what = "imagePullSecrets: Secret " + ns + "/" + pull.name;
+    std::shared_ptr<const ReferencedKeys> secret;
+    if (auto exists = r.cache.GetSecret(ns, pull.name)) {
+      auto read = reader.ReadKeys(ReferenceKind::kSecret, ns, pull.name, exists->resourceVersion);
+      if (!read.ok()) return read.status();
+      secret = *read;
+    }
+    if (secret == nullptr) {
+      return std::optional<Resolution>(
+          Resolution::Pending("SecretNotFound", what + " does not exist"));
+    }
+    if (secret->type != "kubernetes.io/dockerconfigjson" ||
+        !secret->names.contains(".dockerconfigjson")) {
+      return std::optional<Resolution>(Resolution::Rejected(
+          "ImagePullSecretInvalid", what + " is not of type kubernetes.io/dockerconfigjson"));
+    }
   }
-  // Written with the class, once: from now on the Job talks to this backend, whatever becomes of
-  // the parameters object (JobReconciler::ParametersFor). The status names the snapshot only;
-  // the reconciler stores the values before it writes the status (backend_snapshot.h).
-  BackendSnapshot snapshot{controllerName, adapter->PinnedParameters(parameters)};
-  resolved.backendSnapshot = BackendSnapshotName(snapshot);
-  Resolution resolution = Resolution::Resolved(resolved, *resources, adapter->Name());
+  return std::optional<Resolution>();
+}
+
+// The adapter's own word on the request, under the reason it gives (Adapter::AcceptanceRefusal).
+std::optional<Resolution> RefusedByAdapter(const Resolving& r) {
+  ExecutionRequest request;
+  request.job = r.job;
+  request.jobClass = r.resolved;
+  request.parameters = r.parameters;
+  request.resources = r.resources;
+  auto refused = r.adapter->AcceptanceRefusal(request);
+  if (!refused) return std::nullopt;
+  return Resolution::Rejected(refused->reason, refused->message);
+}
+
+// Written with the class, once: from now on the Job talks to this backend, whatever becomes of
+// the parameters object (JobReconciler::ParametersFor). The status names the snapshot only; the
+// reconciler stores the values before it writes the status (backend_snapshot.h).
+Resolution Resolved(Resolving& r) {
+  BackendSnapshot snapshot{r.resolved.controllerName, r.adapter->PinnedParameters(r.parameters)};
+  r.resolved.backendSnapshot = BackendSnapshotName(snapshot);
+  Resolution resolution = Resolution::Resolved(r.resolved, r.resources, r.adapter->Name());
   resolution.pinnedParameters = std::move(snapshot.pinned);
   return resolution;
+}
+
+}  // namespace
+
+StatusOr<Resolution> ResolveJob(const api::Job& job, const ClusterCache& cache,
+                                const adapters::AdapterRegistry& registry, ReferenceReader& reader,
+                                const std::string& controllerNamespace) {
+  Resolving r{job, cache};
+  if (auto ended = ResolveClass(r, registry)) return *ended;
+  if (auto ended = ResolveParameters(r)) return *ended;
+  if (auto ended = ResolveJobResources(r)) return *ended;
+  if (auto ended = RefusedByPolicy(r, controllerNamespace)) return *ended;
+  for (auto check : {CheckEnvReferences, CheckPullSecrets}) {
+    auto ended = check(r, reader);
+    if (!ended.ok()) return ended.status();
+    if (*ended) return **ended;
+  }
+  if (auto ended = RefusedByAdapter(r)) return *ended;
+  return Resolved(r);
 }
 
 }  // namespace ayatori::controller

@@ -17,6 +17,8 @@
 #include <optional>
 #include <sstream>
 
+#include "base/base64.h"
+
 namespace ayatori::kube {
 namespace {
 
@@ -134,7 +136,7 @@ Status CollectNamed(const YAML::Node& doc, const char* key, const char* inner,
     std::string at = where + "[" + std::to_string(i) + "]";
     if (!item.IsMap()) return Invalid(at, "must be a mapping with name and " + std::string(inner));
     std::string name;
-    if (Status s = ScalarField(item, "name", at, &name); !s.ok()) return s;
+    RETURN_IF_ERROR(ScalarField(item, "name", at, &name));
     if (name.empty()) return Invalid(at + ".name", "is missing");
     YAML::Node body = item[inner];
     if (body.IsDefined() && !body.IsNull() && !body.IsMap()) {
@@ -166,22 +168,19 @@ Status MergeText(const std::string& text, const std::string& path, Merged* m) {
   }
   try {
     std::string kind;
-    if (Status s = ScalarField(doc, "kind", "kubeconfig " + path + ":", &kind); !s.ok()) return s;
+    RETURN_IF_ERROR(ScalarField(doc, "kind", "kubeconfig " + path + ":", &kind));
     if (!kind.empty() && kind != "Config") {
       return Invalid("kubeconfig " + path + ": kind", "is " + Quote(kind) + ", expected Config");
     }
     std::string current;
-    if (Status s = ScalarField(doc, "current-context", "kubeconfig " + path + ":", &current);
-        !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(ScalarField(doc, "current-context", "kubeconfig " + path + ":", &current));
     if (m->currentContext.empty() && !current.empty()) {
       m->currentContext = current;
       m->currentContextFile = path;
     }
-    if (Status s = CollectNamed(doc, "clusters", "cluster", path, &m->clusters); !s.ok()) return s;
-    if (Status s = CollectNamed(doc, "users", "user", path, &m->users); !s.ok()) return s;
-    if (Status s = CollectNamed(doc, "contexts", "context", path, &m->contexts); !s.ok()) return s;
+    RETURN_IF_ERROR(CollectNamed(doc, "clusters", "cluster", path, &m->clusters));
+    RETURN_IF_ERROR(CollectNamed(doc, "users", "user", path, &m->users));
+    RETURN_IF_ERROR(CollectNamed(doc, "contexts", "context", path, &m->contexts));
   } catch (const YAML::Exception& e) {
     return Status(StatusCode::kInvalidArgument, "kubeconfig " + path + ": " + e.msg);
   }
@@ -215,13 +214,13 @@ std::string Resolve(const std::string& file, const std::string& p) {
 Status DataOrFile(const Entry& e, const std::string& where, const char* fileKey,
                   const char* dataKey, std::string* out, bool* present) {
   std::string data, file;
-  if (Status s = ScalarField(e.node, dataKey, where, &data); !s.ok()) return s;
-  if (Status s = ScalarField(e.node, fileKey, where, &file); !s.ok()) return s;
+  RETURN_IF_ERROR(ScalarField(e.node, dataKey, where, &data));
+  RETURN_IF_ERROR(ScalarField(e.node, fileKey, where, &file));
   *present = !data.empty() || !file.empty();
   if (!data.empty()) {
-    if (!Base64Decode(data, out)) {
-      return Invalid(where + "." + dataKey, "not valid base64");
-    }
+    auto decoded = base::Base64Decode(data);
+    if (!decoded.ok()) return Invalid(where + "." + dataKey, decoded.status().message());
+    *out = std::move(*decoded);
     return Status::Ok();
   }
   if (!file.empty()) {
@@ -233,42 +232,110 @@ Status DataOrFile(const Entry& e, const std::string& where, const char* fileKey,
   return Status::Ok();
 }
 
-StatusOr<RestConfig> Build(const Merged& m, const ConfigLoadOptions& options) {
-  std::string files;
-  for (const auto& f : m.files) files += (files.empty() ? "" : ":") + f;
-  const std::string kc = "kubeconfig " + files;
-  std::string ctxName = options.context;
-  if (ctxName.empty()) {
-    ctxName = m.currentContext;
-    if (ctxName.empty()) {
-      return Invalid(kc + ": current-context",
-                     "is not set and no context was named (use a --context flag or "
-                     "`kubectl config use-context`)");
+// The context's name: --context, else current-context.
+StatusOr<std::string> ContextName(const Merged& m, const ConfigLoadOptions& options,
+                                  const std::string& kc) {
+  if (!options.context.empty()) return options.context;
+  if (m.currentContext.empty()) {
+    return Invalid(kc + ": current-context",
+                   "is not set and no context was named (use a --context flag or "
+                   "`kubectl config use-context`)");
+  }
+  return m.currentContext;
+}
+
+// The named context's entry, or an error listing the contexts there are.
+StatusOr<const Entry*> FindContext(const Merged& m, const ConfigLoadOptions& options,
+                                   const std::string& kc, const std::string& ctxName) {
+  auto ctx = m.contexts.find(ctxName);
+  if (ctx != m.contexts.end()) return &ctx->second;
+  std::string known;
+  for (const auto& [name, _] : m.contexts) known += (known.empty() ? "" : ", ") + name;
+  return Invalid(kc + ": " + (options.context.empty() ? "current-context" : "context"),
+                 "names context " + Quote(ctxName) + ", which is not in contexts[] (known: " +
+                     (known.empty() ? "none" : known) + ")");
+}
+
+// What a context names.
+struct ContextRefs {
+  std::string cluster, user;
+};
+
+// Reads the context's cluster, user and namespace (into cfg.namespace_).
+StatusOr<ContextRefs> ReadContext(const Entry& ctx, const std::string& ctxWhere, RestConfig* cfg) {
+  if (!ctx.node.IsDefined() || !ctx.node.IsMap()) return Invalid(ctxWhere, "is missing");
+  ContextRefs refs;
+  RETURN_IF_ERROR(ScalarField(ctx.node, "cluster", ctxWhere, &refs.cluster));
+  RETURN_IF_ERROR(ScalarField(ctx.node, "user", ctxWhere, &refs.user));
+  RETURN_IF_ERROR(ScalarField(ctx.node, "namespace", ctxWhere, &cfg->namespace_));
+  if (refs.cluster.empty()) return Invalid(ctxWhere + ".cluster", "is missing");
+  return refs;
+}
+
+// The cluster's server URL (without trailing slashes), tls-server-name and proxy-url.
+Status ReadServer(const Entry& cl, const std::string& clWhere, RestConfig* cfg) {
+  RETURN_IF_ERROR(ScalarField(cl.node, "server", clWhere, &cfg->server));
+  if (cfg->server.empty()) return Invalid(clWhere + ".server", "is missing");
+  if (cfg->server.rfind("https://", 0) != 0 && cfg->server.rfind("http://", 0) != 0) {
+    return Invalid(clWhere + ".server", Quote(cfg->server) + " is not an http:// or https:// URL");
+  }
+  while (!cfg->server.empty() && cfg->server.back() == '/') cfg->server.pop_back();
+  RETURN_IF_ERROR(ScalarField(cl.node, "tls-server-name", clWhere, &cfg->tlsServerName));
+  if (cfg->tlsServerName.find_first_of(":/@ ") != std::string::npos) {
+    return Invalid(clWhere + ".tls-server-name", Quote(cfg->tlsServerName) + " is not a host name");
+  }
+  RETURN_IF_ERROR(ScalarField(cl.node, "proxy-url", clWhere, &cfg->proxyUrl));
+  if (!cfg->proxyUrl.empty()) {
+    bool known = false;
+    for (const char* scheme : {"http://", "https://", "socks5://", "socks5h://"}) {
+      known = known || cfg->proxyUrl.rfind(scheme, 0) == 0;
+    }
+    if (!known) {
+      return Invalid(
+          clWhere + ".proxy-url",
+          "must be an http://, https://, socks5:// or socks5h:// URL (the scheme is missing or "
+          "not supported)");
     }
   }
-  auto ctx = m.contexts.find(ctxName);
-  if (ctx == m.contexts.end()) {
-    std::string known;
-    for (const auto& [name, _] : m.contexts) known += (known.empty() ? "" : ", ") + name;
-    return Invalid(kc + ": " + (options.context.empty() ? "current-context" : "context"),
-                   "names context " + Quote(ctxName) + ", which is not in contexts[] (known: " +
-                       (known.empty() ? "none" : known) + ")");
+  return Status::Ok();
+}
+
+// How the server's certificate is verified: a CA, or insecure-skip-tls-verify when allowed (and
+// never with a CA).
+Status ReadServerTrust(const Entry& cl, const std::string& clWhere,
+                       const ConfigLoadOptions& options, RestConfig* cfg) {
+  bool caPresent = false;
+  RETURN_IF_ERROR(DataOrFile(cl, clWhere, "certificate-authority", "certificate-authority-data",
+                             &cfg->caPem, &caPresent));
+  if (caPresent && CountCertificates(cfg->caPem) == 0) {
+    return Invalid(
+        clWhere + "." +
+            (cl.node["certificate-authority-data"].IsDefined() ? "certificate-authority-data"
+                                                               : "certificate-authority"),
+        "contains no PEM certificate");
   }
-  const std::string ctxWhere =
-      "kubeconfig " + ctx->second.file + ": contexts[" + Quote(ctxName) + "].context";
-  if (!ctx->second.node.IsDefined() || !ctx->second.node.IsMap()) {
-    return Invalid(ctxWhere, "is missing");
-  }
-  RestConfig cfg;
-  std::string clusterName, userName;
-  if (Status s = ScalarField(ctx->second.node, "cluster", ctxWhere, &clusterName); !s.ok()) {
+  if (Status s =
+          BoolField(cl.node, "insecure-skip-tls-verify", clWhere, &cfg->insecureSkipTlsVerify);
+      !s.ok()) {
     return s;
   }
-  if (Status s = ScalarField(ctx->second.node, "user", ctxWhere, &userName); !s.ok()) return s;
-  if (Status s = ScalarField(ctx->second.node, "namespace", ctxWhere, &cfg.namespace_); !s.ok()) {
-    return s;
+  if (!cfg->insecureSkipTlsVerify) return Status::Ok();
+  if (!options.allowInsecureSkipTlsVerify) {
+    return Invalid(clWhere + ".insecure-skip-tls-verify",
+                   "is true, which disables verification of the server certificate; refused "
+                   "(remove it and set certificate-authority-data, or explicitly allow "
+                   "insecure connections)");
   }
-  if (clusterName.empty()) return Invalid(ctxWhere + ".cluster", "is missing");
+  if (caPresent) {
+    return Invalid(clWhere + ".insecure-skip-tls-verify",
+                   "cannot be combined with a certificate authority");
+  }
+  return Status::Ok();
+}
+
+// The cluster a context names: its server and how it is trusted.
+Status ReadCluster(const Merged& m, const std::string& clusterName, const std::string& ctxWhere,
+                   const ConfigLoadOptions& options, RestConfig* cfg) {
   auto cl = m.clusters.find(clusterName);
   if (cl == m.clusters.end()) {
     return Invalid(ctxWhere + ".cluster",
@@ -279,50 +346,142 @@ StatusOr<RestConfig> Build(const Merged& m, const ConfigLoadOptions& options) {
   if (!cl->second.node.IsDefined() || !cl->second.node.IsMap()) {
     return Invalid(clWhere, "is missing");
   }
-  if (Status s = ScalarField(cl->second.node, "server", clWhere, &cfg.server); !s.ok()) return s;
-  if (cfg.server.empty()) return Invalid(clWhere + ".server", "is missing");
-  if (cfg.server.rfind("https://", 0) != 0 && cfg.server.rfind("http://", 0) != 0) {
-    return Invalid(clWhere + ".server", Quote(cfg.server) + " is not an http:// or https:// URL");
-  }
-  while (!cfg.server.empty() && cfg.server.back() == '/') cfg.server.pop_back();
-  for (const char* unsupported : {"tls-server-name", "proxy-url"}) {
-    if (cl->second.node[unsupported].IsDefined()) {
-      return Invalid(clWhere + "." + unsupported, "is not supported by this client");
-    }
-  }
-  bool caPresent = false;
-  if (Status s = DataOrFile(cl->second, clWhere, "certificate-authority",
-                            "certificate-authority-data", &cfg.caPem, &caPresent);
-      !s.ok()) {
-    return s;
-  }
-  if (caPresent && CountCertificates(cfg.caPem) == 0) {
-    return Invalid(clWhere + "." +
-                       (cl->second.node["certificate-authority-data"].IsDefined()
-                            ? "certificate-authority-data"
-                            : "certificate-authority"),
-                   "contains no PEM certificate");
-  }
-  if (Status s = BoolField(cl->second.node, "insecure-skip-tls-verify", clWhere,
-                           &cfg.insecureSkipTlsVerify);
-      !s.ok()) {
-    return s;
-  }
-  if (cfg.insecureSkipTlsVerify) {
-    if (!options.allowInsecureSkipTlsVerify) {
-      return Invalid(clWhere + ".insecure-skip-tls-verify",
-                     "is true, which disables verification of the server certificate; refused "
-                     "(remove it and set certificate-authority-data, or explicitly allow "
-                     "insecure connections)");
-    }
-    if (caPresent) {
-      return Invalid(clWhere + ".insecure-skip-tls-verify",
-                     "cannot be combined with a certificate authority");
-    }
-  }
+  RETURN_IF_ERROR(ReadServer(cl->second, clWhere, cfg));
+  return ReadServerTrust(cl->second, clWhere, options, cfg);
+}
 
-  cfg.source = "kubeconfig " + files + " context " + ctxName;
-  if (userName.empty()) return cfg;  // anonymous
+// A client certificate and its key: both or neither, and a pair that matches.
+Status ReadClientCertificate(const Entry& us, const std::string& usWhere, RestConfig* cfg) {
+  bool certPresent = false, keyPresent = false;
+  RETURN_IF_ERROR(DataOrFile(us, usWhere, "client-certificate", "client-certificate-data",
+                             &cfg->clientCertPem, &certPresent));
+  if (Status s =
+          DataOrFile(us, usWhere, "client-key", "client-key-data", &cfg->clientKeyPem, &keyPresent);
+      !s.ok()) {
+    return s;
+  }
+  const char* certField = us.node["client-certificate-data"].IsDefined() ? "client-certificate-data"
+                                                                         : "client-certificate";
+  const char* keyField = us.node["client-key-data"].IsDefined() ? "client-key-data" : "client-key";
+  if (certPresent != keyPresent) {
+    return Invalid(usWhere + "." + (certPresent ? keyField : certField),
+                   "is missing (a client certificate needs its key)");
+  }
+  if (certPresent) {
+    bool keyBad = false;
+    std::string problem = CheckKeyPair(cfg->clientCertPem, cfg->clientKeyPem, &keyBad);
+    if (!problem.empty()) return Invalid(usWhere + "." + (keyBad ? keyField : certField), problem);
+  }
+  return Status::Ok();
+}
+
+// A bearer token, inline or in a file (read now, to fail early; re-read by the client).
+Status ReadToken(const Entry& us, const std::string& usWhere, RestConfig* cfg) {
+  RETURN_IF_ERROR(ScalarField(us.node, "token", usWhere, &cfg->bearerToken));
+  std::string tokenFile;
+  RETURN_IF_ERROR(ScalarField(us.node, "tokenFile", usWhere, &tokenFile));
+  if (!tokenFile.empty()) {
+    cfg->bearerTokenFile = Resolve(us.file, tokenFile);
+    auto t = ReadFile(cfg->bearerTokenFile);
+    if (!t.ok()) return Invalid(usWhere + ".tokenFile", t.status().message());
+  }
+  return Status::Ok();
+}
+
+// What an auth-provider user should use instead: the exec plugins that replaced the providers
+// client-go removed (1.26).
+std::string AuthProviderReplacement(const std::string& name) {
+  if (name == "gcp") {
+    return "gke-gcloud-auth-plugin (`gcloud components install gke-gcloud-auth-plugin`, then "
+           "`gcloud container clusters get-credentials`)";
+  }
+  if (name == "azure") {
+    return "kubelogin (`az aks install-cli`, then `kubelogin convert-kubeconfig -l azurecli`)";
+  }
+  if (name == "oidc") {
+    return "an OIDC exec plugin such as kubelogin (`kubectl oidc-login`, "
+           "https://github.com/int128/kubelogin)";
+  }
+  return "the exec credential plugin your provider documents";
+}
+
+StatusOr<ExecInteractiveMode> ParseInteractiveMode(const std::string& v, bool v1,
+                                                   const std::string& where) {
+  if (v == "Never") return ExecInteractiveMode::kNever;
+  if (v == "IfAvailable") return ExecInteractiveMode::kIfAvailable;
+  if (v == "Always") return ExecInteractiveMode::kAlways;
+  if (v.empty() && !v1) return ExecInteractiveMode::kIfAvailable;  // v1beta1's default
+  if (v.empty()) return Invalid(where, "is missing (client.authentication.k8s.io/v1 requires it)");
+  return Invalid(where, Quote(v) + " is not Never, IfAvailable or Always");
+}
+
+// users[].user.exec: the plugin, run by the client before requests (not here).
+Status ReadExec(const Entry& us, const std::string& usWhere, const std::string& userName,
+                RestConfig* cfg) {
+  const std::string where = usWhere + ".exec";
+  YAML::Node ex = us.node["exec"];
+  if (!ex.IsMap()) return Invalid(where, "must be a mapping");
+  ExecConfig ec;
+  ec.user = userName;
+  RETURN_IF_ERROR(ScalarField(ex, "apiVersion", where, &ec.apiVersion));
+  if (ec.apiVersion != "client.authentication.k8s.io/v1" &&
+      ec.apiVersion != "client.authentication.k8s.io/v1beta1") {
+    return Invalid(where + ".apiVersion",
+                   Quote(ec.apiVersion) +
+                       " is not client.authentication.k8s.io/v1 or client.authentication.k8s.io/"
+                       "v1beta1");
+  }
+  RETURN_IF_ERROR(ScalarField(ex, "command", where, &ec.command));
+  if (ec.command.empty()) return Invalid(where + ".command", "is missing");
+  // client-go: a relative path with a slash is relative to the kubeconfig's folder.
+  if (ec.command.find('/') != std::string::npos) ec.command = Resolve(us.file, ec.command);
+  YAML::Node args = ex["args"];
+  if (args.IsDefined() && !args.IsNull()) {
+    if (!args.IsSequence()) return Invalid(where + ".args", "must be a list of strings");
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      if (!args[i].IsScalar()) {
+        return Invalid(where + ".args[" + std::to_string(i) + "]", "must be a string");
+      }
+      ec.args.push_back(args[i].Scalar());
+    }
+  }
+  YAML::Node env = ex["env"];
+  if (env.IsDefined() && !env.IsNull()) {
+    if (!env.IsSequence()) return Invalid(where + ".env", "must be a list of {name, value}");
+    for (std::size_t i = 0; i < env.size(); ++i) {
+      const std::string at = where + ".env[" + std::to_string(i) + "]";
+      if (!env[i].IsMap()) return Invalid(at, "must be a mapping with name and value");
+      std::string name, value;
+      RETURN_IF_ERROR(ScalarField(env[i], "name", at, &name));
+      RETURN_IF_ERROR(ScalarField(env[i], "value", at, &value));
+      if (name.empty() || name.find('=') != std::string::npos) {
+        return Invalid(at + ".name", "must be a non-empty name without '='");
+      }
+      ec.env.emplace_back(name, value);
+    }
+  }
+  RETURN_IF_ERROR(ScalarField(ex, "installHint", where, &ec.installHint));
+  RETURN_IF_ERROR(BoolField(ex, "provideClusterInfo", where, &ec.provideClusterInfo));
+  std::string mode;
+  RETURN_IF_ERROR(ScalarField(ex, "interactiveMode", where, &mode));
+  auto parsed = ParseInteractiveMode(mode, ec.apiVersion == "client.authentication.k8s.io/v1",
+                                     where + ".interactiveMode");
+  if (!parsed.ok()) return parsed.status();
+  ec.interactiveMode = *parsed;
+  ec.server = cfg->server;
+  ec.caPem = cfg->caPem;
+  ec.tlsServerName = cfg->tlsServerName;
+  ec.proxyUrl = cfg->proxyUrl;
+  ec.insecureSkipTlsVerify = cfg->insecureSkipTlsVerify;
+  cfg->exec = std::make_shared<ExecCredentialProvider>(std::move(ec));
+  return Status::Ok();
+}
+
+// The user a context names (none: anonymous): a client certificate, a token and/or an exec
+// plugin; auth providers (removed from client-go) and basic auth are refused.
+Status ReadUser(const Merged& m, const std::string& userName, const std::string& ctxWhere,
+                RestConfig* cfg) {
+  if (userName.empty()) return Status::Ok();  // anonymous
   auto us = m.users.find(userName);
   if (us == m.users.end()) {
     return Invalid(ctxWhere + ".user",
@@ -330,50 +489,55 @@ StatusOr<RestConfig> Build(const Merged& m, const ConfigLoadOptions& options) {
   }
   const std::string usWhere =
       "kubeconfig " + us->second.file + ": users[" + Quote(userName) + "].user";
-  if (!us->second.node.IsDefined() || us->second.node.IsNull()) return cfg;
-  for (const char* unsupported : {"exec", "auth-provider", "username", "password"}) {
+  if (!us->second.node.IsDefined() || us->second.node.IsNull()) return Status::Ok();
+  if (YAML::Node ap = us->second.node["auth-provider"]; ap.IsDefined()) {
+    std::string name;
+    if (ap.IsMap()) RETURN_IF_ERROR(ScalarField(ap, "name", usWhere + ".auth-provider", &name));
+    return Invalid(usWhere + ".auth-provider",
+                   "user " + Quote(userName) + " uses the " +
+                       (name.empty() ? "unnamed" : Quote(name)) +
+                       " auth provider, which kubectl and this client no longer support; switch "
+                       "the user to its exec credential plugin: " +
+                       AuthProviderReplacement(name));
+  }
+  for (const char* unsupported : {"username", "password"}) {
     if (us->second.node[unsupported].IsDefined()) {
       return Invalid(usWhere + "." + unsupported,
-                     "is not supported by this client; use a token, tokenFile or a client "
-                     "certificate");
+                     "is not supported by this client (basic auth); use a token, tokenFile, a "
+                     "client certificate or an exec plugin");
     }
   }
-  bool certPresent = false, keyPresent = false;
-  if (Status s = DataOrFile(us->second, usWhere, "client-certificate", "client-certificate-data",
-                            &cfg.clientCertPem, &certPresent);
-      !s.ok()) {
-    return s;
-  }
-  if (Status s = DataOrFile(us->second, usWhere, "client-key", "client-key-data", &cfg.clientKeyPem,
-                            &keyPresent);
-      !s.ok()) {
-    return s;
-  }
-  const char* certField = us->second.node["client-certificate-data"].IsDefined()
-                              ? "client-certificate-data"
-                              : "client-certificate";
-  const char* keyField =
-      us->second.node["client-key-data"].IsDefined() ? "client-key-data" : "client-key";
-  if (certPresent != keyPresent) {
-    return Invalid(usWhere + "." + (certPresent ? keyField : certField),
-                   "is missing (a client certificate needs its key)");
-  }
-  if (certPresent) {
-    bool keyBad = false;
-    std::string problem = CheckKeyPair(cfg.clientCertPem, cfg.clientKeyPem, &keyBad);
-    if (!problem.empty()) return Invalid(usWhere + "." + (keyBad ? keyField : certField), problem);
-  }
-  if (Status s = ScalarField(us->second.node, "token", usWhere, &cfg.bearerToken); !s.ok()) {
-    return s;
-  }
-  std::string tokenFile;
-  if (Status s = ScalarField(us->second.node, "tokenFile", usWhere, &tokenFile); !s.ok()) return s;
-  if (!tokenFile.empty()) {
-    cfg.bearerTokenFile = Resolve(us->second.file, tokenFile);
-    auto t = ReadFile(cfg.bearerTokenFile);
-    if (!t.ok()) return Invalid(usWhere + ".tokenFile", t.status().message());
-  }
+  RETURN_IF_ERROR(ReadClientCertificate(us->second, usWhere, cfg));
+  RETURN_IF_ERROR(ReadToken(us->second, usWhere, cfg));
+  if (us->second.node["exec"].IsDefined()) return ReadExec(us->second, usWhere, userName, cfg);
+  return Status::Ok();
+}
+
+StatusOr<RestConfig> Build(const Merged& m, const ConfigLoadOptions& options) {
+  std::string files;
+  for (const auto& f : m.files) files += (files.empty() ? "" : ":") + f;
+  const std::string kc = "kubeconfig " + files;
+  auto ctxName = ContextName(m, options, kc);
+  if (!ctxName.ok()) return ctxName.status();
+  auto ctx = FindContext(m, options, kc, *ctxName);
+  if (!ctx.ok()) return ctx.status();
+  const std::string ctxWhere =
+      "kubeconfig " + (*ctx)->file + ": contexts[" + Quote(*ctxName) + "].context";
+  RestConfig cfg;
+  auto refs = ReadContext(**ctx, ctxWhere, &cfg);
+  if (!refs.ok()) return refs.status();
+  RETURN_IF_ERROR(ReadCluster(m, refs->cluster, ctxWhere, options, &cfg));
+  cfg.source = "kubeconfig " + files + " context " + *ctxName;
+  RETURN_IF_ERROR(ReadUser(m, refs->user, ctxWhere, &cfg));
   return cfg;
+}
+
+// A proxy URL without its user:password@ part (a secret).
+std::string WithoutUserinfo(const std::string& url) {
+  auto scheme = url.find("://");
+  auto at = url.find('@');
+  if (scheme == std::string::npos || at == std::string::npos) return url;
+  return url.substr(0, scheme + 3) + "***@" + url.substr(at + 1);
 }
 
 }  // namespace
@@ -386,70 +550,14 @@ std::string RestConfig::Describe() const {
   } else if (!bearerToken.empty()) {
     auth += (auth.empty() ? "" : ", ") + std::string("bearer token");
   }
+  if (exec) {
+    auth += (auth.empty() ? "" : ", ") + std::string("exec plugin ") + exec->config().command;
+  }
   if (auth.empty()) auth = "anonymous";
-  return server + " (" + source + "; " + auth + (insecureSkipTlsVerify ? "; INSECURE TLS" : "") +
-         ")";
-}
-
-bool Base64Decode(std::string_view in, std::string* out) {
-  out->clear();
-  out->reserve(in.size() * 3 / 4);
-  uint32_t acc = 0;
-  int bits = 0;
-  int pad = 0;
-  std::size_t chars = 0;
-  for (char c : in) {
-    int v;
-    if (c >= 'A' && c <= 'Z') {
-      v = c - 'A';
-    } else if (c >= 'a' && c <= 'z') {
-      v = c - 'a' + 26;
-    } else if (c >= '0' && c <= '9') {
-      v = c - '0' + 52;
-    } else if (c == '+') {
-      v = 62;
-    } else if (c == '/') {
-      v = 63;
-    } else if (c == '=') {
-      ++pad;
-      continue;
-    } else if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
-      continue;
-    } else {
-      return false;
-    }
-    if (pad > 0) return false;  // data after padding
-    ++chars;
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out->push_back(static_cast<char>((acc >> bits) & 0xFF));
-    }
-  }
-  if (chars % 4 == 1 || pad > 2) return false;
-  if (pad > 0 && (chars + static_cast<std::size_t>(pad)) % 4 != 0) return false;
-  return !in.empty();
-}
-
-std::string Base64Encode(std::string_view in) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((in.size() + 2) / 3 * 4);
-  uint32_t acc = 0;
-  int bits = 0;
-  for (unsigned char c : in) {
-    acc = (acc << 8) | c;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out.push_back(kAlphabet[(acc >> bits) & 0x3F]);
-    }
-  }
-  if (bits > 0) out.push_back(kAlphabet[(acc << (6 - bits)) & 0x3F]);
-  while (out.size() % 4 != 0) out.push_back('=');
-  return out;
+  return server + " (" + source + "; " + auth +
+         (tlsServerName.empty() ? "" : "; TLS server name " + tlsServerName) +
+         (proxyUrl.empty() ? "" : "; proxy " + WithoutUserinfo(proxyUrl)) +
+         (insecureSkipTlsVerify ? "; INSECURE TLS" : "") + ")";
 }
 
 StatusOr<RestConfig> LoadKubeconfigFiles(const std::vector<std::string>& paths,
@@ -457,7 +565,7 @@ StatusOr<RestConfig> LoadKubeconfigFiles(const std::vector<std::string>& paths,
   Merged m;
   for (const auto& p : paths) {
     if (p.empty()) continue;
-    if (Status s = MergeFile(p, /*mustExist=*/paths.size() == 1, &m); !s.ok()) return s;
+    RETURN_IF_ERROR(MergeFile(p, /*mustExist=*/paths.size() == 1, &m));
   }
   if (m.files.empty()) {
     std::string list;
@@ -474,7 +582,7 @@ StatusOr<RestConfig> LoadKubeconfigFile(const std::string& path, const ConfigLoa
 StatusOr<RestConfig> ParseKubeconfig(const std::string& text, const std::string& path,
                                      const ConfigLoadOptions& options) {
   Merged m;
-  if (Status s = MergeText(text, path, &m); !s.ok()) return s;
+  RETURN_IF_ERROR(MergeText(text, path, &m));
   return Build(m, options);
 }
 

@@ -4,10 +4,12 @@
 //   kubeconfig /home/u/.kube/config: users["admin"].user.client-key-data: not valid base64
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "ayatori/status.h"
+#include "kube/exec_credential.h"
 
 namespace ayatori::kube {
 
@@ -23,6 +25,13 @@ struct RestConfig {
   // over bearerToken.
   std::string bearerTokenFile;
   bool insecureSkipTlsVerify = false;  // only when ConfigLoadOptions allowed it
+  // Verify the server's certificate against this name instead of the server URL's host.
+  std::string tlsServerName;
+  std::string
+      proxyUrl;  // http://, https://, socks5:// or socks5h:// proxy for every request; "" = none
+  // An exec credential plugin asked for the token (or client certificate) before each request;
+  // shared by every copy of this config so that all its clients share one cached credential.
+  std::shared_ptr<ExecCredentialProvider> exec;
   std::string namespace_;  // the context's namespace, or the in-cluster pod namespace; may be ""
   std::string source;      // "kubeconfig <path> context <name>" or "in-cluster ServiceAccount"
 
@@ -60,9 +69,5 @@ StatusOr<RestConfig> LoadInClusterConfig(const ConfigLoadOptions& options);
 // client-go's order: options.kubeconfigPath, then $KUBECONFIG (a ':'-separated list), then
 // ~/.kube/config, then in-cluster.
 StatusOr<RestConfig> LoadConfig(const ConfigLoadOptions& options);
-
-// Strict base64 (RFC 4648, padding optional, whitespace ignored); false on any other character.
-bool Base64Decode(std::string_view in, std::string* out);
-std::string Base64Encode(std::string_view in);
 
 }  // namespace ayatori::kube

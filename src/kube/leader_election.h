@@ -44,7 +44,7 @@ struct LeaderElectionConfig {
   // Called on the elector's thread as soon as the term ended (another holder, no renewal within
   // renewDeadline, or Run stopped), after `leading` was stopped but before the elector waits
   // for the onStartedLeading thread or a renewal still in flight, and before the release. A
-  // process whose work must not outlive the lease ends here (cmd/ayatori-controller/main.cc).
+  // process whose work must not outlive the lease ends here (src/manager/manager.cc).
   std::function<void()> onStoppedLeading;
   // Called when the observed holder changes (including to ourselves).
   std::function<void(const std::string& identity)> onNewLeader;

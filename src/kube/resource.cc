@@ -2,24 +2,9 @@
 
 #include <algorithm>
 
-namespace ayatori::kube {
+#include "base/url.h"
 
-std::string UrlEncode(std::string_view s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(s.size());
-  for (unsigned char c : s) {
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-        c == '.' || c == '_' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xF]);
-    }
-  }
-  return out;
-}
+namespace ayatori::kube {
 
 std::string ResourcePath(const ResourceRef& ref, std::string_view ns, std::string_view name,
                          std::string_view subresource) {
@@ -27,13 +12,13 @@ std::string ResourcePath(const ResourceRef& ref, std::string_view ns, std::strin
       ref.group.empty() ? "/api/" + ref.version : "/apis/" + ref.group + "/" + ref.version;
   if (ref.namespaced && !ns.empty()) {
     path += "/namespaces/";
-    path += UrlEncode(ns);
+    path += base::PercentEncode(ns);
   }
   path += "/";
   path += ref.resource;
   if (!name.empty()) {
     path += "/";
-    path += UrlEncode(name);
+    path += base::PercentEncode(name);
     if (!subresource.empty()) {
       path += "/";
       path += subresource;
@@ -49,7 +34,7 @@ std::string QueryString(const std::vector<std::pair<std::string, std::string>>& 
     q += q.empty() ? "?" : "&";
     q += k;
     q += "=";
-    q += UrlEncode(v);
+    q += base::PercentEncode(v);
   }
   return q;
 }
@@ -127,6 +112,12 @@ ResourceRef LeasesResource() { return {"coordination.k8s.io", "v1", "leases", tr
 ResourceRef EventsResource() { return {"events.k8s.io", "v1", "events", true}; }
 ResourceRef CustomResourceDefinitionsResource() {
   return {"apiextensions.k8s.io", "v1", "customresourcedefinitions", false};
+}
+ResourceRef BatchJobsResource() { return {"batch", "v1", "jobs", true}; }
+ResourceRef PodsResource() { return {"", "v1", "pods", true}; }
+ResourceRef CoreEventsResource() { return {"", "v1", "events", true}; }
+ResourceRef SubjectAccessReviewsResource() {
+  return {"authorization.k8s.io", "v1", "subjectaccessreviews", false};
 }
 
 }  // namespace ayatori::kube

@@ -18,9 +18,6 @@ namespace ayatori::kube {
 std::string ResourcePath(const ResourceRef& ref, std::string_view ns, std::string_view name = {},
                          std::string_view subresource = {});
 
-// Percent-encodes a query value or path segment (RFC 3986 unreserved characters pass).
-std::string UrlEncode(std::string_view s);
-
 // Builds "?a=1&b=2" from the non-empty values (empty string when all are empty).
 std::string QueryString(const std::vector<std::pair<std::string, std::string>>& params);
 
@@ -44,5 +41,9 @@ ResourceRef NamespacesResource();
 ResourceRef LeasesResource();                     // coordination.k8s.io/v1
 ResourceRef EventsResource();                     // events.k8s.io/v1
 ResourceRef CustomResourceDefinitionsResource();  // apiextensions.k8s.io/v1
+ResourceRef BatchJobsResource();                  // batch/v1 jobs
+ResourceRef PodsResource();                       // v1 pods
+ResourceRef CoreEventsResource();                 // v1 events (what kubectl describe shows)
+ResourceRef SubjectAccessReviewsResource();       // authorization.k8s.io/v1, cluster-scoped
 
 }  // namespace ayatori::kube

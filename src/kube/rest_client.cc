@@ -36,6 +36,14 @@ std::string TrimToken(std::string s) {
   return s;
 }
 
+// The token a request carried ("" if none).
+std::string BearerOf(const std::vector<std::pair<std::string, std::string>>& headers) {
+  for (const auto& [k, v] : headers) {
+    if (k == "Authorization" && v.rfind("Bearer ", 0) == 0) return v.substr(7);
+  }
+  return "";
+}
+
 const char* PatchContentType(PatchType t) {
   switch (t) {
     case PatchType::kMerge:
@@ -51,6 +59,28 @@ const char* PatchContentType(PatchType t) {
 }
 
 }  // namespace
+
+std::unique_ptr<HttpTransport> NewCurlTransport(const RestConfig& config,
+                                                const CurlTransportOptions& options) {
+  http::TlsOptions tls;
+  tls.caPem = config.caPem;
+  tls.clientCertPem = config.clientCertPem;
+  tls.clientKeyPem = config.clientKeyPem;
+  tls.insecureSkipVerify = config.insecureSkipTlsVerify;
+  // An exec plugin that answers with a client certificate: asked once, here, since a TLS
+  // identity belongs to the transport's connections (a token is asked per request). A failure
+  // shows again, with its message, on the first request.
+  if (config.exec && tls.clientCertPem.empty()) {
+    if (auto cred = config.exec->Get(); cred.ok() && !cred->clientCertPem.empty()) {
+      tls.clientCertPem = cred->clientCertPem;
+      tls.clientKeyPem = cred->clientKeyPem;
+    }
+  }
+  CurlTransportOptions o = options;
+  if (!config.proxyUrl.empty()) o.proxyUrl = config.proxyUrl;
+  if (!config.tlsServerName.empty()) o.tlsServerName = config.tlsServerName;
+  return http::NewCurlTransport(tls, o);
+}
 
 std::unique_ptr<RestClient> RestClient::New(const RestConfig& config, RestClientOptions options) {
   CurlTransportOptions t;
@@ -88,7 +118,12 @@ bool RestClient::TakeReservedToken() {
   return true;
 }
 
-std::string RestClient::BearerToken() {
+StatusOr<std::string> RestClient::BearerToken() {
+  if (config_.exec) {
+    auto cred = config_.exec->Get();
+    if (!cred.ok()) return cred.status();
+    if (!cred->token.empty()) return cred->token;
+  }
   if (config_.bearerTokenFile.empty()) return config_.bearerToken;
   struct stat st {};
   std::lock_guard lock(tokenMu_);
@@ -110,14 +145,15 @@ std::string RestClient::BearerToken() {
   return fileToken_.empty() ? config_.bearerToken : fileToken_;
 }
 
-std::vector<std::pair<std::string, std::string>> RestClient::Headers(std::string_view contentType,
-                                                                     std::string_view accept) {
+StatusOr<std::vector<std::pair<std::string, std::string>>> RestClient::Headers(
+    std::string_view contentType, std::string_view accept) {
   std::vector<std::pair<std::string, std::string>> h;
   h.emplace_back("Accept", accept.empty() ? "application/json" : std::string(accept));
   h.emplace_back("User-Agent", options_.userAgent);
   if (!contentType.empty()) h.emplace_back("Content-Type", std::string(contentType));
-  std::string token = BearerToken();
-  if (!token.empty()) h.emplace_back("Authorization", "Bearer " + token);
+  auto token = BearerToken();
+  if (!token.ok()) return token.status();
+  if (!token->empty()) h.emplace_back("Authorization", "Bearer " + *token);
   return h;
 }
 
@@ -153,9 +189,12 @@ StatusOr<HttpResponse> RestClient::Execute(const Target& target, const char* met
   req.url = std::move(url);
   req.body = std::move(body);
   req.timeout = options_.timeout;
+  bool reauthenticated = false;
   for (int attempt = 0;; ++attempt) {
     if (attempt > 0 || !TakeReservedToken()) limiter_.Wait();
-    req.headers = Headers(contentType, accept);
+    auto headers = Headers(contentType, accept);
+    if (!headers.ok()) return headers.status();
+    req.headers = std::move(*headers);
     auto start = std::chrono::steady_clock::now();
     auto resp = transport_->Do(req);
     auto latency = std::chrono::steady_clock::now() - start;
@@ -165,6 +204,13 @@ StatusOr<HttpResponse> RestClient::Execute(const Target& target, const char* met
     }
     Record(target, resp->status, latency, attempt);
     if (Is2xx(resp->status)) return resp;
+    // An exec credential the server refuses (revoked, or expired early): like client-go, ask
+    // the plugin again once and retry.
+    if (resp->status == 401 && config_.exec && !reauthenticated) {
+      reauthenticated = true;
+      config_.exec->Invalidate(BearerOf(req.headers));
+      continue;
+    }
     int retryAfter = ParseRetryAfter(resp->retryAfter);
     if ((resp->status == 429 || resp->status >= 500) && retryAfter >= 0 &&
         attempt < options_.maxRetries) {
@@ -209,7 +255,9 @@ Status RestClient::StreamPath(std::string_view path, const std::stop_token& stop
   req.url = config_.server + std::string(path);
   req.timeout = std::chrono::milliseconds(0);  // a followed log may stream for hours
   if (!limiter_.Wait(stop)) return Status(StatusCode::kCancelled, "stream stopped");
-  req.headers = Headers("");
+  auto headers = Headers("");
+  if (!headers.ok()) return headers.status();
+  req.headers = std::move(*headers);
   auto begin = std::chrono::steady_clock::now();
   auto resp = transport_->Stream(req, stop, onData);
   Record(t, resp.ok() ? resp->status : 0, std::chrono::steady_clock::now() - begin, 0);
@@ -350,7 +398,9 @@ Status RestClient::Watch(const ResourceRef& ref, std::string_view ns, const Watc
   req.timeout = o.timeoutSeconds > 0 ? std::chrono::milliseconds((o.timeoutSeconds + 30) * 1000)
                                      : std::chrono::milliseconds(0);
   if (!limiter_.Wait(stop)) return Status(StatusCode::kCancelled, "watch stopped");
-  req.headers = Headers("", o.metadataOnly ? kPartialObjectMetadataAccept : "");
+  auto headers = Headers("", o.metadataOnly ? kPartialObjectMetadataAccept : "");
+  if (!headers.ok()) return headers.status();
+  req.headers = std::move(*headers);
 
   WatchStreamDecoder decoder(ref.GroupResource(), handler);
   auto onData = [&](std::string_view chunk) -> bool { return decoder.Feed(chunk); };
@@ -359,6 +409,8 @@ Status RestClient::Watch(const ResourceRef& ref, std::string_view ns, const Watc
   auto latency = std::chrono::steady_clock::now() - begin;
   Record(t, resp.ok() ? resp->status : 0, latency, 0);
   if (!resp.ok()) return resp.status();
+  // A refused exec credential: the caller's next watch asks the plugin again.
+  if (resp->status == 401 && config_.exec) config_.exec->Invalidate(BearerOf(req.headers));
   if (!Is2xx(resp->status)) return DecodeApiError(resp->status, resp->body).ToStatus();
   return decoder.Finish();
 }

@@ -119,9 +119,11 @@ class RestClient final : public KubeClient {
                                  std::string_view accept = {});
   StatusOr<nlohmann::json> ExecuteJson(const Target& target, const char* method, std::string url,
                                        std::string body, std::string_view contentType);
-  std::vector<std::pair<std::string, std::string>> Headers(std::string_view contentType,
-                                                           std::string_view accept = {});
-  std::string BearerToken();
+  // Fails when the exec credential plugin does.
+  StatusOr<std::vector<std::pair<std::string, std::string>>> Headers(std::string_view contentType,
+                                                                     std::string_view accept = {});
+  // The exec plugin's token, else the token file's (re-read when it changes), else the token.
+  StatusOr<std::string> BearerToken();
   // Takes one of this thread's tokens reserved by ReserveRequests, if it has one left.
   bool TakeReservedToken();
   void Record(const Target& target, int httpCode, std::chrono::nanoseconds latency, int attempt);

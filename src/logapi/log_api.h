@@ -22,7 +22,7 @@
 #include <string>
 #include <string_view>
 
-#include "ayatori/adapter.h"
+#include "adapters/adapter.h"
 #include "ayatori/status.h"
 #include "logapi/front_proxy.h"
 

@@ -25,6 +25,7 @@
 #include "logapi/log_api.h"
 #include "obs/http_server.h"
 #include "obs/log.h"
+#include "obs/metrics.h"
 
 namespace ayatori::logapi {
 namespace {
@@ -32,17 +33,14 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-const ResourceRef kSubjectAccessReviews{"authorization.k8s.io", "v1", "subjectaccessreviews",
-                                        false};
-const ResourceRef kConfigMaps{"", "v1", "configmaps", true};
+const ResourceRef kSubjectAccessReviews = kube::SubjectAccessReviewsResource();
+using controller::kConfigMaps;
 
 // A response makes progress (one blocked send) within this, else the connection is dropped.
 constexpr time_t kWriteTimeoutSeconds = 10;
 // A kept-alive connection idle longer is closed; after this many requests it is closed too.
 constexpr time_t kKeepAliveSeconds = 5;
 constexpr size_t kKeepAliveRequests = 100;
-// A connection that sends nothing for this long is dropped (during the handshake too).
-constexpr std::chrono::milliseconds kSilenceTimeout{3000};
 // Headers of a request (the front proxy sends about a dozen).
 constexpr size_t kMaxHeaders = 100;
 // Output buffered between the adapter's reading thread and the client's writer before the
@@ -53,12 +51,10 @@ constexpr const char* kLogContentType = "application/octet-stream";
 // Options of the listening socket, instead of httplib's default ones: SO_REUSEADDR but not
 // SO_REUSEPORT (a second controller on the port fails to bind rather than share it silently), and
 // TCP_DEFER_ACCEPT: a connection that sends nothing waits in the kernel, not in a server thread.
-void SetListenerOptions(int fd) {
+void SetListenerOptions(int fd, int silenceSeconds) {
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  int seconds =
-      static_cast<int>(std::chrono::duration_cast<std::chrono::seconds>(kSilenceTimeout).count());
-  setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &seconds, sizeof(seconds));
+  setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &silenceSeconds, sizeof(silenceSeconds));
 }
 
 std::string JobNotFound(const std::string& name) {
@@ -70,15 +66,37 @@ std::string JobNotFound(const std::string& name) {
 // checked by a callback on its reading BIO, so that a client sending a byte a second (which
 // never trips the library's per-read timeout), or an endless header line (which the library
 // would buffer whole), is cut off by the TLS layer below the HTTP parser.
+// It also holds the handshake slot of the connection's client address (LogApiLimits), from the
+// start of the TLS handshake until the handshake verified the front proxy's certificate or the
+// connection ends (the guard is freed with the SSL).
 struct ConnectionGuard {
+  ConnectionGuard() = default;
+  ~ConnectionGuard() { EndHandshake(); }
+  ConnectionGuard(const ConnectionGuard&) = delete;
+  ConnectionGuard& operator=(const ConnectionGuard&) = delete;
+  ConnectionGuard(ConnectionGuard&&) = delete;
+  ConnectionGuard& operator=(ConnectionGuard&&) = delete;
+
+  void EndHandshake() {
+    if (handshakes != nullptr) handshakes->Release(client);
+    handshakes = nullptr;
+  }
+
   Clock::time_point deadline;
   size_t budget = 0;
-  bool refused = false;  // the request was refused unread: close after the response
+  bool refused = false;               // the request was refused unread: close after the response
+  CappedSlots* handshakes = nullptr;  // while the handshake slot is held
+  std::string client;                 // the peer's address
 };
 
-struct GuardLimits {
-  std::chrono::milliseconds timeout;
-  size_t bytes;
+// What every connection of the listener is held to (the SSL_CTX's app data).
+struct ConnectionLimits {
+  std::chrono::milliseconds timeout{};
+  size_t bytes = 0;
+  CappedSlots* handshakes = nullptr;
+  // Connections refused by the per-client and the total handshake cap; nullptr: not counted.
+  obs::Counter* refusedPerClient = nullptr;
+  obs::Counter* refusedTotal = nullptr;
 };
 
 int GuardIndex() {
@@ -94,7 +112,7 @@ ConnectionGuard* GuardOf(const SSL* ssl) {
                         : static_cast<ConnectionGuard*>(SSL_get_ex_data(ssl, GuardIndex()));
 }
 
-void Renew(ConnectionGuard& guard, const GuardLimits& limits) {
+void Renew(ConnectionGuard& guard, const ConnectionLimits& limits) {
   guard.deadline = Clock::now() + limits.timeout;
   guard.budget = limits.bytes;
 }
@@ -114,11 +132,46 @@ long GuardRead(BIO* bio, int oper, const char* /*argp*/, size_t /*len*/, int /*a
   return ret;
 }
 
+// Takes a handshake slot for the connection's client address. Without one the connection is
+// closed before it is read: its socket is shut down (the client sees the close at once) and its
+// guard has no budget (the first read fails even if bytes are waiting), so the thread it was given
+// is free again within microseconds instead of a silence timeout.
+void AdmitHandshake(ConnectionGuard& guard, int fd, const ConnectionLimits& limits) {
+  sockaddr_storage peer{};
+  socklen_t length = sizeof(peer);
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &length) == 0) {
+    guard.client = obs::AddressText(reinterpret_cast<const sockaddr*>(&peer));
+  }
+  const CappedSlots::Take take = limits.handshakes->TryTake(guard.client);
+  if (take.outcome == CappedSlots::Outcome::kTaken) {
+    guard.handshakes = limits.handshakes;
+    return;
+  }
+  // Counted before the close, which the client may see at once.
+  const bool perClient = take.outcome == CappedSlots::Outcome::kHolderFull;
+  if (obs::Counter* refused = perClient ? limits.refusedPerClient : limits.refusedTotal) {
+    refused->Inc();
+  }
+  // At debug level: an attacker's connections must not flood the log (the metric counts them).
+  obs::Debug("log API connection refused before its handshake",
+             {{"client", guard.client},
+              {"limit", perClient ? "client" : "total"},
+              {"handshakes", perClient ? take.heldByHolder : take.held}});
+  guard.budget = 0;
+  shutdown(fd, SHUT_RDWR);
+}
+
 // The info callback: at the start of a handshake, before its first read, the connection gets
-// its guard.
-void GuardNewConnection(const SSL* ssl, int where, int /*ret*/) {
+// its guard and takes its handshake slot; once the handshake is done (the front proxy's
+// certificate verified: any other fails it) the slot is released.
+void GuardConnection(const SSL* ssl, int where, int /*ret*/) {
+  if ((where & SSL_CB_HANDSHAKE_DONE) != 0) {
+    if (ConnectionGuard* guard = GuardOf(ssl)) guard->EndHandshake();
+    return;
+  }
   if ((where & SSL_CB_HANDSHAKE_START) == 0 || GuardOf(ssl) != nullptr) return;
-  const auto* limits = static_cast<const GuardLimits*>(SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl)));
+  const auto* limits =
+      static_cast<const ConnectionLimits*>(SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl)));
   BIO* rbio = SSL_get_rbio(ssl);
   if (limits == nullptr || rbio == nullptr) return;
   auto* guard = new ConnectionGuard;
@@ -126,6 +179,7 @@ void GuardNewConnection(const SSL* ssl, int where, int /*ret*/) {
   SSL_set_ex_data(const_cast<SSL*>(ssl), GuardIndex(), guard);
   BIO_set_callback_arg(rbio, reinterpret_cast<char*>(guard));
   BIO_set_callback_ex(rbio, GuardRead);
+  if (limits->handshakes != nullptr) AdmitHandshake(*guard, SSL_get_fd(ssl), *limits);
 }
 
 // Whether the peer of a connection waiting on a silent backend has gone (closed or reset).
@@ -455,28 +509,57 @@ class LogApiServer::Listener final : public httplib::SSLServer {
       close(fd);
     }
   }
-  GuardLimits guardLimits{};  // the SSL_CTX's app data
+  ConnectionLimits connectionLimits{};  // the SSL_CTX's app data
 };
 
 LogApiServer::LogApiServer(JobLogs& logs, Authorizer authorize, LogApiServerOptions options)
-    : logs_(logs), authorize_(std::move(authorize)), options_(std::move(options)) {}
+    : logs_(logs),
+      authorize_(std::move(authorize)),
+      options_(std::move(options)),
+      follows_(options_.limits.maxFollows, options_.limits.maxFollowsPerUser),
+      handshakes_(options_.limits.maxHandshakes, options_.limits.maxHandshakesPerClient) {}
 
 LogApiServer::~LogApiServer() { Stop(); }
 
-int LogApiServer::follows() const {
-  std::lock_guard lock(mu_);
-  return follows_;
+int LogApiServer::follows() const { return follows_.held(); }
+
+int LogApiServer::handshakes() const { return handshakes_.held(); }
+
+namespace {
+
+// Refuses what the log API never serves before the library reads it: a method other than GET, a
+// request with a body, too many headers. Unhandled for the rest.
+httplib::Server::HandlerResponse RefuseUnservable(const httplib::Request& req,
+                                                  httplib::Response& res) {
+  using Result = httplib::Server::HandlerResponse;
+  Status refused;
+  if (req.method != "GET") {
+    res.set_header("Allow", "GET");
+    refused = Status(StatusCode::kInvalidArgument, "only GET is served here");
+    ReplyStatus(res, refused);
+    res.status = 405;
+  } else if (req.has_header("Transfer-Encoding") ||
+             (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0")) {
+    ReplyStatus(res, Status(StatusCode::kInvalidArgument, "a request takes no body"));
+    res.status = 413;
+  } else if (req.headers.size() > kMaxHeaders) {
+    ReplyStatus(res, Status(StatusCode::kInvalidArgument, "too many request headers"));
+    res.status = 431;
+  } else {
+    return Result::Unhandled;
+  }
+  if (ConnectionGuard* guard = GuardOf(req.ssl)) guard->refused = true;
+  return Result::Handled;
 }
 
-Status LogApiServer::Start() {
-  if (thread_.joinable()) return {StatusCode::kFailedPrecondition, "already serving"};
-  std::string host;
-  int port = 0;
-  if (!obs::SplitHostPort(options_.address, &host, &port)) {
+}  // namespace
+
+Status LogApiServer::CheckOptions(std::string* host, int* port) const {
+  if (!obs::SplitHostPort(options_.address, host, port)) {
     return {StatusCode::kInvalidArgument,
             "log API address \"" + options_.address + "\" is not host:port (e.g. 0.0.0.0:8443)"};
   }
-  if (host.empty()) host = "0.0.0.0";
+  if (host->empty()) *host = "0.0.0.0";
   if (options_.certFile.empty() != options_.keyFile.empty()) {
     return {StatusCode::kInvalidArgument,
             "the log API's certificate and key files go together: give both or neither"};
@@ -487,79 +570,99 @@ Status LogApiServer::Start() {
     return {StatusCode::kInvalidArgument,
             "the log API's follow caps must be >= 1, the per-user one at most the total one"};
   }
+  if (limits.maxHandshakes < 1 || limits.maxHandshakesPerClient < 1 ||
+      limits.maxHandshakesPerClient > limits.maxHandshakes) {
+    return {StatusCode::kInvalidArgument,
+            "the log API's handshake caps must be >= 1, the per-client one at most the total one"};
+  }
+  if (limits.silenceTimeout < std::chrono::seconds(1)) {
+    return {StatusCode::kInvalidArgument, "the log API's silence timeout must be >= 1 s"};
+  }
+  return Status::Ok();
+}
+
+Status LogApiServer::SetUpTls(SSL_CTX& ctx) const {
+  SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION);
   Status setup;
-  std::unique_ptr<Listener> listener;
-  listener = std::make_unique<Listener>([&](SSL_CTX& ctx) {
-    SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION);
-    if (options_.certFile.empty()) {
-      setup = UseSelfSignedCertificate(ctx);
-    } else if (SSL_CTX_use_certificate_chain_file(&ctx, options_.certFile.c_str()) != 1 ||
-               SSL_CTX_use_PrivateKey_file(&ctx, options_.keyFile.c_str(), SSL_FILETYPE_PEM) != 1 ||
-               SSL_CTX_check_private_key(&ctx) != 1) {
-      setup = Status(StatusCode::kInvalidArgument,
-                     "cannot load the log API's certificate " + options_.certFile + " and key " +
-                         options_.keyFile + " (PEM files of one key pair)");
-    }
-    if (setup.ok()) setup = LoadClientCa(ctx, options_.requestHeader.clientCaPem);
-    SSL_CTX_set_info_callback(&ctx, GuardNewConnection);
+  if (options_.certFile.empty()) {
+    setup = UseSelfSignedCertificate(ctx);
+  } else if (SSL_CTX_use_certificate_chain_file(&ctx, options_.certFile.c_str()) != 1 ||
+             SSL_CTX_use_PrivateKey_file(&ctx, options_.keyFile.c_str(), SSL_FILETYPE_PEM) != 1 ||
+             SSL_CTX_check_private_key(&ctx) != 1) {
+    setup = Status(StatusCode::kInvalidArgument,
+                   "cannot load the log API's certificate " + options_.certFile + " and key " +
+                       options_.keyFile + " (PEM files of one key pair)");
+  }
+  if (setup.ok()) setup = LoadClientCa(ctx, options_.requestHeader.clientCaPem);
+  SSL_CTX_set_info_callback(&ctx, GuardConnection);
+  return setup;
+}
+
+void LogApiServer::SetUpConnections(Listener& listener) {
+  const LogApiLimits& limits = options_.limits;
+  ConnectionLimits& connections = listener.connectionLimits;
+  connections = {limits.requestTimeout, limits.maxRequestHeadBytes, &handshakes_};
+  if (options_.metrics != nullptr) {
+    connections.refusedPerClient = &options_.metrics->GetCounter(
+        obs::metrics::kLogsApiConnectionsRefused, {{"limit", "client"}});
+    connections.refusedTotal = &options_.metrics->GetCounter(
+        obs::metrics::kLogsApiConnectionsRefused, {{"limit", "total"}});
+  }
+  SSL_CTX_set_app_data(listener.ssl_context(), &connections);
+  const size_t threads = static_cast<size_t>(limits.maxFollows) +
+                         static_cast<size_t>(limits.maxHandshakes) + kSpareThreads;
+  listener.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // A silent client is dropped after one read timeout; a slow one by its connection's guard.
+  // A connection holds a thread from the handshake on, so a silent one is dropped soon (the
+  // front proxy sends its handshake and request at once), and one beyond the handshake caps at
+  // once (AdmitHandshake).
+  const auto timeout = std::chrono::duration_cast<std::chrono::seconds>(
+      std::min(limits.requestTimeout, limits.silenceTimeout));
+  listener.set_read_timeout(std::max<time_t>(1, timeout.count()), 0);
+  const int silenceSeconds = static_cast<int>(
+      std::chrono::duration_cast<std::chrono::seconds>(limits.silenceTimeout).count());
+  listener.set_socket_options([silenceSeconds](int fd) { SetListenerOptions(fd, silenceSeconds); });
+  listener.set_write_timeout(kWriteTimeoutSeconds, 0);
+  listener.set_keep_alive_timeout(kKeepAliveSeconds);
+  listener.set_keep_alive_max_count(kKeepAliveRequests);
+  listener.set_payload_max_length(0);
+}
+
+void LogApiServer::SetUpHandlers(Listener& listener) {
+  // No body is ever read: a request that announces one is refused before the library reads it.
+  listener.set_expect_100_continue_handler(
+      [](const httplib::Request&, httplib::Response&) { return 417; });
+  listener.set_pre_routing_handler(RefuseUnservable);
+  listener.Get(".*",
+               [this](const httplib::Request& req, httplib::Response& res) { Serve(req, res); });
+  // After each response: the next request gets a fresh deadline and budget; after a refused
+  // one (its body unread) the connection ends.
+  listener.set_logger([l = &listener](const httplib::Request& req, const httplib::Response&) {
+    ConnectionGuard* guard = GuardOf(req.ssl);
+    if (guard == nullptr) return;
+    Renew(*guard, l->connectionLimits);
+    if (guard->refused) shutdown(SSL_get_fd(req.ssl), SHUT_RDWR);
+  });
+  listener.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, const std::exception_ptr&) {
+        ReplyStatus(res, Status(StatusCode::kInternal, "internal error"));
+      });
+}
+
+Status LogApiServer::Start() {
+  if (thread_.joinable()) return {StatusCode::kFailedPrecondition, "already serving"};
+  std::string host;
+  int port = 0;
+  if (Status s = CheckOptions(&host, &port); !s.ok()) return s;
+  Status setup;
+  auto listener = std::make_unique<Listener>([&](SSL_CTX& ctx) {
+    setup = SetUpTls(ctx);
     return setup.ok();
   });
   if (!setup.ok()) return setup;
   if (!listener->is_valid()) return {StatusCode::kInternal, "could not set up TLS"};
-  listener->guardLimits = {limits.requestTimeout, limits.maxRequestHeadBytes};
-  SSL_CTX_set_app_data(listener->ssl_context(), &listener->guardLimits);
-  const size_t threads = static_cast<size_t>(limits.maxFollows) + kSpareThreads;
-  listener->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  // A silent client is dropped after one read timeout; a slow one by its connection's guard.
-  // A connection holds a thread from the handshake on, so a silent one is dropped soon: the
-  // front proxy sends its handshake and request at once.
-  const auto timeout = std::chrono::duration_cast<std::chrono::seconds>(
-      std::min<std::chrono::milliseconds>(limits.requestTimeout, kSilenceTimeout));
-  listener->set_read_timeout(std::max<time_t>(1, timeout.count()), 0);
-  listener->set_socket_options(SetListenerOptions);
-  listener->set_write_timeout(kWriteTimeoutSeconds, 0);
-  listener->set_keep_alive_timeout(kKeepAliveSeconds);
-  listener->set_keep_alive_max_count(kKeepAliveRequests);
-  listener->set_payload_max_length(0);
-  // No body is ever read: a request that announces one is refused before the library reads it.
-  listener->set_expect_100_continue_handler(
-      [](const httplib::Request&, httplib::Response&) { return 417; });
-  listener->set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
-    using Result = httplib::Server::HandlerResponse;
-    Status refused;
-    if (req.method != "GET") {
-      res.set_header("Allow", "GET");
-      refused = Status(StatusCode::kInvalidArgument, "only GET is served here");
-      ReplyStatus(res, refused);
-      res.status = 405;
-    } else if (req.has_header("Transfer-Encoding") ||
-               (req.has_header("Content-Length") &&
-                req.get_header_value("Content-Length") != "0")) {
-      ReplyStatus(res, Status(StatusCode::kInvalidArgument, "a request takes no body"));
-      res.status = 413;
-    } else if (req.headers.size() > kMaxHeaders) {
-      ReplyStatus(res, Status(StatusCode::kInvalidArgument, "too many request headers"));
-      res.status = 431;
-    } else {
-      return Result::Unhandled;
-    }
-    if (ConnectionGuard* guard = GuardOf(req.ssl)) guard->refused = true;
-    return Result::Handled;
-  });
-  listener->Get(".*",
-                [this](const httplib::Request& req, httplib::Response& res) { Serve(req, res); });
-  // After each response: the next request gets a fresh deadline and budget; after a refused
-  // one (its body unread) the connection ends.
-  listener->set_logger([l = listener.get()](const httplib::Request& req, const httplib::Response&) {
-    ConnectionGuard* guard = GuardOf(req.ssl);
-    if (guard == nullptr) return;
-    Renew(*guard, l->guardLimits);
-    if (guard->refused) shutdown(SSL_get_fd(req.ssl), SHUT_RDWR);
-  });
-  listener->set_exception_handler(
-      [](const httplib::Request&, httplib::Response& res, const std::exception_ptr&) {
-        ReplyStatus(res, Status(StatusCode::kInternal, "internal error"));
-      });
+  SetUpConnections(*listener);
+  SetUpHandlers(*listener);
   errno = 0;
   const int flags = AI_PASSIVE | AI_NUMERICHOST;
   int bound = port == 0 ? listener->bind_to_any_port(host, flags)
@@ -570,6 +673,7 @@ Status LogApiServer::Start() {
   }
   port_ = bound;
   listener_ = std::move(listener);
+  // Joined by Stop: the server has no detached thread.
   thread_ = std::thread([l = listener_.get()] { l->listen_after_bind(); });
   return Status::Ok();
 }
@@ -596,21 +700,19 @@ void LogApiServer::Serve(const httplib::Request& req, httplib::Response& res) {
 
 std::shared_ptr<LogApiServer::FollowSlot> LogApiServer::TakeFollowSlot(const std::string& user,
                                                                        httplib::Response& res) {
+  const CappedSlots::Take take = follows_.TryTake(user);
   std::string refusal;
-  {
-    std::lock_guard lock(mu_);
-    int& mine = followsByUser_[user];
-    if (follows_ >= options_.limits.maxFollows) {
-      refusal = "the log API follows " + std::to_string(follows_) + " logs, its limit";
-    } else if (mine >= options_.limits.maxFollowsPerUser) {
-      refusal = "user \"" + user + "\" follows " + std::to_string(mine) + " logs, the limit";
-    } else {
-      ++follows_;
-      ++mine;
-      obs::Debug("follow started", {{"user", user}, {"follows", follows_}});
+  switch (take.outcome) {
+    case CappedSlots::Outcome::kTaken:
+      obs::Debug("follow started", {{"user", user}, {"follows", take.held}});
       return std::make_shared<FollowSlot>(*this, user);
-    }
-    if (mine == 0) followsByUser_.erase(user);
+    case CappedSlots::Outcome::kTotalFull:
+      refusal = "the log API follows " + std::to_string(take.held) + " logs, its limit";
+      break;
+    case CappedSlots::Outcome::kHolderFull:
+      refusal =
+          "user \"" + user + "\" follows " + std::to_string(take.heldByHolder) + " logs, the limit";
+      break;
   }
   obs::Info("follow refused", {{"user", user}, {"reason", refusal}});
   ReplyStatus(res,
@@ -621,12 +723,7 @@ std::shared_ptr<LogApiServer::FollowSlot> LogApiServer::TakeFollowSlot(const std
 }
 
 void LogApiServer::ReleaseFollowSlot(const std::string& user) {
-  std::lock_guard lock(mu_);
-  --follows_;
-  obs::Debug("follow ended", {{"user", user}, {"follows", follows_}});
-  if (auto it = followsByUser_.find(user); it != followsByUser_.end() && --it->second <= 0) {
-    followsByUser_.erase(it);
-  }
+  obs::Debug("follow ended", {{"user", user}, {"follows", follows_.Release(user)}});
 }
 
 std::shared_ptr<LogApiServer::Pipe> LogApiServer::StartReader(const Route& route,

@@ -8,22 +8,28 @@
 // execution ends. Errors are metav1.Status documents, as kube-apiserver's.
 #pragma once
 
+#include <openssl/types.h>
+
 #include <chrono>
 #include <functional>
 #include <list>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "adapters/adapter.h"
 #include "adapters/registry.h"
-#include "ayatori/adapter.h"
 #include "ayatori/kube_client.h"
 #include "ayatori/status.h"
+#include "logapi/capped_slots.h"
 #include "logapi/front_proxy.h"
 #include "logapi/log_api.h"
+
+namespace ayatori::obs {
+class Registry;
+}  // namespace ayatori::obs
 
 namespace httplib {
 struct Request;
@@ -82,11 +88,21 @@ Authorizer SubjectAccessReviewAuthorizer(KubeClient& client);
 // handshake fails); a request is GET without a body; its line and headers arrive within
 // `requestTimeout` of the connection (or of the previous response) and in at most
 // `maxRequestHeadBytes` TLS bytes, else the connection is dropped. Follows (follow=true) beyond
-// the caps are answered 429 with Retry-After; the server has `maxFollows` + kSpareThreads
-// threads, so that follows never hold all of them.
+// the caps are answered 429 with Retry-After. A connection holds a thread from the start of its
+// TLS handshake; until the handshake has verified the front proxy's certificate it counts against
+// the handshake caps, and a connection beyond them is closed at once, before its first read: one
+// client address (anyone on the pod network can connect) cannot hold more than
+// `maxHandshakesPerClient` threads with connections that never finish their handshake. The
+// server has `maxFollows` + `maxHandshakes` + kSpareThreads threads, so that neither follows nor
+// unfinished handshakes ever hold all of them.
 struct LogApiLimits {
-  int maxFollows = 48;         // --logs-api-max-follows
-  int maxFollowsPerUser = 40;  // --logs-api-max-follows-per-user
+  int maxFollows = 48;              // --logs-api-max-follows
+  int maxFollowsPerUser = 40;       // --logs-api-max-follows-per-user
+  int maxHandshakes = 32;           // --logs-api-max-handshakes
+  int maxHandshakesPerClient = 16;  // --logs-api-max-handshakes-per-client
+  // A connection that sends nothing for this long is dropped; one that sends nothing at all
+  // waits as long in the kernel first (TCP_DEFER_ACCEPT), holding no thread.
+  std::chrono::milliseconds silenceTimeout{3000};
   std::chrono::milliseconds requestTimeout{10000};
   size_t maxRequestHeadBytes = size_t{64} * 1024;
   int retryAfterSeconds = 10;
@@ -102,10 +118,12 @@ struct LogApiServerOptions {
   std::string keyFile;
   RequestHeaderConfig requestHeader;
   LogApiLimits limits;
+  // Where the connections refused by the handshake caps are counted; nullptr: not counted.
+  obs::Registry* metrics = nullptr;
 };
 
-// Threads of the server beyond the follow cap: what requests other than follows are served on
-// while every follow slot is taken.
+// Threads of the server beyond the follow and handshake caps: what requests other than follows are
+// served on while every follow and handshake slot is taken.
 inline constexpr int kSpareThreads = 16;
 
 class LogApiServer {
@@ -123,6 +141,8 @@ class LogApiServer {
   int port() const { return port_; }
   // Follows in progress (for tests and metrics).
   int follows() const;
+  // Connections in their TLS handshake (for tests).
+  int handshakes() const;
 
  private:
   class Listener;
@@ -132,10 +152,18 @@ class LogApiServer {
     std::shared_ptr<Pipe> pipe;
     std::jthread thread;
   };
+  // Start's steps: the address and limits; the serving certificate and the front proxy's CA
+  // (`ctx` of the listener); timeouts, thread pool and per-connection guards; the handlers.
+  Status CheckOptions(std::string* host, int* port) const;
+  Status SetUpTls(SSL_CTX& ctx) const;
+  void SetUpConnections(Listener& listener);
+  void SetUpHandlers(Listener& listener);
+  // The handler of every request that passed RefuseUnservable: authenticates the front proxy
+  // and routes.
   void Serve(const httplib::Request& req, httplib::Response& res);
   void ServeLog(const httplib::Request& req, httplib::Response& res, const UserInfo& user,
                 const Route& route);
-  // nullptr (and `res` answered 429) when a cap is reached.
+  // nullptr (and `res` answered 429) when a follow cap is reached.
   std::shared_ptr<FollowSlot> TakeFollowSlot(const std::string& user, httplib::Response& res);
   void ReleaseFollowSlot(const std::string& user);
   // Starts reading the backend on a thread of its own; nullptr when stopping.
@@ -149,8 +177,8 @@ class LogApiServer {
   mutable std::mutex mu_;
   bool stopping_ = false;
   std::list<Reader> readers_;  // of the requests in progress, and finished ones not yet joined
-  int follows_ = 0;
-  std::map<std::string, int> followsByUser_;
+  CappedSlots follows_;        // held by users
+  CappedSlots handshakes_;     // held by client addresses
 };
 
 }  // namespace ayatori::logapi

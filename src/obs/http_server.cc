@@ -28,17 +28,7 @@ constexpr unsigned int kThreads = 2;
 std::string PeerAddress(MHD_Connection* connection) {
   const MHD_ConnectionInfo* info =
       MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-  if (info == nullptr || info->client_addr == nullptr) return "";
-  std::array<char, INET6_ADDRSTRLEN> text{};
-  const sockaddr* sa = info->client_addr;
-  if (sa->sa_family == AF_INET) {
-    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, text.data(),
-              text.size());
-  } else if (sa->sa_family == AF_INET6) {
-    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, text.data(),
-              text.size());
-  }
-  return text.data();
+  return info == nullptr ? "" : AddressText(info->client_addr);
 }
 
 MHD_Result Queue(MHD_Connection* connection, const HttpResponse& r) {
@@ -105,6 +95,19 @@ bool SplitHostPort(const std::string& address, std::string* host, int* port) {
   *host = h;
   *port = value;
   return true;
+}
+
+std::string AddressText(const sockaddr* address) {
+  std::array<char, INET6_ADDRSTRLEN> text{};
+  if (address == nullptr) return "";
+  if (address->sa_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(address)->sin_addr, text.data(),
+              text.size());
+  } else if (address->sa_family == AF_INET6) {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr, text.data(),
+              text.size());
+  }
+  return text.data();
 }
 
 bool IsLoopbackAddress(const std::string& address) {

@@ -6,6 +6,8 @@
 // and 16 from one address. Enough for kubelet probes and Prometheus scrapes; not a web framework.
 #pragma once
 
+#include <sys/socket.h>
+
 #include <functional>
 #include <map>
 #include <memory>
@@ -58,6 +60,10 @@ class HttpServer {
 
 // Splits "host:port" (host may be empty = 0.0.0.0, or "[::1]"); false if malformed.
 bool SplitHostPort(const std::string& address, std::string* host, int* port);
+
+// The numeric text of an IPv4 or IPv6 socket address ("127.0.0.1", "::1"); "" for another family
+// or nullptr.
+std::string AddressText(const sockaddr* address);
 
 // Whether a peer address (as the server reports it: "127.0.0.1", "::1", "::ffff:127.0.0.1") is
 // a loopback address.

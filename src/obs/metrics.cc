@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -73,6 +74,33 @@ Registry::Family& Registry::GetFamily(const std::string& name, const std::string
     throw std::logic_error("metric " + name + " registered with two types");
   }
   return it->second;
+}
+
+namespace {
+
+// The label names of `labels` equal those the declaration lists.
+[[maybe_unused]] bool LabelsMatch(const MetricDef& def, const Labels& labels) {
+  std::string names;
+  for (const auto& [k, v] : labels) names += (names.empty() ? "" : ",") + k;
+  return names == def.labels;
+}
+
+}  // namespace
+
+Counter& Registry::GetCounter(const MetricDef& def, const Labels& labels) {
+  assert(def.type == MetricType::kCounter && LabelsMatch(def, labels));
+  return GetCounter(std::string(def.name), std::string(def.help), labels);
+}
+
+Gauge& Registry::GetGauge(const MetricDef& def, const Labels& labels) {
+  assert(def.type == MetricType::kGauge && LabelsMatch(def, labels));
+  return GetGauge(std::string(def.name), std::string(def.help), labels);
+}
+
+Histogram& Registry::GetHistogram(const MetricDef& def, const Labels& labels,
+                                  std::vector<double> bounds) {
+  assert(def.type == MetricType::kHistogram && LabelsMatch(def, labels));
+  return GetHistogram(std::string(def.name), std::string(def.help), labels, std::move(bounds));
 }
 
 Counter& Registry::GetCounter(const std::string& name, const std::string& help,

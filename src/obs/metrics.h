@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "obs/metrics_catalog.h"
+
 namespace ayatori::obs {
 
 using Labels = std::vector<std::pair<std::string, std::string>>;
@@ -65,6 +67,14 @@ std::vector<double> DefaultLatencyBuckets();
 
 class Registry {
  public:
+  // A metric of the catalog (metrics_catalog.h); `labels` carries exactly its label names, in
+  // order (checked by assert).
+  Counter& GetCounter(const MetricDef& def, const Labels& labels = {});
+  Gauge& GetGauge(const MetricDef& def, const Labels& labels = {});
+  Histogram& GetHistogram(const MetricDef& def, const Labels& labels = {},
+                          std::vector<double> bounds = DefaultLatencyBuckets());
+
+  // By name and help text: for metrics outside the catalog (the registry's own tests).
   Counter& GetCounter(const std::string& name, const std::string& help, const Labels& labels = {});
   Gauge& GetGauge(const std::string& name, const std::string& help, const Labels& labels = {});
   Histogram& GetHistogram(const std::string& name, const std::string& help,

@@ -158,6 +158,10 @@ class Decider {
   }
 
   void ApplyResult(const CallResult& r);
+  void ApplyUnknownResult(const CallResult& r);
+  void ApplyActiveResult(const CallResult& r);
+  void ApplyFinishedResult(const CallResult& r);
+  void ApplyFailed(const CallResult& r);
   void ApplyStopped(const Observation& o);
   bool LearnReferences(const Observation& o);
   void MarkScheduled(std::optional<api::Time> at = std::nullopt);
@@ -322,18 +326,7 @@ void Decider::ApplyStopped(const Observation& o) {
 void Decider::ApplyResult(const CallResult& r) {
   const Observation& o = r.observation;
   if (o.phase == ExecutionPhase::kUnknown) {
-    MarkUnknown(o, "The backend did not answer");
-    const bool endedUnknown = r.call == AdapterCall::kCancel && o.ended;  // removed next
-    if (Deleting() && !endedUnknown &&
-        (r.call == AdapterCall::kCancel || r.call == AdapterCall::kDelete)) {
-      // Nothing in the status changes for a finished Job: this Event is what tells why the Job
-      // does not go away (docs/operations.md, "A Job is stuck deleting").
-      plan_.events.push_back(
-          {Event::Type::kWarning, kEventCleanupBlocked,
-           "Deletion waits until the backend confirms the execution is stopped and removed; "
-           "retrying. " +
-               WithReason(o, "The backend did not answer")});
-    }
+    ApplyUnknownResult(r);
     return;
   }
   if (r.call == AdapterCall::kDelete) return;  // handled by NextCall
@@ -353,32 +346,61 @@ void Decider::ApplyResult(const CallResult& r) {
       return;
     case ExecutionPhase::kPending:
     case ExecutionPhase::kRunning:
-      if (!LearnReferences(o)) {
-        // Nothing was created and the backend says why (a Secret deleted after acceptance):
-        // the Job waits, and the call is retried.
-        if (r.call == AdapterCall::kEnsure && o.phase == ExecutionPhase::kPending &&
-            !o.reason.empty()) {
-          waiting_ = o;
-          plan_.backoff = true;
-          return;
-        }
-        // Cancel without references is just "not stopped yet"; an Ensure that cannot name what
-        // it established leaves the result unknown (the next Ensure looks it up by UID).
-        if (r.call != AdapterCall::kCancel) {
-          MarkUnknown(o, "The adapter reported an execution without references");
-        }
-        return;
-      }
-      definiteResult_ = true;
-      MarkScheduled();
-      if (o.phase == ExecutionPhase::kRunning) SetStart(o.startedAt);
-      if (o.phase == ExecutionPhase::kPending) waiting_ = o;
+      ApplyActiveResult(r);
       return;
     case ExecutionPhase::kSucceeded:
     case ExecutionPhase::kFailed:
     case ExecutionPhase::kCancelled:
-      break;
+      ApplyFinishedResult(r);
+      return;
   }
+}
+
+// The backend did not answer, or its answer was ambiguous.
+void Decider::ApplyUnknownResult(const CallResult& r) {
+  const Observation& o = r.observation;
+  MarkUnknown(o, "The backend did not answer");
+  const bool endedUnknown = r.call == AdapterCall::kCancel && o.ended;  // removed next
+  if (Deleting() && !endedUnknown &&
+      (r.call == AdapterCall::kCancel || r.call == AdapterCall::kDelete)) {
+    // Nothing in the status changes for a finished Job: this Event is what tells why the Job
+    // does not go away (docs/operations.md, "A Job is stuck deleting").
+    plan_.events.push_back(
+        {Event::Type::kWarning, kEventCleanupBlocked,
+         "Deletion waits until the backend confirms the execution is stopped and removed; "
+         "retrying. " +
+             WithReason(o, "The backend did not answer")});
+  }
+}
+
+// The execution is pending or running (or, without references, may not exist).
+void Decider::ApplyActiveResult(const CallResult& r) {
+  const Observation& o = r.observation;
+  if (!LearnReferences(o)) {
+    // Nothing was created and the backend says why (a Secret deleted after acceptance):
+    // the Job waits, and the call is retried.
+    if (r.call == AdapterCall::kEnsure && o.phase == ExecutionPhase::kPending &&
+        !o.reason.empty()) {
+      waiting_ = o;
+      plan_.backoff = true;
+      return;
+    }
+    // Cancel without references is just "not stopped yet"; an Ensure that cannot name what
+    // it established leaves the result unknown (the next Ensure looks it up by UID).
+    if (r.call != AdapterCall::kCancel) {
+      MarkUnknown(o, "The adapter reported an execution without references");
+    }
+    return;
+  }
+  definiteResult_ = true;
+  MarkScheduled();
+  if (o.phase == ExecutionPhase::kRunning) SetStart(o.startedAt);
+  if (o.phase == ExecutionPhase::kPending) waiting_ = o;
+}
+
+// The execution ended: succeeded, failed or stopped.
+void Decider::ApplyFinishedResult(const CallResult& r) {
+  const Observation& o = r.observation;
   definiteResult_ = true;
   if (LearnReferences(o)) MarkScheduled();
   if (o.startedAt) SetStart(o.startedAt);
@@ -388,26 +410,31 @@ void Decider::ApplyResult(const CallResult& r) {
               o.message.empty() ? adapters::TaskExitedMessage(0) : o.message, o.exitCode,
               o.finishedAt);
   } else if (o.phase == ExecutionPhase::kFailed) {
-    std::string reason = FailureReason(o.reason, kReasonProcessFailed);
-    const StopCause cause = Cause();
-    std::optional<api::Time> deadline =
-        cause == StopCause::kStartTimeout ? StartDeadlineAt() : DeadlineAtNow();
-    // Stopped by our deadline-triggered Cancel unless it provably failed before the deadline. A
-    // failure that Observe found is the task's own.
-    if (r.call == AdapterCall::kCancel &&
-        (cause == StopCause::kDeadline || cause == StopCause::kStartTimeout) &&
-        !(o.finishedAt && deadline && *o.finishedAt < *deadline)) {
-      ApplyStopped(o);
-      return;
-    }
-    std::string message = o.message;
-    if (message.empty()) {
-      message = o.exitCode ? adapters::TaskExitedMessage(*o.exitCode) : "The task failed";
-    }
-    Terminate(ConditionStatus::kFalse, reason, std::move(message), o.exitCode, o.finishedAt);
+    ApplyFailed(r);
   } else {
     ApplyStopped(o);
   }
+}
+
+void Decider::ApplyFailed(const CallResult& r) {
+  const Observation& o = r.observation;
+  std::string reason = FailureReason(o.reason, kReasonProcessFailed);
+  const StopCause cause = Cause();
+  std::optional<api::Time> deadline =
+      cause == StopCause::kStartTimeout ? StartDeadlineAt() : DeadlineAtNow();
+  // Stopped by our deadline-triggered Cancel unless it provably failed before the deadline. A
+  // failure that Observe found is the task's own.
+  if (r.call == AdapterCall::kCancel &&
+      (cause == StopCause::kDeadline || cause == StopCause::kStartTimeout) &&
+      !(o.finishedAt && deadline && *o.finishedAt < *deadline)) {
+    ApplyStopped(o);
+    return;
+  }
+  std::string message = o.message;
+  if (message.empty()) {
+    message = o.exitCode ? adapters::TaskExitedMessage(*o.exitCode) : "The task failed";
+  }
+  Terminate(ConditionStatus::kFalse, reason, std::move(message), o.exitCode, o.finishedAt);
 }
 
 // The class policies that shape this Job although its spec does not name them, for the Accepted

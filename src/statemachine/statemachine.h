@@ -116,8 +116,8 @@
 #include <string_view>
 #include <vector>
 
+#include "adapters/adapter.h"
 #include "api/types.h"
-#include "ayatori/adapter.h"
 #include "ayatori/status.h"
 
 namespace ayatori::statemachine {

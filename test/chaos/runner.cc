@@ -28,6 +28,7 @@
 #include "adapters/kubernetes/kubernetes_adapter.h"
 #include "adapters/registry.h"
 #include "api/types.h"
+#include "base/url.h"
 #include "controller/kinds.h"
 #include "kube/config.h"
 #include "kube/resource.h"
@@ -514,8 +515,7 @@ class DockerEventLog {
       std::string pending;
       long code = 0;
       Status s = client_->Stream(
-          "/events?since=" + since +
-              "&filters=" + adapters::docker::EngineClient::Escape(filters.dump()),
+          "/events?since=" + since + "&filters=" + base::PercentEncode(filters.dump()),
           [&](long c) {
             code = c;
             std::lock_guard<std::mutex> lock(mu_);
@@ -1074,8 +1074,8 @@ std::vector<JobFacts> Round::CollectFacts(RoundLog& log) {
 StatusOr<std::map<std::string, std::vector<json>>> ContainersByUid(
     adapters::docker::EngineClient& engine) {
   json filters = {{"label", {api::kJobUidLabel}}};
-  auto listed = engine.Call("GET", "/containers/json?all=1&filters=" +
-                                       adapters::docker::EngineClient::Escape(filters.dump()));
+  auto listed =
+      engine.Call("GET", "/containers/json?all=1&filters=" + base::PercentEncode(filters.dump()));
   if (!listed.ok()) return listed.status();
   if (listed->status != 200) {
     return Status(StatusCode::kInternal, "GET /containers/json: HTTP " +

@@ -1,4 +1,5 @@
-// The ayatori-controller binary as a user runs it, on the real API server: two replicas with
+// The ayatori-controller binary as a user runs it (its build with the in-process test backend,
+// ayatori-controller-test, whose main is the product's), on the real API server: two replicas with
 // leader election (one leader, takeover after a SIGKILL within the lease duration, Jobs keep
 // succeeding and never get a second execution), a leader whose Lease is taken over by another
 // identity (it exits 3 within the renew deadline and writes nothing more), a leader that cannot
@@ -6,7 +7,7 @@
 // released, exit 0 at once), clients that hang up on /metrics (SIGPIPE is ignored), and
 // `kubectl wait` for a Job through a controller that is SIGKILLed while the Job runs.
 //
-// With --enable-test-adapter each process has its own in-memory backend: an execution dies with
+// On the in-process test backend each process has its own in-memory backend: an execution dies with
 // the process that created it. The honest result for a Job whose process died is therefore
 // ResultUnknown, ended by an administrator's confirmation (BackendLost); these tests assert that
 // and never pretend otherwise.
@@ -119,7 +120,7 @@ class Binary : public ::testing::Test {
 
   void SetUp() override {
     ASSERT_TRUE(H().ok()) << H().setupError();
-    binary_ = ControllerBinaryPath();
+    binary_ = TestControllerBinaryPath();
     ASSERT_FALSE(binary_.empty());
     ASSERT_EQ(access(binary_.c_str(), X_OK), 0) << binary_ << " is not built";
     ns_ = H().CreateNamespace("bin");
@@ -150,12 +151,8 @@ class Binary : public ::testing::Test {
     std::string log = ::testing::TempDir() + "/ayatori-controller-" + ns_ + "-" +
                       std::to_string(processes_.size()) + ".log";
     std::vector<std::string> argv{
-        binary_,
-        "--kubeconfig=" + (kubeconfig.empty() ? H().kubeconfig() : kubeconfig),
-        "--enable-test-adapter",
-        "--metrics-address=127.0.0.1:0",
-        "--log-level=debug",
-        "--workers=2"};
+        binary_, "--kubeconfig=" + (kubeconfig.empty() ? H().kubeconfig() : kubeconfig),
+        "--metrics-address=127.0.0.1:0", "--log-level=debug", "--workers=2"};
     argv.insert(argv.end(), extraArgs.begin(), extraArgs.end());
     Status s = p->Spawn(argv, log);
     EXPECT_TRUE(s.ok()) << s.ToString();

@@ -74,7 +74,7 @@ class NamespacedInstall : public ::testing::Test {
 
   void SetUp() override {
     ASSERT_TRUE(H().ok()) << H().setupError();
-    binary_ = ControllerBinaryPath();
+    binary_ = TestControllerBinaryPath();
     ASSERT_EQ(access(binary_.c_str(), X_OK), 0) << binary_ << " is not built";
     served_ = H().CreateNamespace("team-a");
     other_ = H().CreateNamespace("team-b");
@@ -165,9 +165,9 @@ TEST_F(NamespacedInstall, RunsTheServedNamespacesJobsAndNeverTouchesAnotherNames
 
   Status s =
       controller_.Start(binary_,
-                        {"--kubeconfig=" + saKubeconfig_, "--enable-test-adapter",
-                         "--watch-namespaces=" + served_, "--namespace=ayatori-system",
-                         "--metrics-address=127.0.0.1:0", "--log-format=json", "--workers=2"},
+                        {"--kubeconfig=" + saKubeconfig_, "--watch-namespaces=" + served_,
+                         "--namespace=ayatori-system", "--metrics-address=127.0.0.1:0",
+                         "--log-format=json", "--workers=2"},
                         ::testing::TempDir() + "/ayatori-controller-" + served_ + ".log", 60s);
   ASSERT_TRUE(s.ok()) << "the controller did not become ready with the namespaced RBAC: "
                       << s.ToString();

@@ -1,5 +1,5 @@
 // A round that starts from a cache copy older than this controller's own last write
-// (JobReconciler::CacheBehindOwnWrite): it must not decide on it, because every write it would
+// (JobTables::CacheBehindOwnWrite): it must not decide on it, because every write it would
 // make carries the old resourceVersion and earns a 409 Conflict, a wasted request per Job whenever
 // the watch lags (seen under ASan's slowdown as 7 writes for a successful Job); it reads the Job
 // instead. JobReconciler over a FakeKubeClient, the in-process test adapter, and a cache that can

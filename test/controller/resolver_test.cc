@@ -691,7 +691,8 @@ TEST_F(ResolverTest, BackendRejected) {
 }
 
 // An adapter whose backend cannot enforce what the class asks (Validate's kFailedPrecondition,
-// e.g. Docker: an OCI runtime the engine does not have) refuses as NotEnforceable.
+// e.g. Docker: an OCI runtime the engine does not have) refuses as NotEnforceable: the default
+// Adapter::AcceptanceRefusal says so, the resolver does not read status codes.
 TEST_F(ResolverTest, ValidateFailedPreconditionIsNotEnforceable) {
   api::Job job = Job("test");
   api::EnvVar refuse;
@@ -701,6 +702,36 @@ TEST_F(ResolverTest, ValidateFailedPreconditionIsNotEnforceable) {
   Resolution r = Resolve(job);
   EXPECT_REJECTED(r, "NotEnforceable");
   EXPECT_NE(r.message.find("no such runtime"), std::string::npos) << r.message;
+}
+
+// An adapter that refuses under a reason of its own (Adapter::AcceptanceRefusal): the Job gets
+// that reason and message, whatever status code its Validate would answer.
+class OwnReasonAdapter final : public Adapter {
+ public:
+  std::string Name() const override { return "own-reason"; }
+  Status Start(std::function<void(const std::string&, const std::string&)>) override {
+    return Status::Ok();
+  }
+  Status Validate(const ExecutionRequest&) override {
+    return {StatusCode::kFailedPrecondition, "the status code says NotEnforceable"};
+  }
+  std::optional<Refusal> AcceptanceRefusal(const ExecutionRequest& request) override {
+    return Refusal{"NoGpuHere", "job " + request.job.metadata.name + " asks for a GPU"};
+  }
+  Observation Ensure(const ExecutionRequest&) override { return {}; }
+  Observation Observe(const ExecutionKey&) override { return {}; }
+  Observation Cancel(const ExecutionKey&) override { return {}; }
+  Status Delete(const ExecutionKey&) override { return Status::Ok(); }
+};
+
+TEST_F(ResolverTest, AdapterRefusalKeepsItsOwnReason) {
+  AdapterDescriptor own = adapters::TestDescriptor();
+  own.controllerName = "example.com/own-reason";
+  ASSERT_TRUE(registry_.Register(own, std::make_shared<OwnReasonAdapter>()).ok());
+  cache_.AddJobClass(Class("own", own.controllerName));
+  Resolution r = Resolve(Job("own"));
+  EXPECT_REJECTED(r, "NoGpuHere");
+  EXPECT_EQ(r.message, "job job asks for a GPU");
 }
 
 TEST_F(ResolverTest, WaitingReasonsComeBeforeValidation) {

@@ -5,6 +5,7 @@
 // the Job, its Events or the controller's log.
 #include <gtest/gtest.h>
 
+#include "base/base64.h"
 #include "kube/config.h"
 #include "test/adapters/docker/e2e_support.h"
 #include "test/e2e/controller_e2e.h"
@@ -51,12 +52,12 @@ class DockerRegistryE2ETest : public ControllerTest {
                     {{addr_,
                       {{"username", user_},
                        {"password", password},
-                       {"auth", kube::Base64Encode(user_ + ":" + password)}}}}}};
+                       {"auth", base::Base64Encode(user_ + ":" + password)}}}}}};
     ASSERT_TRUE(Apply({{"apiVersion", "v1"},
                        {"kind", "Secret"},
                        {"metadata", {{"name", name}, {"namespace", ns_}}},
                        {"type", "kubernetes.io/dockerconfigjson"},
-                       {"data", {{".dockerconfigjson", kube::Base64Encode(config.dump())}}}}));
+                       {"data", {{".dockerconfigjson", base::Base64Encode(config.dump())}}}}));
   }
 
   std::string CreatePullJob(const std::string& name, const std::string& pullSecret) {

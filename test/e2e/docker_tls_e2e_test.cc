@@ -20,7 +20,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "adapters/docker/registry_auth.h"
+#include "base/base64.h"
 #include "test/adapters/docker/e2e_support.h"
 #include "test/e2e/controller_e2e.h"
 #include "test/support/process.h"
@@ -79,7 +79,7 @@ class DockerTlsE2ETest : public ControllerTest {
   // A Secret in the controller's namespace with `files` (key -> PEM text).
   void ApplySecret(const std::string& name, const std::map<std::string, std::string>& files) {
     json data = json::object();
-    for (const auto& [key, pem] : files) data[key] = adapters::docker::Base64Encode(pem);
+    for (const auto& [key, pem] : files) data[key] = base::Base64Encode(pem);
     ASSERT_TRUE(Apply({{"apiVersion", "v1"},
                        {"kind", "Secret"},
                        {"metadata", {{"name", name}, {"namespace", kControllerNamespace}}},

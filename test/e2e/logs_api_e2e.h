@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "base/base64.h"
 #include "test/e2e/controller_e2e.h"
 #include "test/support/netns.h"
 #include "test/support/testenv.h"
@@ -44,11 +45,6 @@ inline std::string ReadFile(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-inline std::string Base64(const std::string& data) {
-  ProcessResult r = RunProcess({"base64", "-w0"}, data);
-  return r.out;
 }
 
 inline json Task(const std::string& script) {
@@ -191,7 +187,7 @@ class LogsApiE2ETest : public ControllerTest {
            {"version", "v1alpha1"},
            {"groupPriorityMinimum", 1000},
            {"versionPriority", 15},
-           {"caBundle", Base64(ReadFile(dir_ + "/ca.crt"))},
+           {"caBundle", base::Base64Encode(ReadFile(dir_ + "/ca.crt"))},
            {"service", {{"namespace", kSystemNamespace}, {"name", kService}, {"port", 443}}}}}}));
   }
 

@@ -9,6 +9,7 @@
 #include <regex>
 #include <sstream>
 
+#include "base/base64.h"
 #include "kube/config.h"
 #include "test/adapters/docker/e2e_support.h"
 #include "test/e2e/controller_e2e.h"
@@ -268,12 +269,12 @@ TEST_F(OpenSandboxControllerE2ETest, APrivateImageRunsWithTheRightPullSecretOnly
                     {{addr,
                       {{"username", user},
                        {"password", pw},
-                       {"auth", kube::Base64Encode(user + ":" + pw)}}}}}};
+                       {"auth", base::Base64Encode(user + ":" + pw)}}}}}};
     ASSERT_TRUE(Apply({{"apiVersion", "v1"},
                        {"kind", "Secret"},
                        {"metadata", {{"name", name}, {"namespace", ns_}}},
                        {"type", "kubernetes.io/dockerconfigjson"},
-                       {"data", {{".dockerconfigjson", kube::Base64Encode(config.dump())}}}}));
+                       {"data", {{".dockerconfigjson", base::Base64Encode(config.dump())}}}}));
   }
   auto run = [&](const std::string& job, const std::string& secret) {
     Docker(host_, {"rmi", "-f", image});  // only the registry has it: the server must pull

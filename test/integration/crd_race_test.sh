@@ -97,7 +97,13 @@ for i in $(seq 1 "$ROUNDS"); do
   file=$(crd "$g")
   "$KUBECTL" apply -f "$file" >/dev/null
   # 1. The old install path.
-  "$KUBECTL" wait --for condition=established --timeout=60s -f "$file" >/dev/null
+  # kubectl wait fails at once ("accessor error: <nil>") when it reads the CRD before the
+  # apiserver gave it any condition; such a read is asked again.
+  end=$((SECONDS + 60))
+  until "$KUBECTL" wait --for condition=established --timeout=60s -f "$file" >/dev/null 2>&1; do
+    [ "$SECONDS" -lt "$end" ] || fail "round $i: the CRD was not Established within 60 s"
+    sleep 0.2  # a poll with a deadline
+  done
   first=$(create_job "$g")
   case $first in
     '!'*) raced=$((raced + 1)); echo "round $i: right after Established: ${first#!}" ;;

@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "base/base64.h"
 #include "test/kube/pem.h"
 
 namespace ayatori::kube {
@@ -49,11 +50,11 @@ class KubeconfigTest : public ::testing::Test {
 
   static std::string Server() { return "    server: https://127.0.0.1:6443\n"; }
   std::string CaData() const {
-    return "    certificate-authority-data: " + Base64Encode(ca_.cert) + "\n";
+    return "    certificate-authority-data: " + base::Base64Encode(ca_.cert) + "\n";
   }
   std::string CertData() const {
-    return "    client-certificate-data: " + Base64Encode(client_.cert) + "\n" +
-           "    client-key-data: " + Base64Encode(client_.key) + "\n";
+    return "    client-certificate-data: " + base::Base64Encode(client_.cert) + "\n" +
+           "    client-key-data: " + base::Base64Encode(client_.key) + "\n";
   }
 
   std::string dir_;
@@ -203,7 +204,8 @@ TEST_F(KubeconfigTest, BadBase64InCertificateAuthorityDataNamesTheField) {
 TEST_F(KubeconfigTest, CertificateAuthorityThatIsNotPemIsRejected) {
   std::string path = Write(
       "config",
-      Config(Server() + "    certificate-authority-data: " + Base64Encode("hello") + "\n", ""));
+      Config(Server() + "    certificate-authority-data: " + base::Base64Encode("hello") + "\n",
+             ""));
   auto cfg = LoadKubeconfigFile(path, {});
   ASSERT_FALSE(cfg.ok());
   EXPECT_THAT(cfg.status().message(),
@@ -227,8 +229,8 @@ TEST_F(KubeconfigTest, InsecureSkipTlsVerifyIsRefusedUnlessAllowed) {
 
 TEST_F(KubeconfigTest, ClientKeyThatDoesNotMatchTheCertificateNamesTheKeyField) {
   auto other = testing::MakeSelfSigned("other");
-  std::string user = "    client-certificate-data: " + Base64Encode(client_.cert) + "\n" +
-                     "    client-key-data: " + Base64Encode(other.key) + "\n";
+  std::string user = "    client-certificate-data: " + base::Base64Encode(client_.cert) + "\n" +
+                     "    client-key-data: " + base::Base64Encode(other.key) + "\n";
   std::string path = Write("config", Config(Server(), user));
   auto cfg = LoadKubeconfigFile(path, {});
   ASSERT_FALSE(cfg.ok());
@@ -238,7 +240,7 @@ TEST_F(KubeconfigTest, ClientKeyThatDoesNotMatchTheCertificateNamesTheKeyField) 
 }
 
 TEST_F(KubeconfigTest, ClientCertificateWithoutKeyNamesTheMissingField) {
-  std::string user = "    client-certificate-data: " + Base64Encode(client_.cert) + "\n";
+  std::string user = "    client-certificate-data: " + base::Base64Encode(client_.cert) + "\n";
   std::string path = Write("config", Config(Server(), user));
   auto cfg = LoadKubeconfigFile(path, {});
   ASSERT_FALSE(cfg.ok());
@@ -246,12 +248,123 @@ TEST_F(KubeconfigTest, ClientCertificateWithoutKeyNamesTheMissingField) {
               AllOf(HasSubstr(path), HasSubstr("client-key"), HasSubstr("missing")));
 }
 
-TEST_F(KubeconfigTest, ExecPluginsAreNotSupportedAndSaySo) {
-  std::string path = Write("config", Config(Server(), "    exec:\n      command: aws\n"));
+TEST_F(KubeconfigTest, ExecPluginIsReadWithArgsEnvAndClusterInfo) {
+  std::string user =
+      "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n"
+      "      command: ./bin/get-token\n      args: [--cluster, \"a b\"]\n"
+      "      env:\n      - {name: REGION, value: eu-1}\n"
+      "      installHint: install get-token\n      provideClusterInfo: true\n"
+      "      interactiveMode: Never\n";
+  std::string path =
+      Write("config", Config(Server() + CaData() + "    tls-server-name: api.local\n", user));
   auto cfg = LoadKubeconfigFile(path, {});
-  ASSERT_FALSE(cfg.ok());
-  EXPECT_THAT(cfg.status().message(), AllOf(HasSubstr(path), HasSubstr("users[\"u\"].user.exec"),
-                                            HasSubstr("not supported")));
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  ASSERT_NE(cfg->exec, nullptr);
+  const ExecConfig& e = cfg->exec->config();
+  EXPECT_EQ(e.command, dir_ + "/bin/get-token");  // relative to the kubeconfig's folder
+  EXPECT_EQ(e.args, (std::vector<std::string>{"--cluster", "a b"}));
+  ASSERT_EQ(e.env.size(), 1U);
+  EXPECT_EQ(e.env[0], (std::pair<std::string, std::string>{"REGION", "eu-1"}));
+  EXPECT_EQ(e.installHint, "install get-token");
+  EXPECT_TRUE(e.provideClusterInfo);
+  EXPECT_EQ(e.interactiveMode, ExecInteractiveMode::kNever);
+  EXPECT_EQ(e.user, "u");
+  EXPECT_EQ(e.server, "https://127.0.0.1:6443");
+  EXPECT_EQ(e.caPem, ca_.cert);
+  EXPECT_EQ(e.tlsServerName, "api.local");
+  EXPECT_THAT(cfg->Describe(), HasSubstr("exec plugin " + dir_ + "/bin/get-token"));
+}
+
+TEST_F(KubeconfigTest, ExecV1beta1DefaultsToIfAvailableAndLooksTheCommandUpInPath) {
+  std::string path =
+      Write("config", Config(Server(),
+                             "    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n"
+                             "      command: aws\n"));
+  auto cfg = LoadKubeconfigFile(path, {});
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_EQ(cfg->exec->config().command, "aws");
+  EXPECT_EQ(cfg->exec->config().interactiveMode, ExecInteractiveMode::kIfAvailable);
+}
+
+TEST_F(KubeconfigTest, BadExecFieldsNameTheField) {
+  struct Case {
+    std::string exec, field, problem;
+  };
+  const std::vector<Case> cases = {
+      {"      command: aws\n", "exec.apiVersion", "is not client.authentication.k8s.io/v1"},
+      {"      apiVersion: client.authentication.k8s.io/v1alpha1\n      command: aws\n",
+       "exec.apiVersion", "v1alpha1"},
+      {"      apiVersion: client.authentication.k8s.io/v1\n      command: aws\n",
+       "exec.interactiveMode", "v1 requires it"},
+      {"      apiVersion: client.authentication.k8s.io/v1\n      interactiveMode: Never\n",
+       "exec.command", "missing"},
+      {"      apiVersion: client.authentication.k8s.io/v1beta1\n      command: aws\n"
+       "      interactiveMode: Sometimes\n",
+       "exec.interactiveMode", "\"Sometimes\""},
+      {"      apiVersion: client.authentication.k8s.io/v1beta1\n      command: aws\n"
+       "      args: --x\n",
+       "exec.args", "list"},
+      {"      apiVersion: client.authentication.k8s.io/v1beta1\n      command: aws\n"
+       "      env: [{value: x}]\n",
+       "exec.env[0].name", "non-empty"},
+  };
+  for (const auto& c : cases) {
+    std::string path = Write("config", Config(Server(), "    exec:\n" + c.exec));
+    auto cfg = LoadKubeconfigFile(path, {});
+    ASSERT_FALSE(cfg.ok()) << c.exec;
+    EXPECT_THAT(
+        cfg.status().message(),
+        AllOf(HasSubstr(path), HasSubstr("users[\"u\"].user." + c.field), HasSubstr(c.problem)))
+        << c.exec;
+  }
+}
+
+TEST_F(KubeconfigTest, AuthProviderUsersAreToldTheirExecReplacement) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"gcp", "gke-gcloud-auth-plugin"},
+      {"azure", "kubelogin"},
+      {"oidc", "oidc-login"},
+      {"acme", "exec credential plugin"}};
+  for (const auto& [name, replacement] : cases) {
+    std::string path =
+        Write("config", Config(Server(), "    auth-provider:\n      name: " + name +
+                                             "\n      config: {access-token: SECRET-XYZ}\n"));
+    auto cfg = LoadKubeconfigFile(path, {});
+    ASSERT_FALSE(cfg.ok()) << name;
+    EXPECT_THAT(cfg.status().message(),
+                AllOf(HasSubstr("users[\"u\"].user.auth-provider"), HasSubstr("user \"u\""),
+                      HasSubstr("\"" + name + "\""), HasSubstr(replacement)));
+    EXPECT_THAT(cfg.status().message(), ::testing::Not(HasSubstr("SECRET-XYZ")));
+  }
+}
+
+TEST_F(KubeconfigTest, ProxyUrlAndTlsServerNameAreRead) {
+  std::string path =
+      Write("config", Config(Server() + "    proxy-url: http://user:pw@127.0.0.1:3128\n"
+                                        "    tls-server-name: localhost\n",
+                             "    token: t\n"));
+  auto cfg = LoadKubeconfigFile(path, {});
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_EQ(cfg->proxyUrl, "http://user:pw@127.0.0.1:3128");
+  EXPECT_EQ(cfg->tlsServerName, "localhost");
+  EXPECT_THAT(cfg->Describe(), AllOf(HasSubstr("TLS server name localhost"),
+                                     HasSubstr("proxy http://***@127.0.0.1:3128")));
+  EXPECT_THAT(cfg->Describe(), ::testing::Not(HasSubstr("pw")));
+}
+
+TEST_F(KubeconfigTest, BadProxyUrlOrTlsServerNameNamesTheField) {
+  for (const auto& [line, field] : std::vector<std::pair<std::string, std::string>>{
+           {"    proxy-url: ftp://127.0.0.1:21\n", "proxy-url"},
+           {"    proxy-url: 127.0.0.1:3128\n", "proxy-url"},
+           {"    tls-server-name: host:443\n", "tls-server-name"}}) {
+    std::string path = Write("config", Config(Server() + line, "    token: t\n"));
+    auto cfg = LoadKubeconfigFile(path, {});
+    ASSERT_FALSE(cfg.ok()) << line;
+    EXPECT_THAT(cfg.status().message(), HasSubstr("clusters[\"c\"].cluster." + field)) << line;
+    if (field == "proxy-url") {
+      EXPECT_THAT(cfg.status().message(), HasSubstr("http://, https://, socks5:// or socks5h://"));
+    }
+  }
 }
 
 TEST_F(KubeconfigTest, UnreadableTokenFileNamesTheField) {
@@ -373,24 +486,6 @@ TEST_F(KubeconfigTest, InClusterWithoutTokenFileSaysWhichFile) {
   cfg = LoadInClusterConfig(opts);
   ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
   EXPECT_EQ(cfg->server, "https://[fd00::1]:6443");
-}
-
-TEST(Base64Test, DecodesStrictlyAndRoundTrips) {
-  std::string out;
-  EXPECT_TRUE(Base64Decode("aGVsbG8=", &out));
-  EXPECT_EQ(out, "hello");
-  EXPECT_TRUE(Base64Decode("aGVs\nbG8", &out));  // whitespace and missing padding are fine
-  EXPECT_EQ(out, "hello");
-  EXPECT_FALSE(Base64Decode("aGV*bG8=", &out));
-  EXPECT_FALSE(Base64Decode("aGVsbG8=x", &out));  // data after padding
-  EXPECT_FALSE(Base64Decode("a", &out));
-  EXPECT_FALSE(Base64Decode("", &out));
-  for (const std::string& s :
-       std::vector<std::string>{"a", "ab", "abc", "abcd", std::string("\0\xff\x10", 3)}) {
-    std::string back;
-    ASSERT_TRUE(Base64Decode(Base64Encode(s), &back));
-    EXPECT_EQ(back, s);
-  }
 }
 
 }  // namespace

@@ -440,4 +440,70 @@ TEST(RestClientTokenFileTest, RotatedTokenFileIsReadAgain) {
 }
 
 }  // namespace
+
+// An exec user: the token is asked of the provider per request, and a 401 makes the client ask
+// the plugin again and retry once (like client-go).
+TEST_F(RestClientTest, ExecTokenIsAskedPerRequestAndRenewedOnceAfter401) {
+  int runs = 0;
+  ExecConfig ec;
+  ec.user = "u";
+  ec.command = "get-token";
+  RestConfig cfg;
+  cfg.server = "https://127.0.0.1:6443";
+  cfg.exec = std::make_shared<ExecCredentialProvider>(
+      ec,
+      [&runs](const ExecConfig&) -> StatusOr<ExecCredential> {
+        ++runs;
+        ExecCredential c;
+        c.token = "tok-" + std::to_string(runs);
+        return c;
+      },
+      [] { return std::chrono::system_clock::now(); });
+  RestClientOptions opts;
+  opts.qps = 0;
+  auto t = std::make_unique<FakeHttpTransport>();
+  FakeHttpTransport* transport = t.get();
+  RestClient client(cfg, opts, std::move(t));
+
+  transport->Push({200, R"({"kind":"ConfigMap"})"});
+  ASSERT_TRUE(client.Get(cm_, "ns", "x").ok());
+  transport->Push({401, StatusBody(401, "Unauthorized", "Unauthorized")});
+  transport->Push({200, R"({"kind":"ConfigMap"})"});
+  ASSERT_TRUE(client.Get(cm_, "ns", "x").ok());
+  auto reqs = transport->Requests();
+  ASSERT_EQ(reqs.size(), 3U);
+  EXPECT_EQ(Header(reqs[0], "Authorization"), "Bearer tok-1");
+  EXPECT_EQ(Header(reqs[1], "Authorization"), "Bearer tok-1");  // cached
+  EXPECT_EQ(Header(reqs[2], "Authorization"), "Bearer tok-2");  // re-run after the 401
+  EXPECT_EQ(runs, 2);
+
+  // A second 401 in a row is the answer, not a loop.
+  transport->Push({401, StatusBody(401, "Unauthorized", "Unauthorized")});
+  transport->Push({401, StatusBody(401, "Unauthorized", "Unauthorized")});
+  auto denied = client.Get(cm_, "ns", "x");
+  EXPECT_FALSE(denied.ok());
+  EXPECT_EQ(transport->Requests().size(), 5U);
+  EXPECT_EQ(runs, 3);
+}
+
+TEST_F(RestClientTest, FailingExecPluginFailsTheRequestWithItsMessage) {
+  ExecConfig ec;
+  ec.user = "u";
+  RestConfig cfg;
+  cfg.server = "https://127.0.0.1:6443";
+  cfg.exec = std::make_shared<ExecCredentialProvider>(
+      ec,
+      [](const ExecConfig&) -> StatusOr<ExecCredential> {
+        return Status(StatusCode::kUnauthorized, "kubeconfig user \"u\": exec plugin x: failed");
+      },
+      [] { return std::chrono::system_clock::now(); });
+  auto t = std::make_unique<FakeHttpTransport>();
+  FakeHttpTransport* transport = t.get();
+  RestClient client(cfg, {}, std::move(t));
+  auto got = client.Get(cm_, "ns", "x");
+  ASSERT_FALSE(got.ok());
+  EXPECT_THAT(got.status().message(), HasSubstr("exec plugin x: failed"));
+  EXPECT_TRUE(transport->Requests().empty());  // nothing sent without credentials
+}
+
 }  // namespace ayatori::kube

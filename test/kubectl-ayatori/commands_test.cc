@@ -15,6 +15,7 @@
 #include "kube/resource.h"
 #include "kube/testing/fake_clock.h"
 #include "kube/testing/fake_kube_client.h"
+#include "test/support/process.h"
 
 namespace ayatori::plugin {
 namespace {
@@ -133,7 +134,15 @@ TEST_F(CommandsTest, WaitStartsAgainWhenItsResourceVersionExpired) {
   ASSERT_EQ(waiting.wait_for(std::chrono::seconds(10)), std::future_status::ready);
   Outcome r = waiting.get();
   EXPECT_EQ(r.exitCode, kExitOk) << r.err;
-  EXPECT_EQ(r.out, "job.execution.ayatori.ddupan.top/j Succeeded (Completed, exit code 0)\n");
+  // Progress (a line per derived state, piped: no spinner; the fake drops the status written on
+  // create), then the outcome.
+  const auto lines = ::ayatori::testing::Lines(r.out);
+  ASSERT_EQ(lines.size(), 3u) << r.out;
+  EXPECT_THAT(lines[0], ::testing::MatchesRegex("[0-9][0-9]:[0-9][0-9]:[0-9][0-9] Resolving"));
+  EXPECT_THAT(lines[1], ::testing::MatchesRegex(
+                            "[0-9][0-9]:[0-9][0-9]:[0-9][0-9] Succeeded \\(Completed, exit 0\\)"));
+  EXPECT_EQ(lines[2], "job.execution.ayatori.ddupan.top/j Succeeded (Completed, exit code 0)");
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("\r")));
   EXPECT_EQ(client_.CountActions("list", "jobs.execution.ayatori.ddupan.top"), 1u);
   EXPECT_LE(client_.CountActions("watch", "jobs.execution.ayatori.ddupan.top"), 4u);
 }

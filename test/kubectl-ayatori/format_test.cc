@@ -232,5 +232,70 @@ TEST(OutputDocumentTest, JsonAndYamlReadBackWithoutManagedFields) {
   EXPECT_THAT(yaml, HasSubstr("kind: Job\n"));
 }
 
+TEST(OutputFormatTest, EveryAcceptedValueAndTheirOutput) {
+  using Kind = OutputFormat::Kind;
+  for (const auto& [text, kind] :
+       std::vector<std::pair<std::string, Kind>>{{"", Kind::kTable},
+                                                 {"wide", Kind::kWide},
+                                                 {"json", Kind::kJson},
+                                                 {"yaml", Kind::kYaml},
+                                                 {"name", Kind::kName},
+                                                 {"jsonpath={.metadata.name}", Kind::kJsonPath}}) {
+    auto format = ParseOutputFormat(text);
+    ASSERT_TRUE(format.ok()) << text;
+    EXPECT_EQ(format->kind, kind) << text;
+  }
+  for (const char* bad : {"xml", "JSON", "jsonpath", "jsonpath={.a[?(@.b)]}", "custom-columns=A"}) {
+    auto format = ParseOutputFormat(bad);
+    ASSERT_FALSE(format.ok()) << bad;
+  }
+  EXPECT_THAT(ParseOutputFormat("xml").status().message(),
+              HasSubstr("use one of json, yaml, name, wide, jsonpath=TEMPLATE"));
+
+  const std::vector<nlohmann::json> jobs = {api::ToJson(RunningJob("a")),
+                                            api::ToJson(RunningJob("b"))};
+  EXPECT_EQ(FormatObjects(*ParseOutputFormat("name"), jobs, false),
+            "job.execution.ayatori.ddupan.top/a\njob.execution.ayatori.ddupan.top/b\n");
+  // jsonpath: on the List of several Jobs, on the Job itself when one was named.
+  EXPECT_EQ(FormatObjects(*ParseOutputFormat("jsonpath={.items[*].metadata.name}"), jobs, false),
+            "a b");
+  EXPECT_EQ(FormatObjects(*ParseOutputFormat("jsonpath={.metadata.name}"), {jobs[0]}, true), "a");
+  EXPECT_EQ(nlohmann::json::parse(
+                FormatObjects(*ParseOutputFormat("json"), {jobs[1]}, true))["metadata"]["name"],
+            "b");
+  EXPECT_EQ(YAML::Load(FormatObjects(*ParseOutputFormat("yaml"), jobs,
+                                     false))["items"][1]["metadata"]["name"]
+                .as<std::string>(),
+            "b");
+}
+
+TEST(FormatJobRowTest, AWatchedChangeLinesUpUnderTheTable) {
+  const std::string table = FormatJobTable({RunningJob("run")}, {}, kNow);
+  const std::string row = FormatJobRow(RunningJob("run"), {}, kNow);
+  EXPECT_EQ(table.substr(table.find('\n') + 1), row);
+  EXPECT_EQ(std::count(row.begin(), row.end(), '\n'), 1);
+  EXPECT_THAT(FormatJobRow(FailedJob("failed"), {true, true}, kNow), HasSubstr("Failed"));
+}
+
+TEST(FormatWatchedObjectTest, OneObjectInTheFormatYamlAsDocuments) {
+  const nlohmann::json job = api::ToJson(RunningJob("run"));
+  EXPECT_EQ(FormatWatchedObject(*ParseOutputFormat("name"), job),
+            "job.execution.ayatori.ddupan.top/run\n");
+  EXPECT_EQ(nlohmann::json::parse(FormatWatchedObject(*ParseOutputFormat("json"), job))["kind"],
+            "Job");
+  const std::string yaml = FormatWatchedObject(*ParseOutputFormat("yaml"), job);
+  EXPECT_THAT(yaml, ::testing::StartsWith("---\n"));
+  EXPECT_EQ(YAML::Load(yaml)["metadata"]["name"].as<std::string>(), "run");
+  EXPECT_EQ(FormatWatchedObject(*ParseOutputFormat(R"(jsonpath={.metadata.name}{"\n"})"), job),
+            "run\n");
+}
+
+TEST(VersionLineTest, VersionAndCommitWhenKnown) {
+  EXPECT_EQ(VersionLine("Client", "0.1.0", "1a2b3c4d5e6f"),
+            "Client Version: 0.1.0 (commit 1a2b3c4d5e6f)\n");
+  EXPECT_EQ(VersionLine("Client", "0.1.0", "unknown"), "Client Version: 0.1.0\n");
+  EXPECT_EQ(VersionLine("Controller", "", ""), "Controller Version: unknown\n");
+}
+
 }  // namespace
 }  // namespace ayatori::plugin

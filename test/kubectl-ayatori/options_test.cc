@@ -42,6 +42,9 @@ TEST(ParseArgsTest, GetTakesKubectlFlagsAnywhere) {
   EXPECT_EQ(inv.output, "json");
   EXPECT_EQ(inv.context, "kind");
   EXPECT_TRUE(Parse({"get", "-A"}).allNamespaces);
+  EXPECT_FALSE(Parse({"get"}).watch);
+  EXPECT_TRUE(Parse({"get", "-w"}).watch);
+  EXPECT_TRUE(Parse({"get", "job-1", "--watch", "-o", "name"}).watch);
 }
 
 TEST(ParseArgsTest, RunCollectsFlagsAndWordsAfterDoubleDash) {
@@ -87,11 +90,55 @@ TEST(ParseArgsTest, OtherVerbs) {
   EXPECT_EQ(logs.sinceSeconds, 300);
 }
 
+TEST(ParseArgsTest, UiServesLoopbackOnAFreePortByDefault) {
+  Invocation ui = Parse({"ui", "-n", "ci"});
+  EXPECT_EQ(ui.verb, Verb::kUi);
+  EXPECT_EQ(ui.namespace_, "ci");
+  EXPECT_EQ(ui.port, 0);
+  EXPECT_EQ(ui.address, "127.0.0.1");
+  EXPECT_FALSE(ui.noBrowser);
+  ui = Parse({"ui", "-A", "--port", "8080", "--address", "::1", "--no-browser"});
+  EXPECT_TRUE(ui.allNamespaces);
+  EXPECT_EQ(ui.port, 8080);
+  EXPECT_EQ(ui.address, "::1");
+  EXPECT_TRUE(ui.noBrowser);
+  EXPECT_THAT(ParseFails({"ui", "--port", "70000"}).err, HasSubstr("--port"));
+  EXPECT_THAT(ParseFails({"ui", "-A", "-n", "ci"}).err, HasSubstr("-n and -A cannot be combined"));
+}
+
+TEST(ParseArgsTest, DeleteTakesNamesAllOrASelector) {
+  Invocation inv = Parse({"delete", "a", "b", "-n", "ci"});
+  EXPECT_EQ(inv.verb, Verb::kDelete);
+  EXPECT_THAT(inv.names, ElementsAre("a", "b"));
+  EXPECT_EQ(inv.namespace_, "ci");
+  EXPECT_TRUE(Parse({"delete", "--all"}).all);
+  EXPECT_EQ(Parse({"delete", "-l", "team=ci"}).selector, "team=ci");
+}
+
+TEST(ParseArgsTest, VersionWithOrWithoutTheCluster) {
+  Invocation inv = Parse({"version"});
+  EXPECT_EQ(inv.verb, Verb::kVersion);
+  EXPECT_FALSE(inv.clientOnly);
+  EXPECT_EQ(inv.controllerNamespace, "ayatori-system");
+  EXPECT_TRUE(Parse({"version", "--client"}).clientOnly);
+  EXPECT_EQ(Parse({"version", "--controller-namespace", "ops"}).controllerNamespace, "ops");
+}
+
 TEST(ParseArgsTest, UsageErrorsSayWhatIsWrong) {
   EXPECT_THAT(ParseFails({}).err, HasSubstr("subcommand"));
   EXPECT_THAT(ParseFails({"frobnicate"}).err, HasSubstr("frobnicate"));
-  EXPECT_THAT(ParseFails({"get", "-o", "xml"}).err, HasSubstr("xml"));
+  EXPECT_THAT(ParseFails({"get", "-o", "xml"}).err,
+              HasSubstr("--output \"xml\" is not supported: use one of json, yaml, name, wide, "
+                        "jsonpath=TEMPLATE"));
+  EXPECT_THAT(ParseFails({"get", "-o", "jsonpath={.items[?(@.x)]}"}).err,
+              HasSubstr("a filter [?(@.x)] in \"{.items[?(@.x)]}\" is not supported"));
+  EXPECT_EQ(Parse({"get", "-o", "jsonpath={.metadata.name}"}).output, "jsonpath={.metadata.name}");
+  EXPECT_EQ(Parse({"get", "-o", "name"}).output, "name");
   EXPECT_THAT(ParseFails({"describe"}).err, HasSubstr("name"));
+  EXPECT_THAT(ParseFails({"delete"}).err,
+              HasSubstr("delete takes Job names, --all or -l SELECTOR (one of them)"));
+  EXPECT_THAT(ParseFails({"delete", "a", "--all"}).err, HasSubstr("one of them"));
+  EXPECT_THAT(ParseFails({"delete", "--all", "-l", "a=b"}).err, HasSubstr("one of them"));
   EXPECT_THAT(ParseFails({"run", "x"}).err, HasSubstr("--image"));
   EXPECT_THAT(ParseFails({"run", "x", "--image", "i", "--env", "NOVALUE"}).err,
               HasSubstr("--env \"NOVALUE\" must be NAME=VALUE"));
@@ -117,9 +164,15 @@ TEST(ParseDurationFlagTest, Forms) {
   EXPECT_EQ(ParseDurationFlag("--t", "600").value(), std::chrono::seconds(600));
   EXPECT_EQ(ParseDurationFlag("--t", "2h").value(), std::chrono::seconds(7200));
   EXPECT_EQ(ParseDurationFlag("--t", "1m30s").value(), std::chrono::seconds(90));
-  for (const char* bad : {"", "m", "1h30", "1d", "-5s", "0", "1.5h"}) {
+  EXPECT_EQ(ParseDurationFlag("--t", "1000ms").value(), std::chrono::seconds(1))
+      << "the grammar the controller's flags take too";
+  for (const char* bad : {"", "m", "1h30", "1d", "-5s", "0", "1.5h", "0s", "1500ms"}) {
     EXPECT_FALSE(ParseDurationFlag("--t", bad).ok()) << bad;
   }
+  EXPECT_THAT(ParseDurationFlag("--t", "1500ms").status().message(),
+              HasSubstr("--t \"1500ms\" must be a whole number of seconds"));
+  EXPECT_THAT(ParseDurationFlag("--t", "1d").status().message(),
+              HasSubstr("--t \"1d\" is not a duration: unknown unit at \"d\""));
 }
 
 TEST(LogPathTest, NamesTheSubresourceAndItsQuery) {

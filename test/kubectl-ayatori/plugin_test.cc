@@ -4,8 +4,10 @@
 // checked as a user sees them.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <yaml-cpp/yaml.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +19,8 @@
 #include <vector>
 
 #include "test/integration/crd_kubectl.h"
+#include "test/kubectl-ayatori/shell_completion.h"
+#include "test/support/controller_process.h"
 #include "test/support/process.h"
 #include "test/support/testenv.h"
 #include "test/support/wait.h"
@@ -26,8 +30,10 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 using ::testing::Not;
 using ::testing::StartsWith;
+using ::testing::UnorderedElementsAre;
 
 constexpr const char* kJobs = "jobs.execution.ayatori.ddupan.top";
 constexpr int kExitJobFailed = 3;  // docs/kubectl-ayatori.md, "Exit codes"
@@ -261,6 +267,121 @@ TEST_F(KubectlAyatoriTest, GetJsonAndYamlAreTheApiObjects) {
   EXPECT_EQ(node["metadata"]["uid"].as<std::string>(),
             GetJsonPath(kJobs, Namespace(), "out-b", "{.metadata.uid}"));
   EXPECT_EQ(node["status"]["execution"]["references"][0]["id"].as<std::string>(), "c0ffee");
+
+  r = Plugin({"get", "-n", Namespace(), "-l", "suite=out", "-o", "name"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "job.execution.ayatori.ddupan.top/out-a\njob.execution.ayatori.ddupan.top/out-b\n");
+  r = Plugin(
+      {"get", "-n", Namespace(), "-l", "suite=out", "-o",
+       R"(jsonpath={range .items[*]}{.metadata.name}={.status.conditions[-1].reason}{"\n"}{end})"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out, "out-a=ProcessFailed\nout-b=Running\n");
+  r = Plugin({"get", "out-a", "-n", Namespace(), "-o", "jsonpath={.status.result.exitCode}"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out, "7");
+}
+
+// The lines of a running plugin's output (stdout and stderr) that name `job`.
+std::vector<std::string> LinesNaming(const ControllerProcess& plugin, const std::string& job) {
+  std::vector<std::string> out;
+  for (const auto& line : Lines(plugin.Log())) {
+    if (line.find(job) != std::string::npos) out.push_back(line);
+  }
+  return out;
+}
+
+TEST_F(KubectlAyatoriTest, GetWatchPrintsAChangePerLineUntilInterrupted) {
+  ASSERT_NO_FATAL_FAILURE(CreateJobIn("watch-a", "Running", "{suite: watch}"));
+  const auto dir = std::filesystem::path(RequiredEnv("AYATORI_BINARY_DIR")) / "run" / "plugin";
+  std::filesystem::create_directories(dir);
+  std::filesystem::remove(dir / "get-w.log");
+  std::filesystem::remove(dir / "get-w-name.log");
+  ControllerProcess table, names;
+  ASSERT_TRUE(table
+                  .Spawn({PluginBinary(), "--kubeconfig", TestenvVar("KUBECONFIG"), "get", "-w",
+                          "-n", Namespace(), "-l", "suite=watch"},
+                         (dir / "get-w.log").string())
+                  .ok());
+  ASSERT_TRUE(names
+                  .Spawn({PluginBinary(), "--kubeconfig", TestenvVar("KUBECONFIG"), "get",
+                          "watch-a", "-w", "-n", Namespace(), "-o", "name"},
+                         (dir / "get-w-name.log").string())
+                  .ok());
+  // The first table, then (the watch starts at the list's resourceVersion, so no change between
+  // the list and the watch is lost) a row per change.
+  ASSERT_TRUE(Eventually([&] { return LinesNaming(table, "watch-a").size() == 1; },
+                         std::chrono::seconds(30), kKubectlPoll))
+      << table.Log();
+  ASSERT_TRUE(Eventually([&] { return LinesNaming(names, "watch-a").size() == 1; },
+                         std::chrono::seconds(30), kKubectlPoll))
+      << names.Log();
+  ASSERT_NO_FATAL_FAILURE(SetStatus("watch-a", StatusFor("Succeeded")));
+  ASSERT_NO_FATAL_FAILURE(CreateJobIn("watch-b", "Failed", "{suite: watch}"));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto b = LinesNaming(table, "watch-b");
+        return LinesNaming(table, "watch-a").size() == 2 && !b.empty() &&
+               Words(b.back()).at(1) == "Failed";
+      },
+      std::chrono::seconds(30), kKubectlPoll))
+      << table.Log();
+  EXPECT_TRUE(table.Running());
+  auto lines = Lines(table.Log());
+  EXPECT_THAT(Words(lines.at(0)), ElementsAre("NAME", "STATE", "CLASS", "REASON", "EXIT", "AGE"));
+  EXPECT_EQ(Words(lines.at(1)).at(1), "Running") << table.Log();
+  EXPECT_EQ(Words(LinesNaming(table, "watch-a").at(1)).at(1), "Succeeded") << table.Log();
+  EXPECT_EQ(lines.at(2).find("Succeeded"), lines.at(0).find("STATE")) << table.Log();  // aligned
+  // -o name on one Job: its name per change, nothing about the other Job.
+  ASSERT_TRUE(Eventually([&] { return LinesNaming(names, "watch-a").size() == 2; },
+                         std::chrono::seconds(30), kKubectlPoll))
+      << names.Log();
+  EXPECT_THAT(Lines(names.Log()), ::testing::Each("job.execution.ayatori.ddupan.top/watch-a"));
+  EXPECT_TRUE(names.Running());
+}
+
+TEST_F(KubectlAyatoriTest, DeleteSaysWhatItDeletedAndFailsOnAMissingJob) {
+  ASSERT_NO_FATAL_FAILURE(CreateJobIn("del-a", "Running", "{suite: del}"));
+  ASSERT_NO_FATAL_FAILURE(CreateJobIn("del-b", "Succeeded", "{suite: del}"));
+  ASSERT_NO_FATAL_FAILURE(CreateJobIn("del-c", "Failed", "{suite: del}"));
+  ASSERT_NO_FATAL_FAILURE(CreateJobIn("del-d", "Failed", "{suite: del-sel}"));
+  // A missing name among others: the others are deleted, the missing one said, exit 1.
+  auto r = Plugin({"delete", "del-a", "nope", "del-b", "-n", Namespace()});
+  EXPECT_EQ(r.exitCode, 1) << r.err;
+  EXPECT_EQ(r.out,
+            "job.execution.ayatori.ddupan.top \"del-a\" deleted\n"
+            "job.execution.ayatori.ddupan.top \"del-b\" deleted\n");
+  EXPECT_EQ(r.err, "error: job \"nope\" not found in namespace \"" + Namespace() +
+                       "\": list the namespace's Jobs with `kubectl ayatori get -n " + Namespace() +
+                       "`, or name another namespace with -n\n");
+  for (const char* gone : {"del-a", "del-b"}) {
+    EXPECT_THAT(RunKubectl({"get", kJobs, gone, "-n", Namespace()}).err, HasSubstr("NotFound"));
+  }
+  r = Plugin({"delete", "-l", "suite=del-sel", "-n", Namespace()});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out, "job.execution.ayatori.ddupan.top \"del-d\" deleted\n");
+  EXPECT_EQ(RunKubectl({"get", kJobs, "del-c", "-n", Namespace()}).exitCode, 0);
+  r = Plugin({"delete", "-l", "suite=del-sel", "-n", Namespace()});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("No resources found in " + Namespace() + " namespace."));
+
+  // --all: every Job of the namespace named, none of another.
+  const std::string other = CreateTestNamespace("plugin-del");
+  for (const char* name : {"all-1", "all-2"}) {
+    auto c = RunKubectl({"create", "-f", "-"},
+                        "apiVersion: execution.ayatori.ddupan.top/v1alpha1\nkind: Job\n"
+                        "metadata: {name: " +
+                            std::string(name) + ", namespace: " + other +
+                            "}\nspec: {task: {image: busybox}}\n");
+    ASSERT_EQ(c.exitCode, 0) << c.err;
+  }
+  r = Plugin({"delete", "--all", "-n", other});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "job.execution.ayatori.ddupan.top \"all-1\" deleted\n"
+            "job.execution.ayatori.ddupan.top \"all-2\" deleted\n");
+  EXPECT_EQ(RunKubectl({"get", kJobs, "del-c", "-n", Namespace()}).exitCode, 0);
+  (void)RunKubectl({"delete", "namespace", other, "--wait=false"});
 }
 
 TEST_F(KubectlAyatoriTest, DescribeShowsStateWhyReferencesResourcesClassAndEvents) {
@@ -426,6 +547,47 @@ TEST_F(KubectlAyatoriTest, RunLogsFollowsOnceStartedThenMirrorsTheJob) {
   EXPECT_THAT(r.err, HasSubstr("the Job log API is not installed in this cluster"));
 }
 
+TEST_F(KubectlAyatoriTest, RunWaitPrintsALinePerStateAsTheJobMoves) {
+  // The controller's part is played by the test: each status is written once the plugin showed
+  // the one before, so every state is seen (a watch may otherwise deliver only the last).
+  const auto dir = std::filesystem::path(RequiredEnv("AYATORI_BINARY_DIR")) / "run" / "plugin";
+  std::filesystem::create_directories(dir);
+  std::filesystem::remove(dir / "run-wait.log");
+  ControllerProcess run;
+  ASSERT_TRUE(
+      run.Spawn({PluginBinary(), "--kubeconfig", TestenvVar("KUBECONFIG"), "run", "progress", "-n",
+                 Namespace(), "--image", "busybox", "--wait", "--timeout", "120s"},
+                (dir / "run-wait.log").string())
+          .ok());
+  // "HH:MM:SS STATE...": the progress lines printed so far, without their times.
+  auto progress = [&] {
+    std::vector<std::string> states;
+    for (const auto& line : Lines(run.Log())) {
+      if (line.size() > 9 && line[2] == ':' && line[5] == ':' && line[8] == ' ') {
+        states.push_back(line.substr(9));
+      }
+    }
+    return states;
+  };
+  auto shows = [&](size_t n) {
+    return Eventually([&] { return progress().size() == n; }, std::chrono::seconds(30),
+                      kKubectlPoll);
+  };
+  ASSERT_TRUE(shows(1)) << run.Log();
+  for (const char* state : {"Scheduling", "Starting", "Running", "Succeeded"}) {
+    const size_t shown = progress().size();
+    ASSERT_NO_FATAL_FAILURE(SetStatus("progress", StatusFor(state)));
+    ASSERT_TRUE(shows(shown + 1)) << state << "\n" << run.Log();
+  }
+  ASSERT_TRUE(run.Wait(std::chrono::seconds(30))) << run.Log();
+  EXPECT_TRUE(WIFEXITED(run.exitStatus()) && WEXITSTATUS(run.exitStatus()) == 0) << run.Log();
+  EXPECT_THAT(progress(), ElementsAre("Resolving", "Scheduling", "Starting (Scheduling)", "Running",
+                                      "Succeeded (Completed, exit 0)"))
+      << run.Log();
+  EXPECT_THAT(run.Log(), HasSubstr("progress Succeeded (Completed, exit code 0)\n"));
+  EXPECT_THAT(run.Log(), Not(HasSubstr("\r")));  // no spinner into a file
+}
+
 TEST_F(KubectlAyatoriTest, CancelSetsDesiredStateAndLeavesFinishedJobsAlone) {
   ASSERT_NO_FATAL_FAILURE(CreateJobIn("cancel-done", "Succeeded"));
   auto r = Plugin({"cancel", "cancel-done", "-n", Namespace()});
@@ -476,6 +638,28 @@ TEST_F(KubectlAyatoriTest, ConfirmLostAsksAndSetsTheAnnotation) {
   EXPECT_EQ(GetJsonPath(kJobs, Namespace(), "not-lost", annotation), "");
 }
 
+TEST_F(KubectlAyatoriTest, VersionPrintsTheClientsAndThePublishedControllers) {
+  // --client needs no cluster, not even a kubeconfig that can be read.
+  auto r = RunProcess({PluginBinary(), "version", "--client", "--kubeconfig", "/nonexistent"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::MatchesRegex("Client Version: [0-9]+\\.[0-9]+\\.[0-9]+"
+                                             "( \\(commit [0-9a-f]+\\))?\n"));
+  const std::string client = r.out;
+  // No controller has published its version in this namespace.
+  r = Plugin({"version", "--controller-namespace", Namespace()});
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_EQ(r.out, client + "Controller Version: unknown\n");
+  EXPECT_THAT(r.err, HasSubstr("the ConfigMap " + Namespace() +
+                               "/ayatori-controller-version does not exist"));
+  // What a controller writes as it starts (src/controller/version_configmap.h).
+  auto c = RunKubectl({"create", "configmap", "ayatori-controller-version", "-n", Namespace(),
+                       "--from-literal=version=9.8.7", "--from-literal=commit=cafe12345678"});
+  ASSERT_EQ(c.exitCode, 0) << c.err;
+  r = Plugin({"version", "--controller-namespace", Namespace()});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out, client + "Controller Version: 9.8.7 (commit cafe12345678)\n");
+}
+
 TEST_F(KubectlAyatoriTest, KubectlRunsThePluginFromPath) {
   ASSERT_NO_FATAL_FAILURE(CreateJobIn("via-kubectl", "Running"));
   const std::string dir = std::filesystem::path(PluginBinary()).parent_path().string();
@@ -494,6 +678,100 @@ TEST_F(KubectlAyatoriTest, KubectlRunsThePluginFromPath) {
   r = RunProcess(get);
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_EQ(Words(Lines(r.out).at(1)).at(1), "Running") << r.out;
+}
+
+// Completion as a user gets it: each shell loads the plugin's script and, for a Job name, the
+// plugin lists the Jobs of the namespace and kubeconfig typed on the command line.
+TEST_F(KubectlAyatoriTest, EveryShellCompletesJobNamesFromTheCluster) {
+  ASSERT_NO_FATAL_FAILURE(CreateJobIn("comp-alpha", "Running"));
+  ASSERT_NO_FATAL_FAILURE(CreateJobIn("comp-beta", "Succeeded"));
+  ASSERT_NO_FATAL_FAILURE(CreateJobIn("other-gamma", "Running"));
+  for (const char* shell : {"bash", "zsh", "fish"}) {
+    auto got = plugin::testing::CompleteIn(
+        shell, {"--kubeconfig", TestenvVar("KUBECONFIG"), "-n", Namespace(), "logs", "comp-"});
+    EXPECT_EQ(got.error, "") << shell;
+    EXPECT_THAT(got.candidates, UnorderedElementsAre("comp-alpha", "comp-beta")) << shell;
+    // Another namespace's Jobs are not offered.
+    got = plugin::testing::CompleteIn(
+        shell, {"--kubeconfig", TestenvVar("KUBECONFIG"), "-n", "default", "describe", "comp-"});
+    EXPECT_EQ(got.error, "") << shell;
+    EXPECT_THAT(got.candidates, IsEmpty()) << shell;
+  }
+}
+
+// `kubectl ayatori <TAB>`: kubectl (1.26+) asks a program kubectl_complete-ayatori on PATH; the
+// one docs/kubectl-ayatori.md ("completion") tells users to write hands the words to the plugin.
+TEST_F(KubectlAyatoriTest, KubectlsOwnCompletionAsksThePluginThroughTheDocumentedHelper) {
+  ASSERT_NO_FATAL_FAILURE(CreateJobIn("kcomp-one", "Running"));
+  const auto dir = std::filesystem::path(RequiredEnv("AYATORI_BINARY_DIR")) / "run" / "kcomp";
+  std::filesystem::create_directories(dir);
+  const std::string helper = (dir / "kubectl_complete-ayatori").string();
+  std::ofstream(helper) << "#!/bin/sh\nexec kubectl-ayatori __complete \"$@\"\n";
+  std::filesystem::permissions(helper, std::filesystem::perms::owner_all);
+  const char* path = std::getenv("PATH");
+  auto r = RunProcess({"env",
+                       "PATH=" + dir.string() + ":" +
+                           std::filesystem::path(PluginBinary()).parent_path().string() + ":" +
+                           (path ? path : ""),
+                       Kubectl(), "__complete", "ayatori", "--kubeconfig", TestenvVar("KUBECONFIG"),
+                       "-n", Namespace(), "describe", "kcomp-"});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(Lines(r.out), ElementsAre("kcomp-one", ":4")) << r.err;
+}
+
+// A kubeconfig whose user is an exec credential plugin (as on EKS, GKE, AKS): a script printing
+// an ExecCredential with the test control plane's admin token.
+TEST_F(KubectlAyatoriTest, ExecPluginUsersWorkAndFailingPluginsSayWhy) {
+  ASSERT_NO_FATAL_FAILURE(CreateJobIn("exec-user", "Running"));
+  const auto dir = std::filesystem::path(RequiredEnv("AYATORI_BINARY_DIR")) / "run" / "plugin";
+  std::filesystem::create_directories(dir);
+  const std::string token = TestenvVar("TESTENV_TOKEN");
+  auto writePlugin = [&](const std::string& name, const std::string& body) {
+    std::string path = (dir / name).string();
+    std::ofstream(path) << "#!/bin/sh\n" << body;
+    std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+    return path;
+  };
+  auto writeConfig = [&](const std::string& name, const std::string& plugin) {
+    std::string path = (dir / name).string();
+    std::ofstream(path) << "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+                           "clusters: [{name: c, cluster: {server: '"
+                        << TestenvVar("TESTENV_API") << "', certificate-authority: '"
+                        << TestenvVar("TESTENV_CA")
+                        << "'}}]\nusers:\n- name: sso-user\n  user:\n    exec:\n"
+                           "      apiVersion: client.authentication.k8s.io/v1beta1\n"
+                           "      command: "
+                        << plugin
+                        << "\ncontexts: [{name: c, context: {cluster: c, user: sso-user}}]\n";
+    return path;
+  };
+  std::string good = writePlugin("exec-good.sh",
+                                 "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\","
+                                 "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"" +
+                                     token + "\"}}'\n");
+  auto r = Plugin({"get", "-A"}, "", writeConfig("exec-good.kubeconfig", good));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("exec-user"));
+  EXPECT_THAT(r.out + r.err, Not(HasSubstr(token)));
+
+  // A failing plugin: the error names the user and the command, quotes its stderr, never stdout.
+  std::string failing =
+      writePlugin("exec-fail.sh", "echo " + token + "\necho 'SSO session expired' >&2\nexit 2\n");
+  r = Plugin({"get", "-A"}, "", writeConfig("exec-fail.kubeconfig", failing));
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_THAT(r.err, HasSubstr("user \"sso-user\""));
+  EXPECT_THAT(r.err, HasSubstr(failing));
+  EXPECT_THAT(r.err, HasSubstr("SSO session expired"));
+  EXPECT_THAT(r.out + r.err, Not(HasSubstr(token)));
+
+  // A plugin that prints 100 MiB is stopped at the limit, quickly and with a bounded message.
+  std::string flood = writePlugin("exec-flood.sh", "head -c 104857600 /dev/zero | tr '\\0' x\n");
+  const auto begin = std::chrono::steady_clock::now();
+  r = Plugin({"get", "-A"}, "", writeConfig("exec-flood.kubeconfig", flood));
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_THAT(r.err, HasSubstr("printed more than"));
+  EXPECT_LT(r.err.size(), 4096U);
+  EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(60));
 }
 
 TEST_F(KubectlAyatoriTest, ErrorsSayWhatToDo) {
@@ -556,7 +834,8 @@ TEST_F(KubectlAyatoriTest, ErrorsSayWhatToDo) {
   // Usage errors exit 2.
   r = Plugin({"get", "-o", "xml"});
   EXPECT_EQ(r.exitCode, 2);
-  EXPECT_THAT(r.err, StartsWith("error: --output: xml not in {wide,json,yaml}"));
+  EXPECT_THAT(r.err, StartsWith("error: --output \"xml\" is not supported: use one of json, yaml, "
+                                "name, wide, jsonpath=TEMPLATE"));
 }
 
 }  // namespace

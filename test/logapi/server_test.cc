@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@
 #include "api/json.h"
 #include "controller/kinds.h"
 #include "kube/testing/fake_kube_client.h"
+#include "obs/metrics.h"
 #include "test/support/process.h"
 #include "test/support/wait.h"
 
@@ -93,36 +95,80 @@ class FakeLogs final : public JobLogs {
   std::atomic<int> silent{0};
 };
 
+// A TCP connection to the server on loopback from the address `from` (any of 127.0.0.0/8 is
+// this host's: tests play clients of several addresses), closed when destroyed.
+class TcpConnection {
+ public:
+  TcpConnection() = default;
+  ~TcpConnection() {
+    if (fd_ >= 0) close(fd_);
+  }
+  TcpConnection(const TcpConnection&) = delete;
+  TcpConnection& operator=(const TcpConnection&) = delete;
+
+  bool Connect(int port, const char* from) {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in source{};
+    source.sin_family = AF_INET;
+    if (fd_ < 0 || inet_pton(AF_INET, from, &source.sin_addr) != 1 ||
+        bind(fd_, reinterpret_cast<sockaddr*>(&source), sizeof(source)) != 0) {
+      return false;
+    }
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  }
+  int fd() const { return fd_; }
+  // The first byte of a TLS ClientHello (a handshake record) and nothing more: the connection
+  // passes TCP_DEFER_ACCEPT, and its handshake waits for the rest.
+  bool StartHandshake() { return send(fd_, "\x16", 1, MSG_NOSIGNAL) == 1; }
+  // Whether the server closed the connection (end of stream or reset) within `timeout`.
+  bool ClosedWithin(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    std::array<char, 256> buf{};
+    for (auto now = std::chrono::steady_clock::now(); now < deadline;
+         now = std::chrono::steady_clock::now()) {
+      pollfd p{fd_, POLLIN | POLLRDHUP, 0};
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+      if (poll(&p, 1, static_cast<int>(left.count()) + 1) <= 0) continue;
+      ssize_t n = recv(fd_, buf.data(), buf.size(), MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
 // A TLS client on a blocking socket with a receive timeout.
 class Client {
  public:
   Client() : ctx_(SSL_CTX_new(TLS_client_method())) {}
   ~Client() {
     if (ssl_ != nullptr) SSL_free(ssl_);
-    if (fd_ >= 0) close(fd_);
     SSL_CTX_free(ctx_);
   }
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
-  // `name`: "proxy", "stranger" (another CA) or "" (no certificate). False when the handshake
-  // failed on this side.
-  bool Connect(int port, const std::string& name) {
+  // `name`: "proxy", "stranger" (another CA) or "" (no certificate); `from`: the client's
+  // address. False when the handshake failed on this side.
+  bool Connect(int port, const std::string& name, const char* from = "127.0.0.1") {
     if (!name.empty()) {
       const std::string base = TestPki().dir + "/" + name;
       SSL_CTX_use_certificate_file(ctx_, (base + ".crt").c_str(), SSL_FILETYPE_PEM);
       SSL_CTX_use_PrivateKey_file(ctx_, (base + ".key").c_str(), SSL_FILETYPE_PEM);
     }
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    if (!tcp_.Connect(port, from)) return false;
     timeval tv{1, 0};
-    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return false;
+    setsockopt(tcp_.fd(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     ssl_ = SSL_new(ctx_);
-    SSL_set_fd(ssl_, fd_);
+    SSL_set_fd(ssl_, tcp_.fd());
     return SSL_connect(ssl_) == 1;
   }
   bool Send(std::string_view bytes) {
@@ -156,12 +202,12 @@ class Client {
                 timeout);
   }
   bool closed() const { return closed_; }
-  void Close() { shutdown(fd_, SHUT_RDWR); }
+  void Close() { shutdown(tcp_.fd(), SHUT_RDWR); }
 
  private:
   SSL_CTX* ctx_;
+  TcpConnection tcp_;  // closed after ssl_ is freed
   SSL* ssl_ = nullptr;
-  int fd_ = -1;
   std::string got_;
   bool closed_ = false;
 };
@@ -179,6 +225,7 @@ class LogApiServerTest : public ::testing::Test {
     options.address = "127.0.0.1:0";
     options.requestHeader.clientCaPem = TestPki().CaPem();
     options.limits = limits;
+    options.metrics = &metrics_;
     server_ = std::make_unique<LogApiServer>(
         logs_,
         [this](const UserInfo&, const std::string&, const std::string&) {
@@ -193,14 +240,47 @@ class LogApiServerTest : public ::testing::Test {
     if (server_) server_->Stop();
   }
 
-  // A finished Job's log, read as `user`, within `timeout`.
-  std::string ReadDone(const std::string& user, std::chrono::milliseconds timeout) {
+  // A finished Job's log, read as `user` from the address `from`, within `timeout`.
+  std::string ReadDone(const std::string& user, std::chrono::milliseconds timeout,
+                       const char* from = "127.0.0.1") {
     Client c;
-    if (!c.Connect(server_->port(), "proxy") || !c.Send(Get("done", user, false))) return "";
+    if (!c.Connect(server_->port(), "proxy", from) || !c.Send(Get("done", user, false))) {
+      return "";
+    }
     return c.Read([](const std::string& s) { return s.find("hello\n") != std::string::npos; },
                   timeout);
   }
+  // The server with these handshake caps and a silence timeout longer than any test: a connection
+  // admitted to its handshake holds its slot until the test closes it.
+  void StartWithHandshakeCaps(int total, int perClient) {
+    LogApiLimits limits;
+    limits.maxHandshakes = total;
+    limits.maxHandshakesPerClient = perClient;
+    limits.silenceTimeout = 60s;
+    limits.requestTimeout = 60s;
+    ASSERT_NO_FATAL_FAILURE(Start(limits));
+  }
+  // One connection from each of `addresses` that starts a handshake and stays in it, added to
+  // `out`; returns once the server counts them all.
+  void StallHandshakes(const std::vector<const char*>& addresses,
+                       std::vector<std::unique_ptr<TcpConnection>>& out) {
+    const int before = server_->handshakes();
+    for (const char* from : addresses) {
+      out.push_back(std::make_unique<TcpConnection>());
+      ASSERT_TRUE(out.back()->Connect(server_->port(), from)) << from;
+      ASSERT_TRUE(out.back()->StartHandshake()) << from;
+    }
+    const int expected = before + static_cast<int>(addresses.size());
+    ASSERT_TRUE(Eventually([&] { return server_->handshakes() == expected; }, 10s))
+        << server_->handshakes() << " handshakes, " << expected << " expected";
+  }
+  // Connections closed by the handshake caps: `limit` "client" or "total".
+  double Refused(const std::string& limit) {
+    return metrics_.GetCounter(obs::metrics::kLogsApiConnectionsRefused, {{"limit", limit}})
+        .Value();
+  }
 
+  obs::Registry metrics_;
   FakeLogs logs_;
   std::atomic<int> authorized_{0};
   std::unique_ptr<LogApiServer> server_;
@@ -304,26 +384,92 @@ TEST_F(LogApiServerTest, ASlowLorisIsDroppedByTimeoutWhileOthersAreServed) {
 }
 
 // Connections that never send a byte (anyone on the pod network can open them) wait in the
-// kernel (TCP_DEFER_ACCEPT) or are dropped after 3 s of silence: the front proxy is served.
+// kernel (TCP_DEFER_ACCEPT, 3 s); then each takes a handshake slot of its address, and those beyond
+// the per-client cap are closed at once: the front proxy, from another address, is served while
+// they arrive and while the admitted ones wait out their silence timeout.
 TEST_F(LogApiServerTest, SilentConnectionsDoNotStarveTheFrontProxy) {
-  ASSERT_NO_FATAL_FAILURE(Start());
-  std::vector<int> idle;
+  ASSERT_NO_FATAL_FAILURE(Start());  // the defaults: 16 handshakes per client, 32 in all
+  std::vector<std::unique_ptr<TcpConnection>> idle;
   for (int i = 0; i < 100; ++i) {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(server_->port()));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-    idle.push_back(fd);
+    idle.push_back(std::make_unique<TcpConnection>());
+    ASSERT_TRUE(idle.back()->Connect(server_->port(), "127.0.0.1")) << i;
   }
-  for (int round = 0; round < 3; ++round) {
+  // Served from the start until the kernel has handed the silent connections over and the cap
+  // has closed the rest of them (their addresses' handshakes never exceed the cap meanwhile).
+  int round = 0;
+  int maxHandshakes = 0;
+  const bool capped = Eventually(
+      [&] {
+        const auto start = std::chrono::steady_clock::now();
+        std::string out = ReadDone("alice", 5s, "127.0.0.2");
+        EXPECT_NE(out.find("hello\n"), std::string::npos) << "round " << round << ": " << out;
+        EXPECT_LT(std::chrono::steady_clock::now() - start, 5s) << "round " << round;
+        ++round;
+        maxHandshakes = std::max(maxHandshakes, server_->handshakes());
+        return Refused("client") > 0;
+      },
+      30s, 100ms);
+  EXPECT_TRUE(capped) << "no silent connection reached the server in 30 s";
+  EXPECT_LE(maxHandshakes, 16);
+  EXPECT_EQ(Refused("total"), 0);
+  for (int i = 0; i < 3; ++i, ++round) {
     const auto start = std::chrono::steady_clock::now();
-    std::string out = ReadDone("alice", 5s);
+    std::string out = ReadDone("alice", 5s, "127.0.0.2");
     EXPECT_NE(out.find("hello\n"), std::string::npos) << "round " << round << ": " << out;
     EXPECT_LT(std::chrono::steady_clock::now() - start, 5s) << "round " << round;
   }
-  for (int fd : idle) close(fd);
+}
+
+// A client address with `maxHandshakesPerClient` connections in their handshake: its next one is
+// closed at once (long before the silence timeout), while a client of another address is served.
+TEST_F(LogApiServerTest, AnAddressBeyondItsHandshakeCapIsClosedAtOnceWhileAnotherIsServed) {
+  ASSERT_NO_FATAL_FAILURE(StartWithHandshakeCaps(8, 4));
+  std::vector<std::unique_ptr<TcpConnection>> attacker;
+  ASSERT_NO_FATAL_FAILURE(
+      StallHandshakes({"127.0.0.1", "127.0.0.1", "127.0.0.1", "127.0.0.1"}, attacker));
+
+  TcpConnection fifth;
+  ASSERT_TRUE(fifth.Connect(server_->port(), "127.0.0.1"));
+  ASSERT_TRUE(fifth.StartHandshake());
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(fifth.ClosedWithin(10s));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s) << "the silence timeout is 60 s";
+  EXPECT_EQ(Refused("client"), 1);
+  EXPECT_EQ(server_->handshakes(), 4);
+
+  // Another address, meanwhile; its slot is released once its handshake is done.
+  const auto served = std::chrono::steady_clock::now();
+  std::string out = ReadDone("alice", 5s, "127.0.0.2");
+  EXPECT_NE(out.find("hello\n"), std::string::npos) << out;
+  EXPECT_LT(std::chrono::steady_clock::now() - served, 5s);
+  EXPECT_EQ(server_->handshakes(), 4);
+
+  // The attacker leaves: its address is served again.
+  attacker.clear();
+  ASSERT_TRUE(Eventually([&] { return server_->handshakes() == 0; }, 10s)) << server_->handshakes();
+  out = ReadDone("alice", 5s, "127.0.0.1");
+  EXPECT_NE(out.find("hello\n"), std::string::npos) << out;
+  EXPECT_EQ(Refused("total"), 0);
+}
+
+// Attackers of several addresses fill the total cap: a connection of yet another address is closed
+// at once, and admitted again once a slot is free.
+TEST_F(LogApiServerTest, TheHandshakeCapHoldsAcrossAddresses) {
+  ASSERT_NO_FATAL_FAILURE(StartWithHandshakeCaps(4, 2));
+  std::vector<std::unique_ptr<TcpConnection>> attackers;
+  ASSERT_NO_FATAL_FAILURE(
+      StallHandshakes({"127.0.0.3", "127.0.0.3", "127.0.0.4", "127.0.0.4"}, attackers));
+  TcpConnection other;
+  ASSERT_TRUE(other.Connect(server_->port(), "127.0.0.5"));
+  ASSERT_TRUE(other.StartHandshake());
+  EXPECT_TRUE(other.ClosedWithin(10s));
+  EXPECT_EQ(Refused("total"), 1);
+  EXPECT_EQ(Refused("client"), 0);
+
+  attackers.pop_back();
+  ASSERT_TRUE(Eventually([&] { return server_->handshakes() == 3; }, 10s)) << server_->handshakes();
+  std::string out = ReadDone("alice", 5s, "127.0.0.5");
+  EXPECT_NE(out.find("hello\n"), std::string::npos) << out;
 }
 
 TEST_F(LogApiServerTest, AnOversizeChunkedBodyIsRefusedUnread) {
@@ -378,21 +524,39 @@ TEST_F(LogApiServerTest, OnlyGetIsServed) {
   EXPECT_TRUE(c.ReadHead(5s).starts_with("HTTP/1.1 200"));
 }
 
-TEST(LogApiServerLimits, CapsThatCannotWorkAreAClearError) {
+// What Start answers for a server with `limits`.
+Status StartWith(const LogApiLimits& limits) {
   FakeLogs logs;
-  for (auto [total, perUser] : {std::pair{0, 1}, std::pair{4, 0}, std::pair{4, 5}}) {
-    LogApiServerOptions options;
-    options.address = "127.0.0.1:0";
-    options.requestHeader.clientCaPem = TestPki().CaPem();
-    options.limits.maxFollows = total;
-    options.limits.maxFollowsPerUser = perUser;
-    LogApiServer server(
-        logs, [](const UserInfo&, const std::string&, const std::string&) { return Status::Ok(); },
-        options);
-    Status s = server.Start();
-    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << total << "/" << perUser;
+  LogApiServerOptions options;
+  options.address = "127.0.0.1:0";
+  options.requestHeader.clientCaPem = TestPki().CaPem();
+  options.limits = limits;
+  LogApiServer server(
+      logs, [](const UserInfo&, const std::string&, const std::string&) { return Status::Ok(); },
+      options);
+  return server.Start();
+}
+
+TEST(LogApiServerLimits, CapsThatCannotWorkAreAClearError) {
+  for (auto [total, perHolder] : {std::pair{0, 1}, std::pair{4, 0}, std::pair{4, 5}}) {
+    LogApiLimits follows;
+    follows.maxFollows = total;
+    follows.maxFollowsPerUser = perHolder;
+    Status s = StartWith(follows);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << total << "/" << perHolder;
     EXPECT_NE(s.message().find("follow caps"), std::string::npos) << s.ToString();
+    LogApiLimits handshakes;
+    handshakes.maxHandshakes = total;
+    handshakes.maxHandshakesPerClient = perHolder;
+    s = StartWith(handshakes);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << total << "/" << perHolder;
+    EXPECT_NE(s.message().find("handshake caps"), std::string::npos) << s.ToString();
   }
+  LogApiLimits limits;
+  limits.silenceTimeout = 500ms;  // TCP_DEFER_ACCEPT counts whole seconds
+  Status s = StartWith(limits);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("silence timeout"), std::string::npos) << s.ToString();
 }
 
 // A backend that cannot be reached: its error names the engine's address, as curl's do.

@@ -6,6 +6,7 @@
 
 #include "api/conditions.h"
 #include "api/json.h"
+#include "base/base64.h"
 #include "controller/backend_snapshot.h"
 #include "controller/controller.h"
 #include "controller/kinds.h"
@@ -722,7 +723,7 @@ nlohmann::json DataObject(const char* kind, const std::string& name,
                       {"metadata", {{"name", name}, {"namespace", kNamespace}}},
                       {"data", nlohmann::json::object()}};
   if (base64) j["type"] = "Opaque";
-  for (const auto& [k, v] : data) j["data"][k] = base64 ? kube::Base64Encode(v) : v;
+  for (const auto& [k, v] : data) j["data"][k] = base64 ? base::Base64Encode(v) : v;
   return j;
 }
 

@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
+#include "adapters/adapter.h"
 #include "adapters/registry.h"
 #include "api/types.h"
-#include "ayatori/adapter.h"
 #include "ayatori/kube_client.h"
 #include "ayatori/status.h"
 #include "controller/reconciler.h"

@@ -11,6 +11,7 @@
 #include <streambuf>
 
 #include "api/json.h"
+#include "base/base64.h"
 #include "controller/kinds.h"
 #include "kube/config.h"
 #include "obs/log.h"
@@ -93,6 +94,10 @@ void RecordingAdapter::Stop() { backend_->Stop(); }
 
 Status RecordingAdapter::Validate(const ExecutionRequest& request) {
   return backend_->Validate(request);
+}
+
+std::optional<Refusal> RecordingAdapter::AcceptanceRefusal(const ExecutionRequest& request) {
+  return backend_->AcceptanceRefusal(request);
 }
 
 Observation RecordingAdapter::Ensure(const ExecutionRequest& request) {
@@ -511,7 +516,7 @@ Status ControllerHarness::ApplySecret(const std::string& ns, const std::string& 
                                       const std::map<std::string, std::string>& data,
                                       const std::string& type) {
   nlohmann::json encoded = nlohmann::json::object();
-  for (const auto& [k, v] : data) encoded[k] = kube::Base64Encode(v);
+  for (const auto& [k, v] : data) encoded[k] = base::Base64Encode(v);
   return CreateOrReplace(*client_, controller::kSecrets, ns,
                          {{"apiVersion", "v1"},
                           {"kind", "Secret"},

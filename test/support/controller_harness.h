@@ -24,10 +24,10 @@
 #include <string_view>
 #include <vector>
 
+#include "adapters/adapter.h"
 #include "adapters/registry.h"
 #include "adapters/testing/in_process_adapter.h"
 #include "api/types.h"
-#include "ayatori/adapter.h"
 #include "ayatori/status.h"
 #include "controller/controller.h"
 #include "kube/events.h"
@@ -82,6 +82,7 @@ class RecordingAdapter final : public Adapter {
   Status Start(std::function<void(const std::string&, const std::string&)> notify) override;
   void Stop() override;
   Status Validate(const ExecutionRequest& request) override;
+  std::optional<Refusal> AcceptanceRefusal(const ExecutionRequest& request) override;
   Observation Ensure(const ExecutionRequest& request) override;
   Observation Observe(const ExecutionKey& key) override;
   Observation Cancel(const ExecutionKey& key) override;

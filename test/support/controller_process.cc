@@ -166,4 +166,9 @@ std::string ControllerBinaryPath() {
   return dir.empty() ? "" : dir + "/cmd/ayatori-controller/ayatori-controller";
 }
 
+std::string TestControllerBinaryPath() {
+  std::string dir = RequiredEnv("AYATORI_BINARY_DIR");
+  return dir.empty() ? "" : dir + "/test/ayatori-controller-test";
+}
+
 }  // namespace ayatori::testing

@@ -73,5 +73,8 @@ class ControllerProcess {
 // $AYATORI_BINARY_DIR/cmd/ayatori-controller/ayatori-controller ("" and a test failure when the
 // variable is unset).
 std::string ControllerBinaryPath();
+// $AYATORI_BINARY_DIR/test/ayatori-controller-test: the same main with the in-process test backend
+// (controllerName execution.ayatori.ddupan.top/test) registered (test/CMakeLists.txt).
+std::string TestControllerBinaryPath();
 
 }  // namespace ayatori::testing

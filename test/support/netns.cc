@@ -71,7 +71,8 @@ StatusOr<std::unique_ptr<TestNetns>> TestNetns::Create(const std::string& tag) {
   // Point-to-point /32 addresses from the upper half of TEST-NET-1: the machine's own interface
   // may sit on 192.0.2.0/24 (this one does, with its gateway on 192.0.2.1), so a subnet route
   // here could take its traffic; two host routes for unused addresses take nothing else.
-  const int inner = 130 + (pid % 60) * 2;
+  // 192.0.2.130-199 only: the real node's pods take 192.0.2.200-250 (hack/testenv/realnode.sh).
+  const int inner = 130 + (pid % 35) * 2;
   ns->hostAddress_ = "192.0.2." + std::to_string(inner + 1);
   ns->innerAddress_ = "192.0.2." + std::to_string(inner);
   for (const auto& args : std::vector<std::vector<std::string>>{

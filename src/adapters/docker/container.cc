@@ -5,9 +5,9 @@
 #include <map>
 #include <set>
 
+#include "adapters/common/registry_auth.h"
 #include "adapters/docker/engine.h"
 #include "adapters/docker/json_get.h"
-#include "adapters/docker/registry_auth.h"
 #include "adapters/task_messages.h"
 #include "api/json.h"
 
@@ -41,41 +41,26 @@ bool IsValidUid(std::string_view uid) {
   return true;
 }
 
-bool IsCapabilityName(std::string_view name) {
-  if (name.empty() || name.size() > 64) return false;
-  for (char c : name) {
-    if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
-  }
-  return true;
-}
-
 // The limits a profile may not go below: a value that small is a typo, not a policy.
 constexpr int64_t kMinOpenFiles = 16;
 constexpr int64_t kMinLogBytes = 4096;
 
-Status ValidateProfile(const SecurityProfile& sp) {
+Status ValidateProfile(const SecurityProfile& profile) {
   const std::string where = "DockerExecutionParameters securityProfile.";
-  if (sp.runAsUser < 0 || sp.runAsGroup < 0 || sp.runAsUser > 0x7fffffff ||
-      sp.runAsGroup > 0x7fffffff) {
-    return Invalid(where + "runAsUser and runAsGroup must be between 0 and 2147483647");
-  }
-  if (sp.runAsUser == 0 && !sp.runAsRoot) {
-    return Invalid(where +
-                   "runAsUser is 0 (root) but runAsRoot is not true: running as root must be "
-                   "asked for explicitly with runAsRoot: true");
-  }
+  if (auto st = ValidateIds(profile, where); !st.ok()) return st;
+  const SecurityProfile sp = WithDefaults(profile, DockerDefaultSecurityProfile());
   for (const auto& cap : sp.addCapabilities) {
     if (!IsCapabilityName(cap)) {
       return Invalid(where + "addCapabilities: \"" + cap +
                      "\" is not a capability name such as NET_BIND_SERVICE");
     }
   }
-  if (sp.pidsLimit < 1) return Invalid(where + "pidsLimit must be at least 1");
-  if (sp.tmpSizeMiB < 1) return Invalid(where + "tmpSizeMiB must be at least 1");
-  if (sp.openFilesLimit < kMinOpenFiles) {
+  if (*sp.pidsLimit < 1) return Invalid(where + "pidsLimit must be at least 1");
+  if (*sp.tmpSizeMiB < 1) return Invalid(where + "tmpSizeMiB must be at least 1");
+  if (*sp.openFilesLimit < kMinOpenFiles) {
     return Invalid(where + "openFilesLimit must be at least " + std::to_string(kMinOpenFiles));
   }
-  if (sp.logMaxBytes < kMinLogBytes) {
+  if (*sp.logMaxBytes < kMinLogBytes) {
     return Invalid(where + "logMaxBytes must be at least " + std::to_string(kMinLogBytes));
   }
   return Status::Ok();
@@ -182,15 +167,15 @@ std::string CancelledContainerName(std::string_view uid) {
 
 void AddSecurityProfile(const DockerExecutionParameters& p, const std::string& workingDir,
                         nlohmann::json& host) {
-  const SecurityProfile& sp = p.securityProfile;
+  const SecurityProfile sp = WithDefaults(p.securityProfile, DockerDefaultSecurityProfile());
   host["CapDrop"] = json::array({"ALL"});
   host["CapAdd"] = sp.addCapabilities;
   json securityOpt = json::array();
-  if (!sp.allowPrivilegeEscalation) securityOpt.push_back("no-new-privileges");
+  if (!*sp.allowPrivilegeEscalation) securityOpt.push_back("no-new-privileges");
   if (sp.seccompProfile == SeccompProfile::kUnconfined) securityOpt.push_back("seccomp=unconfined");
   host["SecurityOpt"] = std::move(securityOpt);
-  host["PidsLimit"] = sp.pidsLimit;
-  host["ReadonlyRootfs"] = sp.readOnlyRootFilesystem;
+  host["PidsLimit"] = *sp.pidsLimit;
+  host["ReadonlyRootfs"] = *sp.readOnlyRootFilesystem;
   // tmpfs pages are charged to the container's memory cgroup: each mount can use up to its size
   // of limits.memory (docs/security.md).
   // Owned by the task's user: the engine copies the mode of the directory it covers (a directory
@@ -198,21 +183,38 @@ void AddSecurityProfile(const DockerExecutionParameters& p, const std::string& w
   // default for tmpfs, written out here so that it shows.
   const std::string tmpfs = "rw,nosuid,nodev,noexec,uid=" + std::to_string(sp.runAsUser) +
                             ",gid=" + std::to_string(sp.runAsGroup) +
-                            ",size=" + std::to_string(sp.tmpSizeMiB) + "m";
+                            ",size=" + std::to_string(*sp.tmpSizeMiB) + "m";
   json mounts = json::object();
   mounts["/tmp"] = tmpfs;
-  if (sp.readOnlyRootFilesystem && !workingDir.empty() && workingDir != "/" &&
+  if (*sp.readOnlyRootFilesystem && !workingDir.empty() && workingDir != "/" &&
       workingDir != "/tmp" && !workingDir.starts_with("/tmp/")) {
     mounts[workingDir] = tmpfs;
   }
   host["Tmpfs"] = std::move(mounts);
-  host["Ulimits"] =
-      json::array({{{"Name", "nofile"}, {"Soft", sp.openFilesLimit}, {"Hard", sp.openFilesLimit}}});
+  host["Ulimits"] = json::array(
+      {{{"Name", "nofile"}, {"Soft", *sp.openFilesLimit}, {"Hard", *sp.openFilesLimit}}});
   host["Init"] = p.init;
   host["LogConfig"] = {
       {"Type", "json-file"},
-      {"Config", {{"max-size", std::to_string(sp.logMaxBytes)}, {"max-file", "1"}}}};
+      {"Config", {{"max-size", std::to_string(*sp.logMaxBytes)}, {"max-file", "1"}}}};
 }
+
+namespace {
+
+// The Job's effective resources as HostConfig fields of `host`: limits cap (memory without swap
+// beyond it), requests weigh (CpuShares, at least Docker's minimum of 2) and reserve.
+void AddResources(const api::ResourceRequirements& r, json& host) {
+  if (r.limits.cpu) host["NanoCpus"] = r.limits.cpu->MilliValue() * 1000000;
+  if (r.limits.memory) {
+    host["Memory"] = r.limits.memory->Value();
+    host["MemorySwap"] = r.limits.memory->Value();
+  }
+  if (r.requests.cpu)
+    host["CpuShares"] = std::max<int64_t>(2, r.requests.cpu->MilliValue() * 1024 / 1000);
+  if (r.requests.memory) host["MemoryReservation"] = r.requests.memory->Value();
+}
+
+}  // namespace
 
 StatusOr<nlohmann::json> BuildCreateBody(const ExecutionRequest& request,
                                          const DockerExecutionParameters& p) {
@@ -253,117 +255,9 @@ StatusOr<nlohmann::json> BuildCreateBody(const ExecutionRequest& request,
   host["AutoRemove"] = false;
   host["RestartPolicy"] = {{"Name", "no"}};
   AddSecurityProfile(p, task.workingDir, host);
-  const auto& r = request.resources;
-  if (r.limits.cpu) host["NanoCpus"] = r.limits.cpu->MilliValue() * 1000000;
-  if (r.limits.memory) {
-    host["Memory"] = r.limits.memory->Value();
-    host["MemorySwap"] = r.limits.memory->Value();
-  }
-  if (r.requests.cpu)
-    host["CpuShares"] = std::max<int64_t>(2, r.requests.cpu->MilliValue() * 1024 / 1000);
-  if (r.requests.memory) host["MemoryReservation"] = r.requests.memory->Value();
+  AddResources(request.resources, host);
   body["HostConfig"] = std::move(host);
   return body;
-}
-
-StatusOr<std::vector<ResolvedEnvVar>> JobEnvironment(const ExecutionRequest& request) {
-  // The spec's order, each value resolved by the controller (or the spec's literal), then
-  // anything else the controller resolved, then the Job identity (which a user cannot override).
-  const auto& meta = request.job.metadata;
-  const std::set<std::string> reserved = {kEnvJobNamespace, kEnvJobName, kEnvJobUid};
-  std::map<std::string, const SensitiveString*> resolved;
-  for (const auto& e : request.resolvedEnv) resolved[e.name] = &e.value;
-  std::vector<ResolvedEnvVar> env;
-  std::set<std::string> seen;
-  for (const auto& e : request.job.spec.task.env) {
-    if (reserved.count(e.name) > 0 || !seen.insert(e.name).second) continue;
-    if (auto it = resolved.find(e.name); it != resolved.end()) {
-      env.push_back({e.name, *it->second});
-    } else if (e.value) {
-      env.push_back({e.name, SensitiveString(*e.value)});
-    } else {
-      return Status(
-          StatusCode::kFailedPrecondition,
-          "env " + e.name + " references a Secret or ConfigMap whose value was not resolved");
-    }
-  }
-  for (const auto& e : request.resolvedEnv) {
-    if (reserved.count(e.name) > 0 || !seen.insert(e.name).second) continue;
-    env.push_back(e);
-  }
-  env.push_back({kEnvJobNamespace, SensitiveString(meta.namespace_)});
-  env.push_back({kEnvJobName, SensitiveString(meta.name)});
-  env.push_back({kEnvJobUid, SensitiveString(meta.uid)});
-  return env;
-}
-
-void Redactor::Add(std::string_view value) {
-  if (value.size() < kMinRedactedBytes) return;
-  if (std::find(values_.begin(), values_.end(), value) != values_.end()) return;
-  values_.emplace_back(value);
-}
-
-void Redactor::AddRequest(const ExecutionRequest& request) {
-  for (const auto& e : request.resolvedEnv) Add(e.value.reveal());
-  for (const auto& e : request.job.spec.task.env) {
-    if (e.value) Add(*e.value);
-  }
-  for (const auto& config : request.imagePullConfigs) {
-    Add(config.reveal());
-    const json doc = json::parse(config.reveal(), nullptr, false);
-    const json* auths = doc.is_object() ? GetObject(doc, "auths") : nullptr;
-    if (auths == nullptr) continue;
-    for (const auto& [registry, entry] : auths->items()) {
-      if (!entry.is_object()) continue;
-      for (const char* field : {"auth", "password", "identitytoken", "registrytoken"}) {
-        Add(GetString(entry, field));
-      }
-      if (auto decoded = Base64Decode(GetString(entry, "auth"))) {
-        Add(*decoded);
-        if (size_t colon = decoded->find(':'); colon != std::string::npos) {
-          Add(std::string_view(*decoded).substr(colon + 1));
-        }
-      }
-    }
-  }
-}
-
-void Redactor::AddContainerEnv(const json& inspect) {
-  const json* config = GetObject(inspect, "Config");
-  const json* env = config != nullptr && config->contains("Env") ? &(*config)["Env"] : nullptr;
-  if (env == nullptr || !env->is_array()) return;
-  for (const auto& entry : *env) {
-    if (!entry.is_string()) continue;
-    const std::string& s = entry.get_ref<const std::string&>();
-    const size_t eq = s.find('=');
-    if (eq == std::string::npos) continue;
-    const std::string_view name = std::string_view(s).substr(0, eq);
-    if (name == kEnvJobNamespace || name == kEnvJobName || name == kEnvJobUid) continue;
-    Add(std::string_view(s).substr(eq + 1));
-  }
-}
-
-std::string Redactor::Apply(std::string message) const {
-  std::vector<const std::string*> longestFirst;
-  longestFirst.reserve(values_.size());
-  for (const auto& v : values_) longestFirst.push_back(&v);
-  std::stable_sort(
-      longestFirst.begin(), longestFirst.end(),
-      [](const std::string* a, const std::string* b) { return a->size() > b->size(); });
-  static constexpr std::string_view kRedacted = "[redacted]";
-  for (const std::string* v : longestFirst) {
-    for (size_t pos = message.find(*v); pos != std::string::npos; pos = message.find(*v, pos)) {
-      message.replace(pos, v->size(), kRedacted);
-      pos += kRedacted.size();
-    }
-  }
-  return message;
-}
-
-std::string RedactRequestValues(std::string message, const ExecutionRequest& request) {
-  Redactor r;
-  r.AddRequest(request);
-  return r.Apply(std::move(message));
 }
 
 std::optional<api::Time> ParseEngineTime(std::string_view text) {
@@ -411,6 +305,64 @@ bool MayStart(const nlohmann::json& inspect) {
 namespace {
 
 // The container's engine state, as the engine reports it.
+namespace {
+
+// A container that never ran: pending, cancelled before its start, or a failed start.
+void ObserveCreated(Observation& o, const std::string& error, int64_t exitCode,
+                    bool cancelledByUs) {
+  o.startedAt.reset();
+  if (cancelledByUs) {
+    o.phase = ExecutionPhase::kCancelled;
+    o.message = "The task was cancelled before it started";
+  } else if (error.empty()) {
+    o.phase = ExecutionPhase::kPending;
+  } else if (EngineRefusedCommand(exitCode)) {
+    o.phase = ExecutionPhase::kFailed;
+    o.reason = kReasonStartFailed;
+    o.message = TaskCouldNotStartMessage(error);
+  } else if (StartFailedForMemory(error)) {
+    o.phase = ExecutionPhase::kFailed;
+    o.reason = kReasonOOMKilled;
+    o.message = TaskCouldNotStartMessage(error);
+  } else {
+    // The engine's own start failed (exit code 128), e.g. after it was killed during a start:
+    // its containerd still holds the task of the interrupted start and every new start answers
+    // "task <id>: already exists" or "id already in use". dockerd then shows the container as
+    // never started although the interrupted start may have run the process. Not a failure of
+    // the task, and not provably anything else: Unknown, and Ensure starts it again.
+    o.phase = ExecutionPhase::kUnknown;
+    o.reason = kReasonStartNotConfirmed;
+    o.message =
+        "The engine shows the task's container as never started, but its last start "
+        "failed inside the engine (" +
+        error +
+        "); an engine crash during a start leaves this state and the task may have "
+        "run; the start is retried";
+  }
+}
+
+// A container whose process ended: its exit code, unless we stopped it.
+void ObserveExited(Observation& o, int64_t exitCode, bool oomKilled, bool cancelledByUs) {
+  o.exitCode = static_cast<int32_t>(exitCode);
+  if (exitCode == 0) {  // the main process says it succeeded, whatever a child hit
+    o.phase = ExecutionPhase::kSucceeded;
+    o.message = TaskExitedMessage(0);
+  } else if (cancelledByUs) {
+    o.phase = ExecutionPhase::kCancelled;
+    o.message = TaskStoppedMessage("on request (exit code " + std::to_string(exitCode) + ")");
+  } else if (oomKilled) {
+    o.phase = ExecutionPhase::kFailed;
+    o.reason = kReasonOOMKilled;
+    o.message = TaskOomKilledMessage(exitCode);
+  } else {
+    o.phase = ExecutionPhase::kFailed;
+    o.reason = kReasonProcessFailed;
+    o.message = TaskExitedMessage(exitCode);
+  }
+}
+
+}  // namespace
+
 Observation EngineObservation(const nlohmann::json& inspect) {
   Observation o;
   const std::string id = GetString(inspect, "Id");
@@ -433,35 +385,7 @@ Observation EngineObservation(const nlohmann::json& inspect) {
       !uid.empty() && GetString(inspect, "Name") == "/" + CancelledContainerName(uid);
 
   if (status == "created") {
-    o.startedAt.reset();
-    if (cancelledByUs) {
-      o.phase = ExecutionPhase::kCancelled;
-      o.message = "The task was cancelled before it started";
-    } else if (error.empty()) {
-      o.phase = ExecutionPhase::kPending;
-    } else if (EngineRefusedCommand(exitCode)) {
-      o.phase = ExecutionPhase::kFailed;
-      o.reason = kReasonStartFailed;
-      o.message = TaskCouldNotStartMessage(error);
-    } else if (StartFailedForMemory(error)) {
-      o.phase = ExecutionPhase::kFailed;
-      o.reason = kReasonOOMKilled;
-      o.message = TaskCouldNotStartMessage(error);
-    } else {
-      // The engine's own start failed (exit code 128), e.g. after it was killed during a start:
-      // its containerd still holds the task of the interrupted start and every new start answers
-      // "task <id>: already exists" or "id already in use". dockerd then shows the container as
-      // never started although the interrupted start may have run the process. Not a failure of
-      // the task, and not provably anything else: Unknown, and Ensure starts it again.
-      o.phase = ExecutionPhase::kUnknown;
-      o.reason = kReasonStartNotConfirmed;
-      o.message =
-          "The engine shows the task's container as never started, but its last start "
-          "failed inside the engine (" +
-          error +
-          "); an engine crash during a start leaves this state and the task may have "
-          "run; the start is retried";
-    }
+    ObserveCreated(o, error, exitCode, cancelledByUs);
     return o;
   }
   if (status == "running" || status == "paused" || status == "restarting") {
@@ -470,22 +394,7 @@ Observation EngineObservation(const nlohmann::json& inspect) {
   }
   if (status == "exited" || status == "dead" || (status == "removing" && finishedAt)) {
     o.finishedAt = finishedAt;
-    o.exitCode = static_cast<int32_t>(exitCode);
-    if (exitCode == 0) {  // the main process says it succeeded, whatever a child hit
-      o.phase = ExecutionPhase::kSucceeded;
-      o.message = TaskExitedMessage(0);
-    } else if (cancelledByUs) {
-      o.phase = ExecutionPhase::kCancelled;
-      o.message = TaskStoppedMessage("on request (exit code " + std::to_string(exitCode) + ")");
-    } else if (oomKilled) {
-      o.phase = ExecutionPhase::kFailed;
-      o.reason = kReasonOOMKilled;
-      o.message = TaskOomKilledMessage(exitCode);
-    } else {
-      o.phase = ExecutionPhase::kFailed;
-      o.reason = kReasonProcessFailed;
-      o.message = TaskExitedMessage(exitCode);
-    }
+    ObserveExited(o, exitCode, oomKilled, cancelledByUs);
     return o;
   }
   o.phase = ExecutionPhase::kUnknown;

@@ -9,9 +9,12 @@
 #include <string_view>
 #include <vector>
 
+#include "adapters/adapter.h"
+#include "adapters/common/job_environment.h"
+#include "adapters/common/observations.h"
+#include "adapters/common/redaction.h"
 #include "adapters/docker/parameters.h"
 #include "api/types.h"
-#include "ayatori/adapter.h"
 #include "ayatori/status.h"
 
 namespace ayatori::adapters::docker {
@@ -19,25 +22,12 @@ namespace ayatori::adapters::docker {
 inline constexpr const char* kAdapterName = "docker";
 inline constexpr const char* kContainerReferenceType = "Container";
 
-// Observation reasons (Observation::reason).
-inline constexpr const char* kReasonProcessFailed = "ProcessFailed";
-inline constexpr const char* kReasonOOMKilled = "OOMKilled";
-inline constexpr const char* kReasonImagePullFailed = "ImagePullFailed";
-inline constexpr const char* kReasonBackendRejected = "BackendRejected";
-inline constexpr const char* kReasonStartFailed = "StartFailed";  // the entrypoint could not run
+// Observation reasons of this backend (Observation::reason); the shared ones are in
+// adapters/common/observations.h.
 // Unknown: the engine shows a never-started container whose start failed inside the engine.
 inline constexpr const char* kReasonStartNotConfirmed = "StartNotConfirmed";
 // The engine reports an end whose exit status it lost (ObservationFromInspect).
 inline constexpr const char* kReasonExitStatusLost = "ExitStatusLost";
-inline constexpr const char* kReasonBackendUnreachable = "BackendUnreachable";
-// Acceptance refused: the engine would be spoken to in plain HTTP without `insecure: true`.
-inline constexpr const char* kReasonInsecureEndpoint = "InsecureEndpoint";
-inline constexpr const char* kReasonUnexpectedState = "UnexpectedBackendState";
-
-// Env vars every execution gets (docs/design.md § Correlation).
-inline constexpr const char* kEnvJobNamespace = "AYATORI_JOB_NAMESPACE";
-inline constexpr const char* kEnvJobName = "AYATORI_JOB_NAME";
-inline constexpr const char* kEnvJobUid = "AYATORI_JOB_UID";
 
 // The parameters JSON is the DockerExecutionParameters object ({"spec": {...}}, decoded by
 // docker::DockerExecutionParametersFromJson; null = all defaults). `endpoint` stays empty when the
@@ -89,43 +79,6 @@ void AddSecurityProfile(const DockerExecutionParameters& p, const std::string& w
 //   security profile (AddSecurityProfile).
 StatusOr<nlohmann::json> BuildCreateBody(const ExecutionRequest& request,
                                          const DockerExecutionParameters& p);
-
-// The execution's environment: the spec's env in order (each value resolved by the controller, or
-// the spec's literal), then anything else the controller resolved, then AYATORI_JOB_NAMESPACE,
-// AYATORI_JOB_NAME and AYATORI_JOB_UID (which a user cannot override). kFailedPrecondition when a
-// reference was not resolved. Shared with the OpenSandbox adapter.
-StatusOr<std::vector<ResolvedEnvVar>> JobEnvironment(const ExecutionRequest& request);
-
-// The values a message about one execution must never show: what the controller read for it
-// (env values of the request, literal and from Secrets; the registry credentials of its
-// imagePullSecrets; the backend's own key material) and what the engine reports back of them
-// (the container's env). Apply() replaces each of them in a message by "[redacted]" before the
-// message can reach status, Events, logs or the log API: engine and server errors may quote the
-// request they refused. Values shorter than kMinRedactedBytes are not redacted: replacing every
-// "1" or "on" would garble each message while hiding nothing a reader could not guess
-// (docs/security.md § What is redacted).
-class Redactor {
- public:
-  static constexpr size_t kMinRedactedBytes = 4;
-  // Every env value of `request` (JobEnvironment's order) and every credential of its
-  // imagePullSecrets documents: the whole document, each auths entry's auth (and the password
-  // part of its decoded "user:password"), password, identitytoken and registrytoken.
-  void AddRequest(const ExecutionRequest& request);
-  // The env values of a container as the engine's inspect reports them (Config.Env), except the
-  // Job's own identity (AYATORI_JOB_*), which every message may name.
-  void AddContainerEnv(const nlohmann::json& inspect);
-  void Add(std::string_view value);
-  // `message` with every value replaced, longest first (a value that contains another is
-  // replaced whole).
-  std::string Apply(std::string message) const;
-  bool empty() const { return values_.empty(); }
-
- private:
-  std::vector<std::string> values_;
-};
-
-// `message` with every value of `request` Redactor::AddRequest collects replaced.
-std::string RedactRequestValues(std::string message, const ExecutionRequest& request);
 
 // dockerd's verdict on a failed start (daemon/start.go, translateContainerdStartErr): exit code
 // 127 (the command does not exist) or 126 (it cannot be executed) mean the task's own command

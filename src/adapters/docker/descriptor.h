@@ -1,9 +1,9 @@
-// How the Docker adapter describes itself to the controller (include/ayatori/adapter.h).
+// How the Docker adapter describes itself to the controller (src/adapters/adapter.h).
 #pragma once
 
 #include <string>
 
-#include "ayatori/adapter.h"
+#include "adapters/adapter.h"
 
 namespace ayatori::adapters::docker {
 

@@ -1,16 +1,18 @@
 #include "adapters/docker/docker_adapter.h"
 
+#include <condition_variable>
+#include <mutex>
 #include <set>
-#include <sstream>
 #include <stop_token>
 #include <thread>
 
 #include "adapters/docker/container.h"
+#include "adapters/docker/engine_errors.h"
 #include "adapters/docker/json_get.h"
-#include "adapters/docker/registry_auth.h"
 #include "adapters/docker/stream.h"
 #include "adapters/registry.h"
 #include "adapters/task_messages.h"
+#include "base/url.h"
 
 namespace ayatori::adapters::docker {
 
@@ -18,116 +20,18 @@ namespace {
 
 using nlohmann::json;
 
-Observation Unknown(const std::string& message) {
-  Observation o;
-  o.phase = ExecutionPhase::kUnknown;
-  o.reason = kReasonBackendUnreachable;
-  o.message = message;
-  return o;
-}
-
-// A transport error quotes libcurl's detail, which names the engine's address; the Job API never
-// shows endpoints (docs/api.md), so only the kind of failure goes into the observation.
-Observation Unreachable(const Status& st) {
-  std::string message = st.message();
-  if (message.starts_with(kTransportErrorPrefix)) {
-    if (size_t detail = message.find(" ("); detail != std::string::npos) message.resize(detail);
-  }
-  return Unknown(message);
-}
-
-Observation Failed(const char* reason, const std::string& message) {
-  Observation o;
-  o.phase = ExecutionPhase::kFailed;
-  o.reason = reason;
-  o.message = message;
-  return o;
-}
-
-Observation Absent() {
-  Observation o;
-  o.phase = ExecutionPhase::kAbsent;
-  return o;
-}
-
-// An engine answer that is neither success nor a definite "no": a 5xx or something unexpected.
-Status EngineError(const std::string& what, const HttpResponse& r) {
-  return Status(r.status >= 500 ? StatusCode::kServerError : StatusCode::kInternal,
-                "docker engine " + what + ": " + EngineErrorMessage(r));
-}
-
 std::string UidFilter(const std::string& uid) {
   json filters = {{"label", {std::string(api::kJobUidLabel) + "=" + uid}}};
-  return EngineClient::Escape(filters.dump());
+  return base::PercentEncode(filters.dump());
 }
-
-// The first {"error": ...} message in a pull's progress stream, if any.
-std::optional<std::string> PullStreamError(const std::string& body) {
-  std::istringstream lines(body);
-  std::string line;
-  while (std::getline(lines, line)) {
-    auto msg = json::parse(line, nullptr, false);
-    if (!msg.is_object()) continue;
-    if (auto e = msg.find("error"); e != msg.end() && e->is_string()) return e->get<std::string>();
-    if (const json* d = GetObject(msg, "errorDetail")) {
-      std::string m = GetString(*d, "message");
-      return m.empty() ? "unknown error" : m;
-    }
-  }
-  return std::nullopt;
-}
-
-}  // namespace
-
-struct DockerAdapter::Pulls {
-  struct Pull {
-    bool done = false;
-    std::optional<Observation> failure;  // when done
-    std::chrono::steady_clock::time_point doneAt;
-    std::set<std::pair<std::string, std::string>> waiters;  // Jobs (namespace, name) to wake
-  };
-  std::mutex mu;
-  NotifyFn notify;                    // empty before Start() and after Stop()
-  std::map<std::string, Pull> byKey;  // endpoint, image and credentials
-};
-
-namespace {
 
 // How long an engine's runtime list is trusted before it is asked again.
 constexpr std::chrono::seconds kRuntimesKept{10};
 
-// A pull answers with a progress stream whose verdict comes last: only its tail is kept.
-constexpr BodyLimit kPullAnswerLimit{size_t{1} << 20, true};
-
-// A finished pull's result is kept for the Jobs that waited on it, at most this long.
-constexpr std::chrono::minutes kPullResultKept{10};
-
-Observation ImagePulling(const std::string& image) {
-  Observation o;
-  o.phase = ExecutionPhase::kPending;
-  o.reason = "ImagePulling";
-  o.message = "pulling image \"" + image + "\"";
-  return o;
-}
-
-// The POST /images/create answer as EnsureImage reports it: nullopt when the image is there.
-std::optional<Observation> PullResult(const StatusOr<HttpResponse>& r, const std::string& image) {
-  if (!r.ok()) return Unreachable(r.status());
-  if (r->status != 200) {
-    return Failed(kReasonImagePullFailed,
-                  "The image \"" + image + "\" could not be pulled: " + EngineErrorMessage(*r));
-  }
-  if (auto error = PullStreamError(r->body)) {
-    return Failed(kReasonImagePullFailed,
-                  "The image \"" + image + "\" could not be pulled: " + *error);
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 DockerAdapter::DockerAdapter(DockerAdapterOptions options)
-    : options_(std::move(options)), pulls_(std::make_shared<Pulls>()) {}
+    : options_(std::move(options)), puller_(options_.pullTimeout) {}
 
 DockerAdapter::~DockerAdapter() { Stop(); }
 
@@ -217,10 +121,7 @@ Status DockerAdapter::Start(std::function<void(const std::string&, const std::st
     std::lock_guard<std::mutex> lock(mu_);
     notify_ = std::move(notify);
   }
-  {
-    std::lock_guard<std::mutex> lock(pulls_->mu);
-    pulls_->notify = notify_;
-  }
+  puller_.SetNotify(notify_);
   Status error;
   if (ClientFor(options_.defaultEndpoint, "", options_.tls, error) == nullptr) return error;
   return Status::Ok();
@@ -233,29 +134,42 @@ void DockerAdapter::Stop() {
     watchers.swap(watchers_);
     notify_ = nullptr;
   }
-  {
-    std::lock_guard<std::mutex> lock(pulls_->mu);
-    pulls_->notify = nullptr;
-  }
+  puller_.SetNotify(nullptr);
   for (auto& [endpoint, watcher] : watchers) watcher->Stop();
 }
 
 Status DockerAdapter::Validate(const ExecutionRequest& request) {
+  auto refused = AcceptanceRefusal(request);
+  if (!refused) return Status::Ok();
+  return Status(refused->reason == Refusal::kNotEnforceable ? StatusCode::kFailedPrecondition
+                                                            : StatusCode::kInvalidArgument,
+                refused->message);
+}
+
+std::optional<Refusal> DockerAdapter::AcceptanceRefusal(const ExecutionRequest& request) {
+  auto rejected = [](const Status& st) { return Refusal{Refusal::kBackendRejected, st.message()}; };
   auto params = ParseDockerParameters(request.parameters);
-  if (!params.ok()) return params.status();
-  const std::string endpoint = EndpointOf(*params, options_.defaultEndpoint);
-  const bool tls = params->tlsSecretRef.has_value() || !options_.tls.empty();
-  // At acceptance the descriptor refused these first (Descriptor, reason InsecureEndpoint); an
-  // adapter used without the controller refuses them here too.
+  if (!params.ok()) return rejected(params.status());
+  // At acceptance the descriptor refused these first, for the parameters as written; the adapter
+  // knows its own default endpoint and TLS, and refuses under the same reason.
   if (auto refused =
           InsecureEndpointRefusal(*params, options_.defaultEndpoint, !options_.tls.empty())) {
-    return Status(StatusCode::kInvalidArgument, refused->message);
+    return refused;
   }
-  if (auto parsed = ParseEngineEndpoint(endpoint, tls); !parsed.ok()) return parsed.status();
-  if (auto st = ValidateRequest(request, *params); !st.ok()) return st;
-  if (auto st = HostNetworkAllowed(*params); !st.ok()) return st;
-  if (!params->runtime.empty()) return CheckRuntime(request.parameters, params->runtime);
-  return Status::Ok();
+  const bool tls = params->tlsSecretRef.has_value() || !options_.tls.empty();
+  if (auto parsed = ParseEngineEndpoint(EndpointOf(*params, options_.defaultEndpoint), tls);
+      !parsed.ok()) {
+    return rejected(parsed.status());
+  }
+  if (auto st = ValidateRequest(request, *params); !st.ok()) return rejected(st);
+  if (auto st = HostNetworkAllowed(*params); !st.ok()) return rejected(st);
+  if (params->runtime.empty()) return std::nullopt;
+  // The class asks for an isolation this engine cannot give: not the Job's fault, nor a broken
+  // parameters object; the administrator registers the runtime or names another.
+  if (auto st = CheckRuntime(request.parameters, params->runtime); !st.ok()) {
+    return Refusal{Refusal::kNotEnforceable, st.message()};
+  }
+  return std::nullopt;
 }
 
 Status DockerAdapter::CheckRuntime(const nlohmann::json& parameters, const std::string& runtime) {
@@ -307,7 +221,7 @@ std::map<std::string, std::string> DockerAdapter::PinnedParameters(
 
 StatusOr<std::optional<nlohmann::json>> DockerAdapter::Inspect(EngineClient& client,
                                                                const std::string& id) {
-  auto r = client.Call("GET", "/containers/" + EngineClient::Escape(id) + "/json");
+  auto r = client.Call("GET", "/containers/" + base::PercentEncode(id) + "/json");
   if (!r.ok()) return r.status();
   if (r->status == 404) return std::optional<json>();
   if (r->status != 200) return EngineError("inspect container", *r);
@@ -344,113 +258,6 @@ StatusOr<std::optional<nlohmann::json>> DockerAdapter::FindContainer(
   return Inspect(client, GetString(*oldest, "Id"));
 }
 
-std::optional<Observation> DockerAdapter::PullInBackground(
-    const std::shared_ptr<EngineClient>& client, const ExecutionRequest& request,
-    const std::string& key, const std::string& path, std::vector<std::string> headers) {
-  const std::string& image = request.job.spec.task.image;
-  const std::pair<std::string, std::string> job{request.job.metadata.namespace_,
-                                                request.job.metadata.name};
-  {
-    std::lock_guard<std::mutex> lock(pulls_->mu);
-    const auto now = std::chrono::steady_clock::now();
-    std::erase_if(pulls_->byKey, [&](const auto& e) {
-      return e.second.done && e.second.doneAt + kPullResultKept < now;
-    });
-    auto it = pulls_->byKey.find(key);
-    if (it != pulls_->byKey.end()) {
-      Pulls::Pull& pull = it->second;
-      if (!pull.done) {
-        pull.waiters.insert(job);
-        return ImagePulling(image);
-      }
-      std::optional<Observation> result = pull.failure;
-      pull.waiters.erase(job);
-      if (pull.waiters.empty()) pulls_->byKey.erase(it);
-      return result;
-    }
-    pulls_->byKey[key].waiters.insert(job);
-  }
-  std::thread([pulls = pulls_, client, key, path, headers = std::move(headers), image,
-               timeout = options_.pullTimeout] {
-    std::optional<Observation> result =
-        PullResult(client->Call("POST", path, "", headers, timeout, kPullAnswerLimit), image);
-    NotifyFn notify;
-    std::set<std::pair<std::string, std::string>> waiters;
-    {
-      std::lock_guard<std::mutex> lock(pulls->mu);
-      Pulls::Pull& pull = pulls->byKey[key];
-      pull.done = true;
-      pull.failure = std::move(result);
-      pull.doneAt = std::chrono::steady_clock::now();
-      waiters = pull.waiters;
-      notify = pulls->notify;
-    }
-    if (!notify) return;
-    for (const auto& [ns, name] : waiters) notify(ns, name);
-  }).detach();
-  return ImagePulling(image);
-}
-
-std::optional<Observation> DockerAdapter::EnsureImage(
-    const std::shared_ptr<EngineClient>& clientPtr, const ExecutionRequest& request,
-    const DockerExecutionParameters& params) {
-  EngineClient& client = *clientPtr;
-  const std::string& image = request.job.spec.task.image;
-  auto ref = ParseImageReference(image);
-  if (!ref.ok()) return Failed(kReasonImagePullFailed, ref.status().message());
-  // By repository: another tag or a digest of a private repository is private too.
-  const std::string engineKey =
-      EndpointOf(params, options_.defaultEndpoint) + "\n" + ref->registry + "/" + ref->path;
-  // The engine's image cache is shared by every Job on it. A Job may use a cached image only if
-  // its own credentials can pull it: a Job with pull credentials always pulls (the registry
-  // checks them), and so does any Job whose image this adapter once pulled with credentials
-  // (a private image: without its own, the pull fails). pullPolicy Never trusts the cache whole,
-  // but, like IfNotPresent, only an image found by its name (ImageNamedBy).
-  bool mustPull = params.pullPolicy == PullPolicy::kAlways;
-  if (params.pullPolicy == PullPolicy::kIfNotPresent) {
-    std::lock_guard<std::mutex> lock(mu_);
-    mustPull = !request.imagePullConfigs.empty() || privateImages_.contains(engineKey);
-  }
-  if (!mustPull) {
-    auto r = client.Call("GET", "/images/" + EngineClient::Escape(image) + "/json");
-    if (!r.ok()) return Unreachable(r.status());
-    // Found by name, not by (a prefix of) the ID of some other cached image.
-    if (r->status == 200 && ImageNamedBy(json::parse(r->body, nullptr, false), *ref)) {
-      return std::nullopt;
-    }
-    if (r->status != 200 && r->status != 404) return Unreachable(EngineError("inspect image", *r));
-    if (params.pullPolicy == PullPolicy::kNever) {
-      return Failed(kReasonImagePullFailed, "The image \"" + image +
-                                                "\" is not present on the engine and pullPolicy is "
-                                                "Never: pull it there or change the pullPolicy");
-    }
-  }
-  auto creds = SelectRegistryCredentials(request.imagePullConfigs, *ref);
-  if (!creds.ok()) return Failed(kReasonImagePullFailed, creds.status().message());
-  std::vector<std::string> headers;
-  if (*creds) {
-    headers.push_back("X-Registry-Auth: " + RegistryAuthHeaderValue(**creds).reveal());
-    std::lock_guard<std::mutex> lock(mu_);
-    if (privateImages_.size() < kMaxPrivateImages) privateImages_.insert(engineKey);
-  }
-  const std::string path = "/images/create?fromImage=" + EngineClient::Escape(ref->name) +
-                           "&tag=" + EngineClient::Escape(ref->PullTag());
-  bool started = false;
-  {
-    std::lock_guard<std::mutex> lock(pulls_->mu);
-    started = static_cast<bool>(pulls_->notify);
-  }
-  if (started) {
-    // One pull per engine, image and credentials (a hash of them: the key stays in memory).
-    const std::string key =
-        (params.endpoint.empty() ? options_.defaultEndpoint : params.endpoint) + "\n" + image +
-        "\n" + std::to_string(std::hash<std::string>{}(headers.empty() ? "" : headers[0]));
-    return PullInBackground(clientPtr, request, key, path, std::move(headers));
-  }
-  return PullResult(client.Call("POST", path, "", headers, options_.pullTimeout, kPullAnswerLimit),
-                    image);
-}
-
 Observation DockerAdapter::Observed(EngineClient& client, const nlohmann::json& inspect,
                                     bool resultUnknown) {
   Observation o = ObservationFromInspect(inspect, resultUnknown);
@@ -463,7 +270,7 @@ Observation DockerAdapter::Observed(EngineClient& client, const nlohmann::json& 
   // The last lines of stderr, bounded: a task that printed more is not looked at further.
   auto r = client.Call(
       "GET",
-      "/containers/" + EngineClient::Escape(GetString(inspect, "Id")) + "/logs?stderr=1&tail=3", "",
+      "/containers/" + base::PercentEncode(GetString(inspect, "Id")) + "/logs?stderr=1&tail=3", "",
       {}, std::chrono::milliseconds(0), BodyLimit{size_t{64} * 1024, false});
   if (!r.ok() || r->status != 200) return o;
   std::string stderrTail;
@@ -478,13 +285,13 @@ Observation DockerAdapter::Observed(EngineClient& client, const nlohmann::json& 
 
 Observation DockerAdapter::StartAndObserve(EngineClient& client, const std::string& uid,
                                            const std::string& id, bool resultUnknown) {
-  auto r = client.Call("POST", "/containers/" + EngineClient::Escape(id) + "/start");
-  if (!r.ok()) return Unreachable(r.status());
+  auto r = client.Call("POST", "/containers/" + base::PercentEncode(id) + "/start");
+  if (!r.ok()) return EngineUnreachable(r.status());
   // 204 started, 304 already started; otherwise the engine records why in State.Error and
   // State.ExitCode, which the inspect below reports (StartFailed or StartNotConfirmed), or the
   // container is gone.
   auto found = FindContainer(client, uid, {{kContainerReferenceType, id}});
-  if (!found.ok()) return Unreachable(found.status());
+  if (!found.ok()) return EngineUnreachable(found.status());
   if (!*found) return Absent();
   return Observed(client, **found, resultUnknown);
 }
@@ -493,38 +300,28 @@ Observation DockerAdapter::StartAndObserve(EngineClient& client, const std::stri
 Observation DockerAdapter::Ensure(const ExecutionRequest& request) {
   Redactor redactor;
   redactor.AddRequest(request);
-  Observation o = EnsureExecution(request, redactor);
-  o.message = redactor.Apply(std::move(o.message));
-  return o;
+  return redactor.Redacted(EnsureExecution(request, redactor));
 }
 
 Observation DockerAdapter::Observe(const ExecutionKey& key) {
   Redactor redactor;
-  Observation o = ObserveExecution(key, redactor);
-  o.message = redactor.Apply(std::move(o.message));
-  return o;
+  return redactor.Redacted(ObserveExecution(key, redactor));
 }
 
 Observation DockerAdapter::Cancel(const ExecutionKey& key) {
   Redactor redactor;
-  Observation o = CancelExecution(key, redactor);
-  o.message = redactor.Apply(std::move(o.message));
-  return o;
+  return redactor.Redacted(CancelExecution(key, redactor));
 }
 
 Status DockerAdapter::Delete(const ExecutionKey& key) {
   Redactor redactor;
-  Status s = DeleteExecution(key, redactor);
-  if (s.ok()) return s;
-  return Status(s.code(), redactor.Apply(s.message()));
+  return redactor.Redacted(DeleteExecution(key, redactor));
 }
 
 Status DockerAdapter::StreamLogs(const ExecutionKey& key, const LogOptions& options,
                                  const LogSink& sink) {
   Redactor redactor;
-  Status s = StreamExecutionLogs(key, options, sink, redactor);
-  if (s.ok()) return s;
-  return Status(s.code(), redactor.Apply(s.message()));
+  return redactor.Redacted(StreamExecutionLogs(key, options, sink, redactor));
 }
 
 Observation DockerAdapter::EnsureExecution(const ExecutionRequest& request, Redactor& redactor) {
@@ -535,66 +332,61 @@ Observation DockerAdapter::EnsureExecution(const ExecutionRequest& request, Reda
     if (target.status().code() == StatusCode::kInvalidArgument) {
       return Failed(kReasonBackendRejected, target.status().message());
     }
-    return Unknown(target.status().message());
+    return Unreachable(target.status().message());
   }
   redactor.Add(target->tlsKey.reveal());
-  EngineClient& client = *target->client;
   if (auto st = ValidateRequest(request, target->params); !st.ok()) {
     return Failed(kReasonBackendRejected, st.message());
   }
-  const std::string& uid = request.job.metadata.uid;
   std::vector<api::ExecutionReference> refs;
   if (request.job.status.execution) refs = request.job.status.execution->references;
-
-  auto adopt = [&](const json& inspect) {
-    // Created but never started (a lost response between create and start, or a start the
-    // engine could not finish, e.g. because it was killed during it): start it now. Starting is
-    // idempotent (304 when it runs already); if the engine keeps refusing, the answer stays
-    // Unknown/StartNotConfirmed and the next Ensure tries again.
-    if (MayStart(inspect)) {
-      return StartAndObserve(client, uid, GetString(inspect, "Id"), request.resultUnknown);
-    }
-    return Observed(client, inspect, request.resultUnknown);
-  };
-
-  auto found = FindContainer(client, uid, refs);
-  if (!found.ok()) return Unreachable(found.status());
-  if (*found) return adopt(**found);
+  auto found = FindContainer(*target->client, request.job.metadata.uid, refs);
+  if (!found.ok()) return EngineUnreachable(found.status());
+  if (*found)
+    return Adopt(*target->client, request.job.metadata.uid, **found, request.resultUnknown);
   // A Job whose cancellation was requested never gets a new execution.
   if (request.job.spec.desiredState == api::DesiredState::kCancelled) return Absent();
 
-  if (auto failure = EnsureImage(target->client, request, target->params)) return *failure;
+  if (auto failure =
+          puller_.Ensure(target->client, EndpointOf(target->params, options_.defaultEndpoint),
+                         request, target->params.pullPolicy)) {
+    return *failure;
+  }
   auto body = BuildCreateBody(request, target->params);
   if (!body.ok()) return Failed(kReasonBackendRejected, body.status().message());
   // Last, right before the create (after a pull that may have taken minutes): the controller's
   // fresh read of the Job.
   if (!request.CreateConfirmed()) return NotCreated();
-  auto r = client.Call(
-      "POST", "/containers/create?name=" + EngineClient::Escape(ContainerName(uid)), body->dump());
-  if (!r.ok()) return Unreachable(r.status());
+  return Create(*target->client, request, *body);
+}
+
+Observation DockerAdapter::Adopt(EngineClient& client, const std::string& uid,
+                                 const nlohmann::json& inspect, bool resultUnknown) {
+  // Created but never started (a lost response between create and start, or a start the engine
+  // could not finish, e.g. because it was killed during it): start it now. Starting is
+  // idempotent (304 when it runs already); if the engine keeps refusing, the answer stays
+  // Unknown/StartNotConfirmed and the next Ensure tries again.
+  if (MayStart(inspect)) {
+    return StartAndObserve(client, uid, GetString(inspect, "Id"), resultUnknown);
+  }
+  return Observed(client, inspect, resultUnknown);
+}
+
+Observation DockerAdapter::Create(EngineClient& client, const ExecutionRequest& request,
+                                  const nlohmann::json& body) {
+  const std::string& uid = request.job.metadata.uid;
+  auto r = client.Call("POST", "/containers/create?name=" + base::PercentEncode(ContainerName(uid)),
+                       body.dump());
+  if (!r.ok()) return EngineUnreachable(r.status());
   switch (r->status) {
     case 201: {
       auto created = json::parse(r->body, nullptr, false);
       std::string id = GetString(created, "Id");
-      if (id.empty()) return Unknown("docker engine: create answer has no container Id");
+      if (id.empty()) return Unreachable("docker engine: create answer has no container Id");
       return StartAndObserve(client, uid, id, request.resultUnknown);
     }
-    case 409: {
-      // Created by an earlier Ensure whose answer was lost, or by a concurrent one: adopt it. The
-      // engine reserves the name before the container becomes visible, so a concurrent create
-      // may need a moment to show up.
-      auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-      while (true) {
-        auto again = FindContainer(client, uid, {});
-        if (!again.ok()) return Unreachable(again.status());
-        if (*again) return adopt(**again);
-        if (std::chrono::steady_clock::now() >= until) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      }
-      return Unknown(
-          "docker engine: the name " + ContainerName(uid) +
-          " is taken by a container without this Job's UID label: " + EngineErrorMessage(*r));
-    }
+    case 409:
+      return AdoptAfterConflict(client, uid, request.resultUnknown, *r);
     case 404:
       return Failed(kReasonImagePullFailed,
                     "The engine could not create the task's container: " + EngineErrorMessage(*r));
@@ -602,16 +394,34 @@ Observation DockerAdapter::EnsureExecution(const ExecutionRequest& request, Reda
       return Failed(kReasonBackendRejected,
                     "The engine refused the task's container: " + EngineErrorMessage(*r));
     default:
-      return Unreachable(EngineError("create container", *r));
+      return EngineUnreachable(EngineError("create container", *r));
   }
+}
+
+Observation DockerAdapter::AdoptAfterConflict(EngineClient& client, const std::string& uid,
+                                              bool resultUnknown, const HttpResponse& conflict) {
+  // Created by an earlier Ensure whose answer was lost, or by a concurrent one: adopt it. The
+  // engine reserves the name before the container becomes visible, so a concurrent create may
+  // need a moment to show up.
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (true) {
+    auto again = FindContainer(client, uid, {});
+    if (!again.ok()) return EngineUnreachable(again.status());
+    if (*again) return Adopt(client, uid, **again, resultUnknown);
+    if (std::chrono::steady_clock::now() >= until) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return Unreachable(
+      "docker engine: the name " + ContainerName(uid) +
+      " is taken by a container without this Job's UID label: " + EngineErrorMessage(conflict));
 }
 
 Observation DockerAdapter::ObserveExecution(const ExecutionKey& key, Redactor& redactor) {
   auto target = TargetFor(key.parameters);
-  if (!target.ok()) return Unknown("docker adapter: " + target.status().message());
+  if (!target.ok()) return Unreachable("docker adapter: " + target.status().message());
   redactor.Add(target->tlsKey.reveal());
   auto found = FindContainer(*target->client, key.uid, key.references);
-  if (!found.ok()) return Unreachable(found.status());
+  if (!found.ok()) return EngineUnreachable(found.status());
   if (!*found) return Absent();
   redactor.AddContainerEnv(**found);
   return Observed(*target->client, **found, key.resultUnknown);
@@ -619,11 +429,11 @@ Observation DockerAdapter::ObserveExecution(const ExecutionKey& key, Redactor& r
 
 Observation DockerAdapter::CancelExecution(const ExecutionKey& key, Redactor& redactor) {
   auto target = TargetFor(key.parameters);
-  if (!target.ok()) return Unknown("docker adapter: " + target.status().message());
+  if (!target.ok()) return Unreachable("docker adapter: " + target.status().message());
   redactor.Add(target->tlsKey.reveal());
   EngineClient& client = *target->client;
   auto found = FindContainer(client, key.uid, key.references);
-  if (!found.ok()) return Unreachable(found.status());
+  if (!found.ok()) return EngineUnreachable(found.status());
   if (!*found) return Absent();
   redactor.AddContainerEnv(**found);
   Observation before = Observed(client, **found, key.resultUnknown);
@@ -631,27 +441,27 @@ Observation DockerAdapter::CancelExecution(const ExecutionKey& key, Redactor& re
   // to stop, and marking it cancelled now would report a cancel that stopped nothing).
   if (IsStopped(before.phase) || before.ended) return before;
   const std::string id = GetString(**found, "Id");
-  const std::string path = "/containers/" + EngineClient::Escape(id);
+  const std::string path = "/containers/" + base::PercentEncode(id);
 
   // Mark first, then stop: a crash in between leaves a mark and a running container, which the
   // next Cancel stops; never a stopped container that looks as if it failed by itself.
   if (GetString(**found, "Name") != "/" + CancelledContainerName(key.uid)) {
     auto r = client.Call(
-        "POST", path + "/rename?name=" + EngineClient::Escape(CancelledContainerName(key.uid)));
-    if (!r.ok()) return Unreachable(r.status());
+        "POST", path + "/rename?name=" + base::PercentEncode(CancelledContainerName(key.uid)));
+    if (!r.ok()) return EngineUnreachable(r.status());
     if (r->status == 404) return Absent();
     if (r->status != 204 && r->status != 200)
-      return Unreachable(EngineError("rename container", *r));
+      return EngineUnreachable(EngineError("rename container", *r));
   }
   if (before.phase == ExecutionPhase::kRunning) {
     const int64_t grace = target->params.stopGracePeriodSeconds;
     auto r = client.Call("POST", path + "/stop?t=" + std::to_string(grace), "", {},
                          std::chrono::seconds(grace) + options_.stopSlack);
-    if (!r.ok()) return Unreachable(r.status());
-    if (r->status >= 500) return Unreachable(EngineError("stop container", *r));
+    if (!r.ok()) return EngineUnreachable(r.status());
+    if (r->status >= 500) return EngineUnreachable(EngineError("stop container", *r));
   }
   auto after = Inspect(client, id);
-  if (!after.ok()) return Unreachable(after.status());
+  if (!after.ok()) return EngineUnreachable(after.status());
   if (!*after) return Absent();
   return Observed(client, **after, key.resultUnknown);
 }
@@ -674,7 +484,7 @@ Status DockerAdapter::DeleteExecution(const ExecutionKey& key, Redactor& redacto
   }
   for (const auto& id : ids) {
     if (id.empty()) continue;
-    auto d = client.Call("DELETE", "/containers/" + EngineClient::Escape(id) + "?force=1&v=1");
+    auto d = client.Call("DELETE", "/containers/" + base::PercentEncode(id) + "?force=1&v=1");
     if (!d.ok()) return d.status();
     // 404: already gone; 409: a removal is already in progress.
     if (d->status == 204 || d->status == 200 || d->status == 404 || d->status == 409) continue;
@@ -693,6 +503,34 @@ StatusOr<std::string> DockerAdapter::Logs(const ExecutionKey& key, size_t tailBy
   return tail.str();
 }
 
+// Until the container of `inspect` has left the "created" state (started, or removed: its
+// inspect answer then says why there is nothing to follow); nullopt when `stop` came first.
+// Polled: the engine's events stream would need a second connection per follower, and a
+// container waits in "created" only for the moments between the adapter's create and start
+// (or until the controller adopts a container whose start a crash interrupted).
+StatusOr<std::optional<nlohmann::json>> DockerAdapter::AwaitStartOf(EngineClient& client,
+                                                                    nlohmann::json inspect,
+                                                                    const std::stop_token& stop) {
+  constexpr auto kPollInterval = std::chrono::milliseconds(100);
+  std::mutex mu;
+  std::condition_variable_any stopped;
+  auto created = [](const nlohmann::json& container) {
+    const nlohmann::json* state = GetObject(container, "State");
+    return state != nullptr && GetString(*state, "Status") == "created";
+  };
+  while (created(inspect)) {
+    std::unique_lock lock(mu);
+    stopped.wait_for(lock, stop, kPollInterval, [] { return false; });
+    if (stop.stop_requested()) return std::optional<nlohmann::json>();
+    auto again = Inspect(client, GetString(inspect, "Id"));
+    if (!again.ok()) return again.status();
+    if (!*again)
+      return Status(StatusCode::kNotFound, "the container was removed before it started");
+    inspect = std::move(**again);
+  }
+  return std::optional<nlohmann::json>(std::move(inspect));
+}
+
 // The engine applies every option itself (GET /containers/{id}/logs: follow, tail, since,
 // timestamps); with follow it ends the stream when the container stops.
 Status DockerAdapter::StreamExecutionLogs(const ExecutionKey& key, const LogOptions& options,
@@ -705,6 +543,14 @@ Status DockerAdapter::StreamExecutionLogs(const ExecutionKey& key, const LogOpti
   if (!found.ok()) return found.status();
   if (!*found) return Status(StatusCode::kNotFound, "no container for Job UID " + key.uid);
   redactor.AddContainerEnv(**found);
+  if (options.follow) {
+    // The engine does not follow a container that was created but not started: it answers its
+    // (empty) log at once, and a follower would end before the task printed anything.
+    auto started = AwaitStartOf(client, std::move(**found), options.stop);
+    if (!started.ok()) return started.status();
+    if (!*started) return Status::Ok();  // the reader left first
+    *found = std::move(*started);
+  }
   std::string query = "stdout=1&stderr=1";
   if (options.follow) query += "&follow=1";
   if (options.timestamps) query += "&timestamps=1";
@@ -725,7 +571,7 @@ Status DockerAdapter::StreamExecutionLogs(const ExecutionKey& key, const LogOpti
   // A reader that left ends the stream now, not at the container's next output.
   std::stop_callback readerLeftNow(options.stop, [&stop] { stop.Cancel(); });
   Status st = client.Stream(
-      "/containers/" + EngineClient::Escape(GetString(**found, "Id")) + "/logs?" + query,
+      "/containers/" + base::PercentEncode(GetString(**found, "Id")) + "/logs?" + query,
       [&](long code) { httpStatus = code; },
       [&](std::string_view data) {
         if (httpStatus != 200) {

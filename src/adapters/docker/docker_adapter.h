@@ -3,10 +3,11 @@
 // the Engine HTTP API. Parameters come from the JobClass's DockerExecutionParameters.
 //
 //   Ensure   look up by UID label (adopt), else pull per pullPolicy (with the Job's
-//            imagePullSecrets), create (409 on the deterministic name -> adopt), start. Once
-//            Start() ran, a pull runs in the background: Ensure answers kPending/ImagePulling
-//            (nothing created, the Job says it waits for the image) and notify wakes the Job
-//            when the pull ended; its next Ensure creates the container or reports the failure
+//            imagePullSecrets; ImagePuller, adapters/docker/image_puller.h), create (409 on the
+//            deterministic name -> adopt), start. Once Start() ran, a pull runs in the background:
+//            Ensure answers kPending/ImagePulling (nothing created, the Job says it waits for the
+//            image) and notify wakes the Job when the pull ended; its next Ensure creates the
+//            container or reports the failure
 //   Observe  inspect; engine unreachable, 5xx or timeout -> Unknown/BackendUnreachable, never
 //   Failed Cancel   rename to ayatori-<uid>-cancelled (the durable "we stopped it" mark), then
 //            POST /stop?t=<stopGracePeriodSeconds> (SIGTERM, SIGKILL after the grace period)
@@ -21,16 +22,18 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <stop_token>
 #include <string>
 
+#include "adapters/adapter.h"
+#include "adapters/common/log_source.h"
 #include "adapters/docker/container.h"
 #include "adapters/docker/engine.h"
 #include "adapters/docker/events.h"
-#include "adapters/docker/logs.h"
+#include "adapters/docker/image_puller.h"
 #include "adapters/docker/parameters.h"
 #include "adapters/docker/tls_secret.h"
 #include "api/types.h"
-#include "ayatori/adapter.h"
 
 namespace ayatori::adapters::docker {
 
@@ -66,9 +69,14 @@ class DockerAdapter final : public Adapter, public LogSource {
   std::string Name() const override { return "docker"; }
   Status Start(std::function<void(const std::string&, const std::string&)> notify) override;
   void Stop() override;
-  // Parameters and request (ValidateRequest); a runtime the engine does not list is
-  // kFailedPrecondition, which the controller refuses as NotEnforceable.
+  // AcceptanceRefusal as a status: kFailedPrecondition for NotEnforceable, kInvalidArgument for
+  // the other reasons.
   Status Validate(const ExecutionRequest& request) override;
+  // The parameters and the request (ValidateRequest, HostNetworkAllowed), without the engine
+  // except for a runtime the class names. BackendRejected: parameters or a request Docker cannot
+  // run; InsecureEndpoint: plain HTTP to the engine, also with the adapter's default endpoint
+  // (InsecureEndpointRefusal); NotEnforceable: a runtime the engine does not list (CheckRuntime).
+  std::optional<Refusal> AcceptanceRefusal(const ExecutionRequest& request) override;
   // endpoint (the default one when the parameters name none), networkMode, runtime: where the
   // container lives and the isolation it was accepted with. tlsSecretRef, pullPolicy,
   // extraLabels and stopGracePeriodSeconds are read at each call.
@@ -91,7 +99,7 @@ class DockerAdapter final : public Adapter, public LogSource {
   };
   // The calls behind the public ones, which report what they learn of the Secret values in play
   // (the target's key, the container's env) to `redactor`; the public ones apply it to the
-  // message they return (Redactor in adapters/docker/container.h).
+  // message they return (Redactor in adapters/common/redaction.h; RedactAnswer).
   Observation EnsureExecution(const ExecutionRequest& request, Redactor& redactor);
   Observation ObserveExecution(const ExecutionKey& key, Redactor& redactor);
   Observation CancelExecution(const ExecutionKey& key, Redactor& redactor);
@@ -109,23 +117,25 @@ class DockerAdapter final : public Adapter, public LogSource {
   std::shared_ptr<EngineClient> ClientFor(const std::string& endpoint, const std::string& tlsName,
                                           const TlsMaterial& tls, Status& error);
   // The container of `uid` as GET /containers/{id}/json returns it; nullopt when there is none.
+  StatusOr<std::optional<nlohmann::json>> AwaitStartOf(EngineClient& client, nlohmann::json inspect,
+                                                       const std::stop_token& stop);
   StatusOr<std::optional<nlohmann::json>> FindContainer(
       EngineClient& client, const std::string& uid,
       const std::vector<api::ExecutionReference>& references);
   StatusOr<std::optional<nlohmann::json>> Inspect(EngineClient& client, const std::string& id);
-  // Makes the image available per pullPolicy; nullopt when it is, else what to report: the
-  // failure, or kPending/ImagePulling while a background pull runs.
-  std::optional<Observation> EnsureImage(const std::shared_ptr<EngineClient>& client,
-                                         const ExecutionRequest& request,
-                                         const DockerExecutionParameters& params);
-  // Starts (or joins) the background pull of `key`; the answer while it runs, or its result.
-  std::optional<Observation> PullInBackground(const std::shared_ptr<EngineClient>& client,
-                                              const ExecutionRequest& request,
-                                              const std::string& key, const std::string& path,
-                                              std::vector<std::string> headers);
   // ObservationFromInspect, and a task whose command could not run under init (exit 126/127
   // with docker-init's report on stderr, InitExecFailure) reported as StartFailed.
   Observation Observed(EngineClient& client, const nlohmann::json& inspect, bool resultUnknown);
+  // A container found for the Job: started if it never was (MayStart), then Observed.
+  Observation Adopt(EngineClient& client, const std::string& uid, const nlohmann::json& inspect,
+                    bool resultUnknown);
+  // POST /containers/create of `body` under the Job's deterministic name, then its start.
+  Observation Create(EngineClient& client, const ExecutionRequest& request,
+                     const nlohmann::json& body);
+  // The create's 409 (`conflict`): the name is taken, by this Job's container (adopted once it
+  // shows) or by another's.
+  Observation AdoptAfterConflict(EngineClient& client, const std::string& uid, bool resultUnknown,
+                                 const HttpResponse& conflict);
   // Starts a created container and reports what it then is.
   Observation StartAndObserve(EngineClient& client, const std::string& uid, const std::string& id,
                               bool resultUnknown);
@@ -139,20 +149,13 @@ class DockerAdapter final : public Adapter, public LogSource {
   std::map<std::string, Client> clients_;                          // by ClientKey
   NotifyFn notify_;                                                // set by Start
   std::map<std::string, std::unique_ptr<EventWatcher>> watchers_;  // by ClientKey
-  // Images (endpoint + "\n" + reference) this adapter pulled with credentials: private, so
-  // every Job that uses them pulls with its own (EnsureImage). In memory: lost at a restart.
-  static constexpr size_t kMaxPrivateImages = 10000;
-  std::set<std::string> privateImages_;
   // The engines' runtime lists (GET /info Runtimes), by endpoint, for a short while.
   struct Runtimes {
     std::chrono::steady_clock::time_point at;
     std::set<std::string> names;
   };
   std::map<std::string, Runtimes> runtimes_;
-  // Background pulls, shared with their threads (which may outlive the adapter: a pull is not
-  // cancellable, so Stop() does not wait for one; it only stops their notifications).
-  struct Pulls;
-  std::shared_ptr<Pulls> pulls_;
+  ImagePuller puller_;
 };
 
 }  // namespace ayatori::adapters::docker

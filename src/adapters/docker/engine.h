@@ -1,20 +1,22 @@
-// A minimal Docker Engine HTTP API client over libcurl (no Docker client library): unix socket
-// (unix:///path) by default, tcp://host:port optionally, with TLS client certificates when given.
-// It knows HTTP, the API version prefix and the error body shape; what the calls mean lives in
-// the adapter. Request bodies may carry Secret values and are never logged.
+// A minimal Docker Engine HTTP API client over the project's HTTP stack (http/http.h, libcurl; no
+// Docker client library): unix socket (unix:///path) by default, tcp://host:port optionally, with
+// TLS client certificates when given. It knows the API version prefix, the error body shape and
+// how engine failures are worded; what the calls mean lives in the adapter. Request bodies may
+// carry Secret values and are never logged.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "ayatori/adapter.h"
+#include "adapters/adapter.h"
 #include "ayatori/status.h"
+#include "http/http.h"
 
 namespace ayatori::adapters::docker {
 
@@ -55,14 +57,12 @@ std::string EngineErrorMessage(const HttpResponse& response);
 // Lets another thread end a Stream() promptly.
 class StreamStop {
  public:
-  void Cancel();
-  bool cancelled() const { return cancelled_.load(); }
+  void Cancel() { source_.request_stop(); }
+  bool cancelled() const { return source_.stop_requested(); }
 
  private:
   friend class EngineClient;
-  std::atomic<bool> cancelled_{false};
-  std::mutex mu_;
-  void* multi_ = nullptr;  // the CURLM* of the stream in progress, woken up by Cancel()
+  std::stop_source source_;  // the stream in progress wakes up at once (http::Transport::Stream)
 };
 
 // How much of an answer Call() keeps. The engine is trusted less than the controller's memory:
@@ -83,7 +83,7 @@ class EngineClient {
  public:
   // maxApiVersion: the highest API version used ("1.41"); an older engine's own version is used
   // instead, learned from GET /version on first use.
-  EngineClient(EngineEndpoint endpoint, TlsMaterial tls, std::string maxApiVersion,
+  EngineClient(EngineEndpoint endpoint, const TlsMaterial& tls, std::string maxApiVersion,
                EngineTimeouts timeouts);
   ~EngineClient();
   EngineClient(const EngineClient&) = delete;
@@ -107,25 +107,15 @@ class EngineClient {
   // The API version in use ("1.41"), negotiating it first if needed.
   StatusOr<std::string> ApiVersion();
 
-  // Percent-encodes a query parameter value.
-  static std::string Escape(std::string_view value);
-
  private:
-  struct Handle;
-  std::unique_ptr<Handle> Acquire();
-  void Release(std::unique_ptr<Handle> handle);
-  void Configure(Handle& h, std::chrono::milliseconds timeout) const;
-  StatusOr<HttpResponse> Perform(Handle& h, std::string_view method, const std::string& url,
-                                 const std::string& body, const std::vector<std::string>& headers,
-                                 std::chrono::milliseconds timeout, BodyLimit limit);
+  StatusOr<HttpResponse> Perform(http::Request request, BodyLimit limit);
 
   EngineEndpoint endpoint_;
-  TlsMaterial tls_;
   std::string maxApiVersion_;
   EngineTimeouts timeouts_;
+  std::unique_ptr<http::Transport> transport_;
   std::mutex mu_;
   std::string apiVersion_;  // empty until negotiated
-  std::vector<std::unique_ptr<Handle>> idle_;
 };
 
 // "1.40" < "1.41" < "1.100".

@@ -5,6 +5,7 @@
 
 #include "adapters/docker/json_get.h"
 #include "api/types.h"
+#include "base/url.h"
 
 namespace ayatori::adapters::docker {
 
@@ -17,7 +18,7 @@ const std::set<std::string, std::less<>> kStateEvents = {"create", "start", "res
 
 std::string LabelFilter() {
   nlohmann::json filters = {{"type", {"container"}}, {"label", {api::kJobUidLabel}}};
-  return EngineClient::Escape(filters.dump());
+  return base::PercentEncode(filters.dump());
 }
 
 }  // namespace
@@ -86,8 +87,8 @@ bool EventWatcher::WaitFor(std::chrono::milliseconds d) {
 
 Status EventWatcher::ListAndNotify() {
   nlohmann::json filters = {{"label", {api::kJobUidLabel}}};
-  auto r = client_->Call("GET",
-                         "/containers/json?all=1&filters=" + EngineClient::Escape(filters.dump()));
+  auto r =
+      client_->Call("GET", "/containers/json?all=1&filters=" + base::PercentEncode(filters.dump()));
   if (!r.ok()) return r.status();
   if (r->status != 200) return Status(StatusCode::kServerError, EngineErrorMessage(*r));
   auto list = nlohmann::json::parse(r->body, nullptr, false);

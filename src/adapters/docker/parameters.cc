@@ -16,27 +16,16 @@ constexpr api::EnumName<PullPolicy> kPullPolicyNames[] = {
     {"Never", PullPolicy::kNever},
 };
 
-constexpr api::EnumName<SeccompProfile> kSeccompProfileNames[] = {
-    {"RuntimeDefault", SeccompProfile::kRuntimeDefault},
-    {"Unconfined", SeccompProfile::kUnconfined},
-};
-
 }  // namespace
 
 Decoded Decode(const json& j, PullPolicy& out) { return api::DecodeEnum(j, kPullPolicyNames, out); }
 
-Decoded Decode(const json& j, SeccompProfile& out) {
-  return api::DecodeEnum(j, kSeccompProfileNames, out);
-}
-
-Decoded Decode(const json& j, SecurityProfile& out) {
-  return api::ObjectDecoder(j)("runAsUser", out.runAsUser)("runAsGroup", out.runAsGroup)(
-             "runAsRoot", out.runAsRoot)("addCapabilities", out.addCapabilities)(
-             "allowPrivilegeEscalation", out.allowPrivilegeEscalation)(
-             "seccompProfile", out.seccompProfile)("pidsLimit", out.pidsLimit)(
-             "readOnlyRootFilesystem", out.readOnlyRootFilesystem)("tmpSizeMiB", out.tmpSizeMiB)(
-             "openFilesLimit", out.openFilesLimit)("logMaxBytes", out.logMaxBytes)
-      .Done();
+SecurityProfile DockerDefaultSecurityProfile() {
+  SecurityProfile p = RestrictedSecurityProfile();
+  p.pidsLimit = 256;
+  p.openFilesLimit = 1024;
+  p.logMaxBytes = 10 * kMiB;
+  return p;
 }
 
 Decoded Decode(const json& j, DockerExecutionParameters& out) {
@@ -53,22 +42,6 @@ Decoded Decode(const json& j, DockerExecutionParameters& out) {
 
 void to_json(json& j, PullPolicy v) { j = api::EnumToString(kPullPolicyNames, v); }
 void from_json(const json& j, PullPolicy& v) { api::DecodeOrThrow(j, v, "PullPolicy"); }
-void to_json(json& j, SeccompProfile v) { j = api::EnumToString(kSeccompProfileNames, v); }
-
-void to_json(json& j, const SecurityProfile& v) {
-  j = json::object();
-  j["runAsUser"] = v.runAsUser;
-  j["runAsGroup"] = v.runAsGroup;
-  j["runAsRoot"] = v.runAsRoot;
-  j["addCapabilities"] = v.addCapabilities;
-  j["allowPrivilegeEscalation"] = v.allowPrivilegeEscalation;
-  j["seccompProfile"] = v.seccompProfile;
-  j["pidsLimit"] = v.pidsLimit;
-  j["readOnlyRootFilesystem"] = v.readOnlyRootFilesystem;
-  j["tmpSizeMiB"] = v.tmpSizeMiB;
-  j["openFilesLimit"] = v.openFilesLimit;
-  j["logMaxBytes"] = v.logMaxBytes;
-}
 
 void to_json(json& j, const DockerExecutionParameters& v) {
   json spec = json::object();

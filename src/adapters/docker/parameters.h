@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "adapters/common/security_profile.h"
 #include "api/json_codec.h"
 #include "api/types.h"
 #include "ayatori/status.h"
@@ -34,27 +35,10 @@ namespace ayatori::adapters::docker {
 inline constexpr const char* kParametersKind = "DockerExecutionParameters";
 
 enum class PullPolicy { kIfNotPresent, kAlways, kNever };
-enum class SeccompProfile { kRuntimeDefault, kUnconfined };
-
-inline constexpr int64_t kMiB = int64_t{1024} * 1024;
-
-// How much of the host the task's process may use: restricted by default, relaxed only by a
-// class that says so field by field (docs/security.md). The same field names serve every
-// backend's parameters kind.
-struct SecurityProfile {
-  int64_t runAsUser = 65534;                 // uid of the task's process; 0 only with runAsRoot
-  int64_t runAsGroup = 65534;                // its gid
-  bool runAsRoot = false;                    // running as uid 0 must be said explicitly
-  std::vector<std::string> addCapabilities;  // all others are dropped
-  bool allowPrivilegeEscalation = false;     // false = no-new-privileges
-  SeccompProfile seccompProfile = SeccompProfile::kRuntimeDefault;
-  int64_t pidsLimit = 256;             // processes and threads of the container
-  bool readOnlyRootFilesystem = true;  // writable: /tmp and the working directory (tmpfs)
-  int64_t tmpSizeMiB = 64;             // size of each tmpfs (counts against limits.memory)
-  int64_t openFilesLimit = 1024;       // RLIMIT_NOFILE, soft and hard
-  int64_t logMaxBytes = 10 * kMiB;     // the engine keeps at most this much of the output
-  bool operator==(const SecurityProfile&) const = default;
-};
+// The profile of a Docker task when the parameters leave a field out: the restricted one
+// (RestrictedSecurityProfile) with 256 processes, 1024 open files and 10 MiB of output kept.
+// Docker enforces every field of the profile.
+SecurityProfile DockerDefaultSecurityProfile();
 
 struct DockerExecutionParameters {
   api::ObjectMeta metadata;
@@ -73,7 +57,7 @@ struct DockerExecutionParameters {
   // networkMode host shares the engine host's network (no egress control): only on purpose.
   bool allowHostNetwork = false;
   bool init = true;  // docker run --init: PID 1 reaps zombies and forwards signals
-  SecurityProfile securityProfile;
+  SecurityProfile securityProfile = DockerDefaultSecurityProfile();
   bool operator==(const DockerExecutionParameters&) const = default;
 };
 
@@ -85,13 +69,9 @@ StatusOr<DockerExecutionParameters> DockerExecutionParametersFromJson(const nloh
 
 // Codec hooks (api/json_codec.h; nlohmann's ADL hooks throw json::type_error on bad input).
 api::Decoded Decode(const nlohmann::json& j, PullPolicy& out);
-api::Decoded Decode(const nlohmann::json& j, SeccompProfile& out);
-api::Decoded Decode(const nlohmann::json& j, SecurityProfile& out);
 api::Decoded Decode(const nlohmann::json& j, DockerExecutionParameters& out);
 void to_json(nlohmann::json& j, PullPolicy v);
 void from_json(const nlohmann::json& j, PullPolicy& v);
-void to_json(nlohmann::json& j, SeccompProfile v);
-void to_json(nlohmann::json& j, const SecurityProfile& v);
 void to_json(nlohmann::json& j, const DockerExecutionParameters& v);
 void from_json(const nlohmann::json& j, DockerExecutionParameters& v);
 

@@ -1,11 +1,10 @@
 #include "adapters/docker/tls_secret.h"
 
-#include <map>
 #include <memory>
-#include <mutex>
 
+#include "adapters/common/secret_reader.h"
 #include "adapters/docker/json_get.h"
-#include "adapters/docker/registry_auth.h"
+#include "base/base64.h"
 
 namespace ayatori::adapters::docker {
 
@@ -18,12 +17,12 @@ using nlohmann::json;
 std::optional<std::string> Value(const json& data, const char* key, std::string& bad) {
   std::string encoded = GetString(data, key);
   if (encoded.empty()) return std::nullopt;
-  auto decoded = Base64Decode(encoded);
-  if (!decoded || decoded->empty()) {
+  auto decoded = base::Base64Decode(encoded);
+  if (!decoded.ok() || decoded->empty()) {
     bad += (bad.empty() ? "" : ", ") + std::string(key);
     return std::nullopt;
   }
-  return decoded;
+  return std::move(*decoded);
 }
 
 bool HasAny(const json& data, const TlsSecretKeys& keys) {
@@ -61,35 +60,20 @@ StatusOr<TlsMaterial> TlsMaterialFromSecretData(const json& data, const std::str
 }
 
 TlsSource SecretTlsSource(KubeClient& client, std::chrono::seconds ttl) {
-  struct Cached {
-    TlsMaterial material;
-    std::chrono::steady_clock::time_point until;
-  };
-  auto mu = std::make_shared<std::mutex>();
-  auto cache = std::make_shared<std::map<std::string, Cached>>();
-  return [&client, ttl, mu, cache](const api::SecretKeyReference& ref) -> StatusOr<TlsMaterial> {
+  auto reader = std::make_shared<CachedSecretReader<TlsMaterial>>(client, ttl);
+  return [reader](const api::SecretKeyReference& ref) -> StatusOr<TlsMaterial> {
     const std::string name = ref.namespace_ + "/" + ref.name;
-    const auto now = std::chrono::steady_clock::now();
-    {
-      std::lock_guard lock(*mu);
-      if (auto it = cache->find(name); it != cache->end() && it->second.until > now) {
-        return it->second.material;
-      }
-    }
-    static const ResourceRef kSecrets{"", "v1", "secrets", true};
-    auto secret = client.Get(kSecrets, ref.namespace_, ref.name);
-    if (!secret.ok()) {
-      return Status(secret.status().code() == StatusCode::kNotFound
-                        ? StatusCode::kFailedPrecondition
-                        : secret.status().code(),
-                    "docker engine TLS: reading Secret " + name + ": " + secret.status().message());
-    }
-    const json* data = GetObject(*secret, "data");
-    auto material = TlsMaterialFromSecretData(data != nullptr ? *data : json(), name);
-    if (!material.ok()) return material.status();
-    std::lock_guard lock(*mu);
-    (*cache)[name] = Cached{*material, now + ttl};
-    return material;
+    return reader->Read(
+        ref.namespace_, ref.name, name,
+        [&name](const json& secret) {
+          const json* data = GetObject(secret, "data");
+          return TlsMaterialFromSecretData(data != nullptr ? *data : json(), name);
+        },
+        [&name](const Status& getError) {
+          return Status(getError.code() == StatusCode::kNotFound ? StatusCode::kFailedPrecondition
+                                                                 : getError.code(),
+                        "docker engine TLS: reading Secret " + name + ": " + getError.message());
+        });
   };
 }
 

@@ -94,38 +94,17 @@ bool IsAyatoriEnv(std::string_view name) {
   return name == "AYATORI_JOB_NAMESPACE" || name == "AYATORI_JOB_NAME" || name == "AYATORI_JOB_UID";
 }
 
-bool IsCapabilityName(std::string_view s) {
-  if (s.empty() || s.size() > 64 || s.front() < 'A' || s.front() > 'Z') return false;
-  for (char c : s) {
-    if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
-  }
-  return true;
-}
-
-Status ValidateSecurityProfile(const SecurityProfile& p) {
+Status ValidateSecurityProfile(const SecurityProfile& profile) {
   const std::string where = "KubernetesExecutionParameters spec.securityProfile.";
-  if (p.runAsUser < 0 || p.runAsUser > 2147483647) {
-    return Status(StatusCode::kInvalidArgument, where + "runAsUser must be 0-2147483647");
-  }
-  if (p.runAsGroup < 0 || p.runAsGroup > 2147483647) {
-    return Status(StatusCode::kInvalidArgument, where + "runAsGroup must be 0-2147483647");
-  }
-  if (p.runAsUser == 0 && !p.runAsRoot) {
-    return Status(StatusCode::kInvalidArgument,
-                  where +
-                      "runAsUser 0 is root: set spec.securityProfile.runAsRoot: true to run "
-                      "the task as root");
-  }
-  if (p.seccompProfile != "RuntimeDefault" && p.seccompProfile != "Unconfined") {
-    return Status(StatusCode::kInvalidArgument,
-                  where + "seccompProfile must be RuntimeDefault or Unconfined, not \"" +
-                      p.seccompProfile + "\"");
-  }
-  if (p.tmpSizeMiB < 1 || p.tmpSizeMiB > 1048576) {
+  if (auto st = ValidateIds(profile, where); !st.ok()) return st;
+  const SecurityProfile p = WithDefaults(profile, RestrictedSecurityProfile());
+  if (*p.tmpSizeMiB < 1 || *p.tmpSizeMiB > 1048576) {
     return Status(StatusCode::kInvalidArgument, where + "tmpSizeMiB must be 1-1048576");
   }
   for (const auto& cap : p.addCapabilities) {
-    if (!IsCapabilityName(cap) || cap.starts_with("CAP_") || cap == "ALL") {
+    // A capability name starts with a letter.
+    if (!IsCapabilityName(cap) || cap.front() < 'A' || cap.front() > 'Z' ||
+        cap.starts_with("CAP_") || cap == "ALL") {
       return Status(StatusCode::kInvalidArgument,
                     where + "addCapabilities: \"" + cap +
                         "\" is not a capability name such as NET_BIND_SERVICE (upper case, "
@@ -230,26 +209,21 @@ Status ValidateRequest(const ExecutionRequest& request,
   return Status::Ok();
 }
 
-json BuildBatchJob(const ExecutionRequest& request, const KubernetesExecutionParameters& params) {
-  const auto& meta = request.job.metadata;
-  const auto& task = request.job.spec.task;
+namespace {
 
+// The labels of the batch Job and its pod: the class's extra labels, then ours (they win).
+json BatchJobLabels(const api::ObjectMeta& meta, const KubernetesExecutionParameters& params) {
   json labels = json::object();
   for (const auto& [k, v] : params.extraLabels) labels[k] = v;
   labels[api::kJobUidLabel] = meta.uid;
   labels[api::kJobNamespaceLabel] = meta.namespace_;
   if (IsQualifiedNamePart(meta.name, false)) labels[api::kJobNameLabel] = meta.name;
   labels[kManagedByLabel] = kManagedByValue;
+  return labels;
+}
 
-  json annotations = json::object();
-  for (const auto& [k, v] : params.extraAnnotations) annotations[k] = v;
-  annotations[kJobNameAnnotation] = meta.name;
-  json podAnnotations = annotations;
-  if (!request.acceptance.empty()) annotations[kAcceptanceAnnotation] = request.acceptance;
-  if (!meta.resourceVersion.empty()) {
-    annotations[kConfirmedVersionAnnotation] = meta.resourceVersion;
-  }
-
+// The task's env as declared, then the correlation identity (a task's own AYATORI_JOB_* lose).
+json TaskEnv(const api::TaskSpec& task, const api::ObjectMeta& meta) {
   json env = json::array();
   for (const auto& var : task.env) {
     if (IsAyatoriEnv(var.name)) continue;  // ours below are the correlation identity
@@ -258,28 +232,42 @@ json BuildBatchJob(const ExecutionRequest& request, const KubernetesExecutionPar
   env.push_back({{"name", "AYATORI_JOB_NAMESPACE"}, {"value", meta.namespace_}});
   env.push_back({{"name", "AYATORI_JOB_NAME"}, {"value", meta.name}});
   env.push_back({{"name", "AYATORI_JOB_UID"}, {"value", meta.uid}});
+  return env;
+}
 
-  const SecurityProfile& sec = params.securityProfile;
-  json container = {{"name", kContainerName}, {"image", task.image}, {"env", std::move(env)}};
+struct ScratchVolumes {
+  json volumes;
+  json mounts;
+};
+
+// A writable, size-bounded /tmp in memory (it counts against limits.memory), and the working
+// directory when the root filesystem is read-only (the task could not write there otherwise).
+ScratchVolumes ScratchVolumesFor(const api::TaskSpec& task, const SecurityProfile& sec) {
+  const std::string tmpSize = std::to_string(*sec.tmpSizeMiB) + "Mi";
+  ScratchVolumes out{json::array({{{"name", kTmpVolume},
+                                   {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", tmpSize}}}}}),
+                     json::array({{{"name", kTmpVolume}, {"mountPath", "/tmp"}}})};
+  if (*sec.readOnlyRootFilesystem && !task.workingDir.empty() && task.workingDir != "/tmp" &&
+      !task.workingDir.starts_with("/tmp/")) {
+    out.volumes.push_back(
+        {{"name", kWorkdirVolume}, {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", tmpSize}}}});
+    out.mounts.push_back({{"name", kWorkdirVolume}, {"mountPath", task.workingDir}});
+  }
+  return out;
+}
+
+json TaskContainer(const ExecutionRequest& request, const SecurityProfile& sec, json mounts) {
+  const auto& task = request.job.spec.task;
+  json container = {{"name", kContainerName},
+                    {"image", task.image},
+                    {"env", TaskEnv(task, request.job.metadata)}};
   container["securityContext"] = {
-      {"allowPrivilegeEscalation", sec.allowPrivilegeEscalation},
+      {"allowPrivilegeEscalation", *sec.allowPrivilegeEscalation},
       {"capabilities", {{"drop", json::array({"ALL"})}}},
-      {"readOnlyRootFilesystem", sec.readOnlyRootFilesystem},
+      {"readOnlyRootFilesystem", *sec.readOnlyRootFilesystem},
   };
   if (!sec.addCapabilities.empty()) {
     container["securityContext"]["capabilities"]["add"] = sec.addCapabilities;
-  }
-  // A writable, size-bounded /tmp in memory (it counts against limits.memory), and the working
-  // directory when the root filesystem is read-only (the task could not write there otherwise).
-  const std::string tmpSize = std::to_string(sec.tmpSizeMiB) + "Mi";
-  json volumes = json::array(
-      {{{"name", kTmpVolume}, {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", tmpSize}}}}});
-  json mounts = json::array({{{"name", kTmpVolume}, {"mountPath", "/tmp"}}});
-  if (sec.readOnlyRootFilesystem && !task.workingDir.empty() && task.workingDir != "/tmp" &&
-      !task.workingDir.starts_with("/tmp/")) {
-    volumes.push_back(
-        {{"name", kWorkdirVolume}, {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", tmpSize}}}});
-    mounts.push_back({{"name", kWorkdirVolume}, {"mountPath", task.workingDir}});
   }
   container["volumeMounts"] = std::move(mounts);
   if (!task.command.empty()) container["command"] = task.command;
@@ -293,11 +281,18 @@ json BuildBatchJob(const ExecutionRequest& request, const KubernetesExecutionPar
     resources["limits"] = ResourceListJson(request.resources.limits);
   }
   if (!resources.empty()) container["resources"] = std::move(resources);
+  return container;
+}
 
+// Where and as whom the pod runs: the class's node settings and the security profile.
+json TaskPodSpec(const ExecutionRequest& request, const KubernetesExecutionParameters& params,
+                 const SecurityProfile& sec) {
+  const auto& task = request.job.spec.task;
+  ScratchVolumes scratch = ScratchVolumesFor(task, sec);
   json podSecurity = {
       {"runAsUser", sec.runAsUser},
       {"runAsGroup", sec.runAsGroup},
-      {"seccompProfile", {{"type", sec.seccompProfile}}},
+      {"seccompProfile", {{"type", *sec.seccompProfile}}},
   };
   // runAsNonRoot: the kubelet refuses to start a container that would run as uid 0 anyway.
   if (!sec.runAsRoot) podSecurity["runAsNonRoot"] = true;
@@ -309,8 +304,8 @@ json BuildBatchJob(const ExecutionRequest& request, const KubernetesExecutionPar
       {"automountServiceAccountToken",
        params.automountServiceAccountToken && !params.serviceAccountName.empty()},
       {"securityContext", std::move(podSecurity)},
-      {"containers", json::array({std::move(container)})},
-      {"volumes", std::move(volumes)},
+      {"containers", json::array({TaskContainer(request, sec, std::move(scratch.mounts))})},
+      {"volumes", std::move(scratch.volumes)},
   };
   if (!task.imagePullSecrets.empty()) {
     json secrets = json::array();
@@ -326,7 +321,24 @@ json BuildBatchJob(const ExecutionRequest& request, const KubernetesExecutionPar
   }
   if (!params.runtimeClassName.empty()) podSpec["runtimeClassName"] = params.runtimeClassName;
   if (!params.priorityClassName.empty()) podSpec["priorityClassName"] = params.priorityClassName;
+  return podSpec;
+}
 
+}  // namespace
+
+json BuildBatchJob(const ExecutionRequest& request, const KubernetesExecutionParameters& params) {
+  const auto& meta = request.job.metadata;
+  const json labels = BatchJobLabels(meta, params);
+  json annotations = json::object();
+  for (const auto& [k, v] : params.extraAnnotations) annotations[k] = v;
+  annotations[kJobNameAnnotation] = meta.name;
+  json podAnnotations = annotations;
+  if (!request.acceptance.empty()) annotations[kAcceptanceAnnotation] = request.acceptance;
+  if (!meta.resourceVersion.empty()) {
+    annotations[kConfirmedVersionAnnotation] = meta.resourceVersion;
+  }
+
+  const SecurityProfile sec = WithDefaults(params.securityProfile, RestrictedSecurityProfile());
   json batchSpec = {
       // One execution per Ayatori Job: no retries (a retry is a new Ayatori Job) and no
       // replacement pod while a failed one is still terminating.
@@ -337,7 +349,7 @@ json BuildBatchJob(const ExecutionRequest& request, const KubernetesExecutionPar
       {"template",
        {
            {"metadata", {{"labels", labels}, {"annotations", podAnnotations}}},
-           {"spec", std::move(podSpec)},
+           {"spec", TaskPodSpec(request, params, sec)},
        }},
   };
   if (const auto& deadline = request.job.spec.activeDeadlineSeconds) {

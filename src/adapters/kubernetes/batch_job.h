@@ -7,9 +7,9 @@
 #include <string>
 #include <string_view>
 
+#include "adapters/adapter.h"
 #include "adapters/kubernetes/parameters.h"
 #include "api/types.h"
-#include "ayatori/adapter.h"
 #include "ayatori/status.h"
 
 namespace ayatori::adapters::kubernetes {

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "adapters/common/observations.h"
 #include "adapters/kubernetes/batch_job.h"
 #include "kube/resource.h"
 
@@ -21,32 +22,20 @@ bool EndedByItself(ExecutionPhase p) {
   return p == ExecutionPhase::kSucceeded || p == ExecutionPhase::kFailed;
 }
 
-Observation Unknown(std::string reason, std::string message) {
-  Observation o;
-  o.phase = ExecutionPhase::kUnknown;
-  o.reason = std::move(reason);
-  o.message = std::move(message);
-  return o;
-}
-
 Observation Rejected(std::string message) {
-  Observation o;
-  o.phase = ExecutionPhase::kFailed;
-  o.reason = "BackendRejected";
-  o.message = std::move(message);
-  return o;
+  return Failed(kReasonBackendRejected, std::move(message));
 }
 
 // kUnknown for an API error: the cause is in the reason, the details in the message.
 Observation FromError(const Status& s, const std::string& what) {
-  const char* reason = "BackendUnreachable";
+  const char* reason = kReasonBackendUnreachable;
   switch (s.code()) {
     case StatusCode::kForbidden:
-      reason = "Forbidden";  // RBAC, quota, terminating namespace: may change
+      reason = kReasonForbidden;  // RBAC, quota, terminating namespace: may change
       break;
     case StatusCode::kTooManyRequests:
     case StatusCode::kServerError:
-      reason = "BackendError";
+      reason = kReasonBackendError;
       break;
     default:
       break;
@@ -81,10 +70,6 @@ bool IsImagePullWait(const PodFacts& p) {
 
 }  // namespace
 
-ResourceRef BatchJobsResource() { return {"batch", "v1", "jobs", true}; }
-ResourceRef PodsResource() { return {"", "v1", "pods", true}; }
-ResourceRef CoreEventsResource() { return {"", "v1", "events", true}; }
-
 KubernetesAdapter::KubernetesAdapter(KubeClient& client, KubernetesAdapterOptions options)
     : client_(client),
       options_(std::move(options)),
@@ -105,14 +90,7 @@ void KubernetesAdapter::Log(const std::string& line) const {
   }
 }
 
-Status KubernetesAdapter::Start(
-    std::function<void(const std::string&, const std::string&)> notify) {
-  if (jobs_ || stopped_) {
-    return Status(StatusCode::kFailedPrecondition,
-                  "the kubernetes adapter starts once; it is already started or stopped");
-  }
-  notify_ = std::move(notify);
-
+void KubernetesAdapter::BuildInformers() {
   kube::InformerOptions io;
   io.namespace_ = options_.namespace_;
   io.namespaces = options_.namespaces;
@@ -146,7 +124,9 @@ Status KubernetesAdapter::Start(
       });
   failedCreates_->AddIndex(
       kUidIndex, [](const FailedCreateFacts& e) { return std::vector<std::string>{e.jobUid}; });
+}
 
+void KubernetesAdapter::AddWakeUps() {
   // Only changes of the facts the mapping reads wake the controller: kwok's and the kubelet's
   // status patches that touch nothing else (conditions, IPs) are not worth a reconcile.
   auto wake = [this](const std::string& key, const std::string& jobName) {
@@ -191,6 +171,18 @@ Status KubernetesAdapter::Start(
           },
       .onDelete = nullptr,
   });
+}
+
+Status KubernetesAdapter::Start(
+    std::function<void(const std::string&, const std::string&)> notify) {
+  if (jobs_ || stopped_) {
+    return Status(StatusCode::kFailedPrecondition,
+                  "the kubernetes adapter starts once; it is already started or stopped");
+  }
+  notify_ = std::move(notify);
+
+  BuildInformers();
+  AddWakeUps();
   timerThread_ = std::jthread([this](const std::stop_token& stop) { TimerLoop(stop); });
   jobs_->Start();
   pods_->Start();

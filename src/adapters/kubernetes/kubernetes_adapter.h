@@ -30,11 +30,12 @@
 #include <thread>
 #include <vector>
 
+#include "adapters/adapter.h"
 #include "adapters/kubernetes/observation.h"
-#include "ayatori/adapter.h"
 #include "ayatori/clock.h"
 #include "ayatori/kube_client.h"
 #include "kube/informer.h"
+#include "kube/resource.h"
 
 namespace ayatori::adapters::kubernetes {
 
@@ -57,9 +58,10 @@ struct KubernetesAdapterOptions {
       streamPath;
 };
 
-ResourceRef BatchJobsResource();   // batch/v1 jobs
-ResourceRef PodsResource();        // v1 pods
-ResourceRef CoreEventsResource();  // v1 events (the Job controller records FailedCreate there)
+// The built-in kinds it reads and writes (the Job controller records FailedCreate in v1 events).
+using kube::BatchJobsResource;
+using kube::CoreEventsResource;
+using kube::PodsResource;
 
 class KubernetesAdapter final : public Adapter {
  public:
@@ -109,6 +111,10 @@ class KubernetesAdapter final : public Adapter {
                     const LogSink& sink) override;
 
  private:
+  // Start's parts: the watches of batch Jobs, pods and FailedCreate Events with their indexes;
+  // then the handlers that wake a Job when a fact its observation reads changes.
+  void BuildInformers();
+  void AddWakeUps();
   struct Fresh {
     std::optional<nlohmann::json> batchJob;  // ours only; a stranger's Job reads as absent
     std::string foreignUid;                  // uid of a stranger's Job with our name

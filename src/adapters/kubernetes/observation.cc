@@ -88,72 +88,71 @@ bool IsImagePullReason(const std::string& reason) {
   return reason == "ErrImagePull" || reason == "ImagePullBackOff" || reason == "InvalidImageName";
 }
 
-// What one pod says, without the batch Job.
-Observation ObservePod(const PodFacts& pod, api::Time now, std::chrono::seconds imagePullTimeout) {
+std::string Details(const std::string& reason, const std::string& message) {
+  return (reason.empty() ? "" : ": " + reason) + (message.empty() ? "" : ": " + message);
+}
+
+// The main container has terminated: its exit code, or unknown without one.
+Observation ObserveTerminated(const PodFacts& pod) {
   Observation o;
-  auto details = [](const std::string& reason, const std::string& message) {
-    return (reason.empty() ? "" : ": " + reason) + (message.empty() ? "" : ": " + message);
-  };
-  switch (pod.state) {
-    case ContainerState::kTerminated:
-      o.startedAt = pod.startedAt;
-      o.finishedAt = pod.finishedAt;
-      if (pod.reason == "ContainerStatusUnknown" || !pod.exitCode) {
-        o.phase = ExecutionPhase::kUnknown;
-        o.reason = "ContainerStatusUnknown";
-        o.message =
-            "The task's result is unknown: pod " + pod.name + details(pod.reason, pod.message);
-        return o;
-      }
-      o.exitCode = pod.exitCode;
-      if (pod.reason == "OOMKilled") {
-        o.phase = ExecutionPhase::kFailed;
-        o.reason = "OOMKilled";
-        o.message = TaskOomKilledMessage(*pod.exitCode);
-      } else if (*pod.exitCode == 0) {
-        o.phase = ExecutionPhase::kSucceeded;
-        o.reason = "Completed";
-        o.message = TaskExitedMessage(0);
-      } else {
-        o.phase = ExecutionPhase::kFailed;
-        o.reason = "ProcessFailed";
-        o.message = TaskExitedMessage(*pod.exitCode);
-      }
-      return o;
-    case ContainerState::kRunning:
-      o.phase = ExecutionPhase::kRunning;
-      o.startedAt = pod.startedAt;
-      return o;
-    case ContainerState::kWaiting:
-      if (IsImagePullReason(pod.reason) && pod.created && now - *pod.created >= imagePullTimeout) {
-        o.phase = ExecutionPhase::kFailed;
-        o.reason = "ImagePullFailed";
-        o.message = "The image could not be pulled within " +
-                    std::to_string(imagePullTimeout.count()) + "s" +
-                    details(pod.reason, pod.message);
-        return o;
-      }
-      o.phase = ExecutionPhase::kPending;
-      if (IsOnItsWay(pod.reason)) return o;
-      o.reason = pod.reason;
-      o.message =
-          "pod " + pod.name + ": " + (pod.message.empty() ? "container waiting" : pod.message);
-      if (IsImagePullReason(pod.reason) && pod.created &&
-          imagePullTimeout < std::chrono::seconds::max() / 2) {
-        o.message += "; the Job fails with ImagePullFailed at " +
-                     api::FormatTime(*pod.created + imagePullTimeout) +
-                     " if the image cannot be pulled by then (imagePullFailureTimeoutSeconds " +
-                     std::to_string(imagePullTimeout.count()) + ")";
-      }
-      return o;
-    case ContainerState::kNone:
-      break;
+  o.startedAt = pod.startedAt;
+  o.finishedAt = pod.finishedAt;
+  if (pod.reason == "ContainerStatusUnknown" || !pod.exitCode) {
+    o.phase = ExecutionPhase::kUnknown;
+    o.reason = "ContainerStatusUnknown";
+    o.message = "The task's result is unknown: pod " + pod.name + Details(pod.reason, pod.message);
+    return o;
   }
+  o.exitCode = pod.exitCode;
+  if (pod.reason == "OOMKilled") {
+    o.phase = ExecutionPhase::kFailed;
+    o.reason = "OOMKilled";
+    o.message = TaskOomKilledMessage(*pod.exitCode);
+  } else if (*pod.exitCode == 0) {
+    o.phase = ExecutionPhase::kSucceeded;
+    o.reason = "Completed";
+    o.message = TaskExitedMessage(0);
+  } else {
+    o.phase = ExecutionPhase::kFailed;
+    o.reason = "ProcessFailed";
+    o.message = TaskExitedMessage(*pod.exitCode);
+  }
+  return o;
+}
+
+// The main container waits: pending, or ImagePullFailed once the pull timeout has passed.
+Observation ObserveWaiting(const PodFacts& pod, api::Time now,
+                           std::chrono::seconds imagePullTimeout) {
+  Observation o;
+  if (IsImagePullReason(pod.reason) && pod.created && now - *pod.created >= imagePullTimeout) {
+    o.phase = ExecutionPhase::kFailed;
+    o.reason = "ImagePullFailed";
+    o.message = "The image could not be pulled within " + std::to_string(imagePullTimeout.count()) +
+                "s" + Details(pod.reason, pod.message);
+    return o;
+  }
+  o.phase = ExecutionPhase::kPending;
+  if (IsOnItsWay(pod.reason)) return o;
+  o.reason = pod.reason;
+  o.message = "pod " + pod.name + ": " + (pod.message.empty() ? "container waiting" : pod.message);
+  if (IsImagePullReason(pod.reason) && pod.created &&
+      imagePullTimeout < std::chrono::seconds::max() / 2) {
+    o.message += "; the Job fails with ImagePullFailed at " +
+                 api::FormatTime(*pod.created + imagePullTimeout) +
+                 " if the image cannot be pulled by then (imagePullFailureTimeoutSeconds " +
+                 std::to_string(imagePullTimeout.count()) + ")";
+  }
+  return o;
+}
+
+// No container status yet: what the pod's phase says.
+Observation ObservePodPhase(const PodFacts& pod) {
+  Observation o;
   if (pod.phase == "Failed") {
     o.phase = ExecutionPhase::kFailed;
     o.reason = "BackendRejected";
     o.message = "The task could not start: pod " + pod.name +
-                " failed before its container started" + details(pod.podReason, pod.podMessage);
+                " failed before its container started" + Details(pod.podReason, pod.podMessage);
   } else if (pod.phase == "Succeeded") {
     o.phase = ExecutionPhase::kSucceeded;
     o.reason = "Completed";
@@ -170,6 +169,25 @@ Observation ObservePod(const PodFacts& pod, api::Time now, std::chrono::seconds 
     }
   }
   return o;
+}
+
+// What one pod says, without the batch Job.
+Observation ObservePod(const PodFacts& pod, api::Time now, std::chrono::seconds imagePullTimeout) {
+  switch (pod.state) {
+    case ContainerState::kTerminated:
+      return ObserveTerminated(pod);
+    case ContainerState::kRunning: {
+      Observation o;
+      o.phase = ExecutionPhase::kRunning;
+      o.startedAt = pod.startedAt;
+      return o;
+    }
+    case ContainerState::kWaiting:
+      return ObserveWaiting(pod, now, imagePullTimeout);
+    case ContainerState::kNone:
+      break;
+  }
+  return ObservePodPhase(pod);
 }
 
 // Which pod speaks for the execution when there are several: a result first, then one that

@@ -14,8 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "adapters/adapter.h"
 #include "api/types.h"
-#include "ayatori/adapter.h"
 
 namespace ayatori::adapters::kubernetes {
 

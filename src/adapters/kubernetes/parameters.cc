@@ -13,16 +13,6 @@ Decoded Decode(const json& j, Toleration& out) {
       .Done();
 }
 
-Decoded Decode(const json& j, SecurityProfile& out) {
-  return api::ObjectDecoder(j)("runAsUser", out.runAsUser)("runAsGroup", out.runAsGroup)(
-             "runAsRoot", out.runAsRoot)("addCapabilities", out.addCapabilities)(
-             "allowPrivilegeEscalation", out.allowPrivilegeEscalation)(
-             "seccompProfile", out.seccompProfile)("pidsLimit", out.pidsLimit)(
-             "openFilesLimit", out.openFilesLimit)("logMaxBytes", out.logMaxBytes)(
-             "readOnlyRootFilesystem", out.readOnlyRootFilesystem)("tmpSizeMiB", out.tmpSizeMiB)
-      .Done();
-}
-
 Decoded Decode(const json& j, KubernetesExecutionParameters& out) {
   return api::DecodeParameters(j, kParametersKind, out, [&out](const json& spec) {
     return api::ObjectDecoder(spec)("serviceAccountName", out.serviceAccountName)(
@@ -44,21 +34,6 @@ void to_json(json& j, const Toleration& v) {
   api::PutString(j, "value", v.value);
   api::PutString(j, "effect", v.effect);
   api::PutOptional(j, "tolerationSeconds", v.tolerationSeconds);
-}
-
-void to_json(json& j, const SecurityProfile& v) {
-  j = json::object();
-  j["runAsUser"] = v.runAsUser;
-  j["runAsGroup"] = v.runAsGroup;
-  j["runAsRoot"] = v.runAsRoot;
-  api::PutNonEmpty(j, "addCapabilities", v.addCapabilities);
-  j["allowPrivilegeEscalation"] = v.allowPrivilegeEscalation;
-  j["seccompProfile"] = v.seccompProfile;
-  api::PutOptional(j, "pidsLimit", v.pidsLimit);
-  api::PutOptional(j, "openFilesLimit", v.openFilesLimit);
-  api::PutOptional(j, "logMaxBytes", v.logMaxBytes);
-  j["readOnlyRootFilesystem"] = v.readOnlyRootFilesystem;
-  j["tmpSizeMiB"] = v.tmpSizeMiB;
 }
 
 void from_json(const json& j, Toleration& v) { api::DecodeOrThrow(j, v, "Toleration"); }

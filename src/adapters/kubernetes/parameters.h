@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "adapters/common/security_profile.h"
 #include "api/json_codec.h"
 #include "api/types.h"
 #include "ayatori/status.h"
@@ -41,24 +42,6 @@ struct Toleration {
   bool operator==(const Toleration&) const = default;
 };
 
-// The task's least privilege (the field names every backend shares, docs/security.md). What the
-// pod cannot carry (pidsLimit, openFilesLimit, logMaxBytes: kubelet settings of the node) is
-// refused at acceptance as NotEnforceable (descriptor.cc), never dropped.
-struct SecurityProfile {
-  int64_t runAsUser = 65534;
-  int64_t runAsGroup = 65534;
-  bool runAsRoot = false;  // uid 0 needs it; without it the pod says runAsNonRoot: true
-  std::vector<std::string> addCapabilities;  // added after dropping ALL
-  bool allowPrivilegeEscalation = false;
-  std::string seccompProfile = "RuntimeDefault";  // RuntimeDefault | Unconfined
-  std::optional<int64_t> pidsLimit;
-  std::optional<int64_t> openFilesLimit;
-  std::optional<int64_t> logMaxBytes;
-  bool readOnlyRootFilesystem = true;
-  int64_t tmpSizeMiB = 64;  // the memory-backed emptyDir at /tmp (and at workingDir)
-  bool operator==(const SecurityProfile&) const = default;
-};
-
 struct KubernetesExecutionParameters {
   api::ObjectMeta metadata;
   std::string serviceAccountName;
@@ -72,7 +55,10 @@ struct KubernetesExecutionParameters {
   // The pod gets the ServiceAccount's token only when the parameters name a serviceAccountName
   // and set this; otherwise automountServiceAccountToken: false.
   bool automountServiceAccountToken = false;
-  SecurityProfile securityProfile;
+  // The shared profile (adapters/common/security_profile.h) from the restricted defaults. What a
+  // pod cannot carry (pidsLimit, openFilesLimit, logMaxBytes: kubelet settings of the node) is
+  // refused at acceptance as NotEnforceable (descriptor.cc), never dropped.
+  SecurityProfile securityProfile = RestrictedSecurityProfile();
   bool operator==(const KubernetesExecutionParameters&) const = default;
 };
 
@@ -85,11 +71,9 @@ StatusOr<KubernetesExecutionParameters> KubernetesExecutionParametersFromJson(
 
 // Codec hooks (api/json_codec.h; nlohmann's ADL hooks throw json::type_error on bad input).
 api::Decoded Decode(const nlohmann::json& j, Toleration& out);
-api::Decoded Decode(const nlohmann::json& j, SecurityProfile& out);
 api::Decoded Decode(const nlohmann::json& j, KubernetesExecutionParameters& out);
 void to_json(nlohmann::json& j, const Toleration& v);
 void from_json(const nlohmann::json& j, Toleration& v);
-void to_json(nlohmann::json& j, const SecurityProfile& v);
 void to_json(nlohmann::json& j, const KubernetesExecutionParameters& v);
 void from_json(const nlohmann::json& j, KubernetesExecutionParameters& v);
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "adapters/opensandbox/spec.h"
+#include "base/url.h"
 
 namespace ayatori::adapters::opensandbox {
 
@@ -143,8 +144,8 @@ StatusOr<size_t> ServerClient::ReadOutput(
     const std::function<bool(std::string_view)>& onData) const {
   kube::HttpRequest r;
   r.method = "GET";
-  r.url =
-      target.baseUrl + "/command/" + Escape(commandId) + "/logs?cursor=" + std::to_string(cursor);
+  r.url = target.baseUrl + "/command/" + base::PercentEncode(commandId) +
+          "/logs?cursor=" + std::to_string(cursor);
   r.timeout = timeouts_.request;
   r.headers = target.headers;
   Bound(r);

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "ayatori/adapter.h"
+#include "adapters/adapter.h"
 #include "ayatori/status.h"
 #include "kube/http.h"
 

@@ -10,6 +10,7 @@ AdapterDescriptor Descriptor() {
   d.controllerName = kControllerName;
   d.parameters = ParametersKind{api::kGroup, api::kVersion, kParametersKind,
                                 "opensandboxexecutionparameters", EnforcedParameterFields()};
+  d.parametersRequiredBecause = "it holds the server endpoint";
   d.resolvesEnvReferences = false;
   d.runsImageEntrypoint = false;  // execd runs a command line: spec.task.command is required
   d.enforces = {.memoryLimit = true,

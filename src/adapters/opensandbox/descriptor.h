@@ -1,7 +1,7 @@
-// How the OpenSandbox adapter describes itself to the controller (include/ayatori/adapter.h).
+// How the OpenSandbox adapter describes itself to the controller (src/adapters/adapter.h).
 #pragma once
 
-#include "ayatori/adapter.h"
+#include "adapters/adapter.h"
 
 namespace ayatori::adapters::opensandbox {
 

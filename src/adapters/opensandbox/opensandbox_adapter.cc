@@ -1,17 +1,19 @@
 #include "adapters/opensandbox/opensandbox_adapter.h"
 
 #include <algorithm>
-#include <condition_variable>
-#include <limits>
 #include <mutex>
 #include <thread>
 
-#include "adapters/docker/container.h"
-#include "adapters/docker/registry_auth.h"
+#include "adapters/common/job_environment.h"
+#include "adapters/common/redaction.h"
+#include "adapters/common/registry_auth.h"
+#include "adapters/common/secret_reader.h"
 #include "adapters/registry.h"
 #include "adapters/task_messages.h"
 #include "api/json.h"
 #include "ayatori/json_get.h"
+#include "base/base64.h"
+#include "base/url.h"
 
 namespace ayatori::adapters::opensandbox {
 
@@ -20,26 +22,6 @@ namespace {
 using nlohmann::json;
 using std::chrono::milliseconds;
 
-Observation Unknown(const char* reason, const std::string& message) {
-  Observation o;
-  o.phase = ExecutionPhase::kUnknown;
-  o.reason = reason;
-  o.message = message;
-  return o;
-}
-
-Observation Unreachable(const std::string& message) {
-  return Unknown(kReasonBackendUnreachable, message);
-}
-
-Observation Failed(const char* reason, const std::string& message) {
-  Observation o;
-  o.phase = ExecutionPhase::kFailed;
-  o.reason = reason;
-  o.message = message;
-  return o;
-}
-
 // The execd the server pointed at serves another Job's sandbox: the task did not start and, while
 // that sandbox lives, cannot start in its own.
 Observation ForeignExecd(const std::string& sandboxId) {
@@ -47,12 +29,6 @@ Observation ForeignExecd(const std::string& sandboxId) {
                 "the execd endpoint of sandbox " + (sandboxId.empty() ? "" : sandboxId + " ") +
                     "answers for another Job's sandbox (host network mode runs one sandbox at a "
                     "time); the task was not started");
-}
-
-Observation Absent() {
-  Observation o;
-  o.phase = ExecutionPhase::kAbsent;
-  return o;
 }
 
 std::vector<api::ExecutionReference> References(const std::string& sandboxId,
@@ -91,49 +67,53 @@ std::string ServerError(const std::string& what, const kube::HttpResponse& r) {
   return "opensandbox server: " + what + ": " + ErrorMessage(r.status, r.body);
 }
 
+// The answer to a create the server did not accept (any status but 200, 201, 202).
+Observation CreateRefused(const kube::HttpResponse& r) {
+  const std::string code = ErrorCode(r.body);
+  if (code.find("IMAGE_PULL") != std::string::npos) {
+    return Failed(kReasonImagePullFailed, ServerError("creating the sandbox", r));
+  }
+  if (r.status == 400 || r.status == 409 || r.status == 422) {
+    return Failed(kReasonBackendRejected, ServerError("creating the sandbox", r));
+  }
+  if (r.status == 500 && !code.empty() && code.find("UNKNOWN") == std::string::npos) {
+    // A definite provisioning failure (start, execd distribution, bootstrap): nothing runs.
+    return Failed(kReasonBackendRejected, ServerError("creating the sandbox", r));
+  }
+  // Anything else (an outage, a server error it does not name) is no verdict: the next Ensure
+  // lists by UID before it creates.
+  return Unreachable(ServerError("creating the sandbox", r));
+}
+
 }  // namespace
 
 ApiKeySource SecretApiKeySource(KubeClient& client, std::chrono::seconds ttl) {
-  struct Cached {
-    SensitiveString value;
-    std::chrono::steady_clock::time_point until;
-  };
-  auto mu = std::make_shared<std::mutex>();
-  auto cache = std::make_shared<std::map<std::string, Cached>>();
-  return
-      [&client, ttl, mu, cache](const api::SecretKeyReference& ref) -> StatusOr<SensitiveString> {
-        const std::string key = ref.namespace_ + "/" + ref.name + "/" + ref.key;
-        const auto now = std::chrono::steady_clock::now();
-        {
-          std::lock_guard lock(*mu);
-          if (auto it = cache->find(key); it != cache->end() && it->second.until > now) {
-            return it->second.value;
+  auto reader = std::make_shared<CachedSecretReader<SensitiveString>>(client, ttl);
+  return [reader](const api::SecretKeyReference& ref) -> StatusOr<SensitiveString> {
+    const std::string secretName = ref.namespace_ + "/" + ref.name;
+    return reader->Read(
+        ref.namespace_, ref.name, secretName + "/" + ref.key,
+        [&](const json& secret) -> StatusOr<SensitiveString> {
+          std::string encoded = GetString(SecretData(secret), ref.key.c_str());
+          auto decoded = base::Base64Decode(encoded);
+          if (encoded.empty() || !decoded.ok()) {
+            return Status(StatusCode::kFailedPrecondition,
+                          "Secret " + secretName + " has no key \"" + ref.key +
+                              "\" holding the OpenSandbox API key");
           }
-        }
-        static const ResourceRef kSecrets{"", "v1", "secrets", true};
-        auto secret = client.Get(kSecrets, ref.namespace_, ref.name);
-        if (!secret.ok()) {
-          return Status(secret.status().code(), "reading the OpenSandbox API key from Secret " +
-                                                    ref.namespace_ + "/" + ref.name + ": " +
-                                                    secret.status().message());
-        }
-        const json* data = GetObject(*secret, "data");
-        std::string encoded = data != nullptr ? GetString(*data, ref.key.c_str()) : "";
-        auto decoded = docker::Base64Decode(encoded);
-        if (encoded.empty() || !decoded) {
-          return Status(StatusCode::kFailedPrecondition, "Secret " + ref.namespace_ + "/" +
-                                                             ref.name + " has no key \"" + ref.key +
-                                                             "\" holding the OpenSandbox API key");
-        }
-        SensitiveString value(std::move(*decoded));
-        std::lock_guard lock(*mu);
-        (*cache)[key] = Cached{value, now + ttl};
-        return value;
-      };
+          return SensitiveString(std::move(*decoded));
+        },
+        [&](const Status& getError) {
+          return Status(getError.code(), "reading the OpenSandbox API key from Secret " +
+                                             secretName + ": " + getError.message());
+        });
+  };
 }
 
 OpenSandboxAdapter::OpenSandboxAdapter(OpenSandboxAdapterOptions options)
-    : options_(std::move(options)), transport_(options_.transport) {
+    : options_(std::move(options)),
+      transport_(options_.transport),
+      poller_(options_.timeouts, options_.firstPoll) {
   if (!transport_) {
     kube::CurlTransportOptions curl;
     curl.connectTimeout = milliseconds(5000);
@@ -149,24 +129,11 @@ Status OpenSandboxAdapter::Start(
     return Status(StatusCode::kInvalidArgument,
                   "opensandbox adapter: Start needs a notify function");
   }
-  std::lock_guard lock(mu_);
-  if (poller_.joinable()) return Status::Ok();
-  notify_ = std::move(notify);
-  stopping_ = false;
-  poller_ = std::thread([this] { PollLoop(); });
+  poller_.Start(std::move(notify));
   return Status::Ok();
 }
 
-void OpenSandboxAdapter::Stop() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  if (poller_.joinable()) poller_.join();
-  std::lock_guard lock(mu_);
-  notify_ = nullptr;
-}
+void OpenSandboxAdapter::Stop() { poller_.Stop(); }
 
 StatusOr<OpenSandboxAdapter::Target> OpenSandboxAdapter::TargetFor(
     const nlohmann::json& parameters) {
@@ -227,7 +194,7 @@ StatusOr<std::optional<nlohmann::json>> OpenSandboxAdapter::FindSandbox(
     const std::vector<api::ExecutionReference>& references) {
   const std::string ref = ReferenceId(references, kSandboxReferenceType);
   if (!ref.empty()) {
-    auto r = client.Call("GET", "/sandboxes/" + Escape(ref));
+    auto r = client.Call("GET", "/sandboxes/" + base::PercentEncode(ref));
     if (!r.ok()) return r.status();
     if (IsSandboxNotFound(*r)) return std::optional<json>();
     if (r->status != 200) return Status(StatusCode::kServerError, ServerError("get sandbox", *r));
@@ -266,9 +233,10 @@ StatusOr<ExecdTarget> OpenSandboxAdapter::ExecdFor(const Target& target,
     std::lock_guard lock(mu_);
     if (auto it = execdTargets_.find(sandboxId); it != execdTargets_.end()) return it->second;
   }
-  auto r = target.client->Call(
-      "GET", "/sandboxes/" + Escape(sandboxId) + "/endpoints/" + std::to_string(kExecdPort) +
-                 (target.params.useServerProxy ? "?use_server_proxy=true" : ""));
+  auto r = target.client->Call("GET",
+                               "/sandboxes/" + base::PercentEncode(sandboxId) + "/endpoints/" +
+                                   std::to_string(kExecdPort) +
+                                   (target.params.useServerProxy ? "?use_server_proxy=true" : ""));
   if (!r.ok()) return r.status();
   if (r->status != 200) {
     return Status(StatusCode::kServerError, ServerError("execd endpoint", *r));
@@ -305,7 +273,7 @@ StatusOr<std::string> OpenSandboxAdapter::RunToCompletion(const ServerClient& cl
   if (!id.ok()) return id.status();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (true) {
-    auto r = client.Execd(execd, "GET", "/command/status/" + Escape(*id));
+    auto r = client.Execd(execd, "GET", "/command/status/" + base::PercentEncode(*id));
     if (!r.ok()) return r.status();
     auto doc = json::parse(r->body, nullptr, false);
     if (r->status == 200 && doc.is_object() && doc.value("running", true) == false) break;
@@ -332,84 +300,98 @@ Observation OpenSandboxAdapter::RunOrFind(const Target& target, const ExecutionR
   if (!execd.ok()) return Unreachable(execd.status().message());
   if (Status st = WaitForExecd(client, *execd); !st.ok()) return Unreachable(st.message());
 
-  // Whether an earlier Ensure (whose answer, or whose status write, was lost) started the task:
-  // the marker says, and names the command that did.
-  std::string commandId;
-  for (int attempt = 0; !created; ++attempt) {
-    auto out = RunToCompletion(client, *execd, ProbeCommand(uid));
-    if (!out.ok()) {
-      return Unreachable("probing sandbox " + sandboxId + ": " + out.status().message());
-    }
-    ProbeResult probe = ParseProbeOutput(*out);
-    if (probe.kind == ProbeResult::Kind::kAbsent) break;
-    if (probe.kind == ProbeResult::Kind::kForeign) return ForeignExecd(sandboxId);
-    if (probe.kind == ProbeResult::Kind::kStarted) {
-      auto r = client.Execd(*execd, "GET", "/command/status/" + Escape(probe.commandId));
-      if (!r.ok()) return Unreachable(r.status().message());
-      auto status = json::parse(r->body, nullptr, false);
-      // The command the marker names must be this Job's task, as execd recorded it.
-      if (r->status == 200 && GetString(status, "content") == TaskCommand(request)) {
-        commandId = probe.commandId;
-        break;
-      }
-      return Unknown(kReasonCommandNotIdentified,
-                     "the task was started in sandbox " + sandboxId +
-                         " by an earlier request whose answer was lost, and execd does not know "
-                         "the command the sandbox recorded (" +
-                         probe.commandId + ")");
-    }
-    // The marker exists but names no command yet (the started command records it a moment
-    // after creating the marker), or names it in a form we cannot read.
-    if (attempt >= 3) {
-      return Unknown(kReasonCommandNotIdentified,
-                     "the task was started in sandbox " + sandboxId +
-                         " by an earlier request whose answer was lost; its command cannot be "
-                         "identified");
-    }
-    std::this_thread::sleep_for(milliseconds(100));
-  }
-  if (commandId.empty()) {
-    // The task runs as the profile's ids; its working directory is made for it first (as execd,
-    // root): the task could not create it under a directory that only root may write.
-    const SecurityProfile& sec = target.params.securityProfile;
-    if (const std::string prepare = PrepareWorkingDirCommand(request, sec); !prepare.empty()) {
-      auto out = RunToCompletion(client, *execd, prepare);
-      if (!out.ok()) {
-        return Unreachable("preparing the working directory in sandbox " + sandboxId + ": " +
-                           out.status().message());
-      }
-    }
-    std::optional<std::pair<int64_t, int64_t>> runAs;
-    if (sec.runAsUser != 0 || sec.runAsGroup != 0) runAs = {{sec.runAsUser, sec.runAsGroup}};
-    auto id = client.RunBackground(*execd, TaskCommand(request), runAs);
-    if (!id.ok()) {
-      if (id.status().code() == StatusCode::kFailedPrecondition) {
-        return Failed(kReasonBackendRejected, id.status().message());
-      }
-      // The command may have started: the next Ensure's probe finds out.
-      return Unreachable("starting the task in sandbox " + sandboxId + ": " +
-                         id.status().message());
-    }
-    commandId = *id;
-  }
-  Observation o = ObserveCommand(client, *execd, uid, commandId);
+  CommandStep step;
+  if (!created) step = FindStartedTask(client, *execd, request, sandboxId);
+  if (step.answer) return *step.answer;
+  if (step.commandId.empty()) step = StartTask(target, *execd, request, sandboxId);
+  if (step.answer) return *step.answer;
+  Observation o = ObserveCommand(client, *execd, uid, step.commandId);
   if (o.phase == ExecutionPhase::kUnknown && o.reason == kReasonCommandLost) {
     // Just started: execd registers a command asynchronously; it is running.
     o = Observation{};
     o.phase = ExecutionPhase::kRunning;
   }
-  o.references = References(sandboxId, commandId);
-  if (o.phase == ExecutionPhase::kRunning) {
-    WatchCommand(uid, request.job.metadata.namespace_, request.job.metadata.name, sandboxId,
-                 commandId, *execd, target);
-  }
+  o.references = References(sandboxId, step.commandId);
+  WatchIfRunning(o, uid, request.job.metadata.namespace_, request.job.metadata.name, sandboxId,
+                 step.commandId, target);
   return o;
+}
+
+OpenSandboxAdapter::CommandStep OpenSandboxAdapter::FindStartedTask(const ServerClient& client,
+                                                                    const ExecdTarget& execd,
+                                                                    const ExecutionRequest& request,
+                                                                    const std::string& sandboxId) {
+  for (int attempt = 0;; ++attempt) {
+    auto out = RunToCompletion(client, execd, ProbeCommand(request.job.metadata.uid));
+    if (!out.ok()) {
+      return {"", Unreachable("probing sandbox " + sandboxId + ": " + out.status().message())};
+    }
+    ProbeResult probe = ParseProbeOutput(*out);
+    if (probe.kind == ProbeResult::Kind::kAbsent) return {};
+    if (probe.kind == ProbeResult::Kind::kForeign) return {"", ForeignExecd(sandboxId)};
+    if (probe.kind == ProbeResult::Kind::kStarted) {
+      return IdentifyStartedTask(client, execd, request, sandboxId, probe.commandId);
+    }
+    // The marker exists but names no command yet (the started command records it a moment
+    // after creating the marker), or names it in a form we cannot read.
+    if (attempt >= 3) {
+      return {"", Unknown(kReasonCommandNotIdentified,
+                          "the task was started in sandbox " + sandboxId +
+                              " by an earlier request whose answer was lost; its command cannot "
+                              "be identified")};
+    }
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+}
+
+OpenSandboxAdapter::CommandStep OpenSandboxAdapter::IdentifyStartedTask(
+    const ServerClient& client, const ExecdTarget& execd, const ExecutionRequest& request,
+    const std::string& sandboxId, const std::string& commandId) {
+  auto r = client.Execd(execd, "GET", "/command/status/" + base::PercentEncode(commandId));
+  if (!r.ok()) return {"", Unreachable(r.status().message())};
+  auto status = json::parse(r->body, nullptr, false);
+  // The command the marker names must be this Job's task, as execd recorded it.
+  if (r->status == 200 && GetString(status, "content") == TaskCommand(request)) {
+    return {commandId, std::nullopt};
+  }
+  return {"", Unknown(kReasonCommandNotIdentified,
+                      "the task was started in sandbox " + sandboxId +
+                          " by an earlier request whose answer was lost, and execd does not know "
+                          "the command the sandbox recorded (" +
+                          commandId + ")")};
+}
+
+OpenSandboxAdapter::CommandStep OpenSandboxAdapter::StartTask(const Target& target,
+                                                              const ExecdTarget& execd,
+                                                              const ExecutionRequest& request,
+                                                              const std::string& sandboxId) {
+  const ServerClient& client = *target.client;
+  // The task runs as the profile's ids; its working directory is made for it first (as execd,
+  // root): the task could not create it under a directory that only root may write.
+  const SecurityProfile& sec = target.params.securityProfile;
+  if (const std::string prepare = PrepareWorkingDirCommand(request, sec); !prepare.empty()) {
+    auto out = RunToCompletion(client, execd, prepare);
+    if (!out.ok()) {
+      return {"", Unreachable("preparing the working directory in sandbox " + sandboxId + ": " +
+                              out.status().message())};
+    }
+  }
+  std::optional<std::pair<int64_t, int64_t>> runAs;
+  if (sec.runAsUser != 0 || sec.runAsGroup != 0) runAs = {{sec.runAsUser, sec.runAsGroup}};
+  auto id = client.RunBackground(execd, TaskCommand(request), runAs);
+  if (id.ok()) return {*id, std::nullopt};
+  if (id.status().code() == StatusCode::kFailedPrecondition) {
+    return {"", Failed(kReasonBackendRejected, id.status().message())};
+  }
+  // The command may have started: the next Ensure's probe finds out.
+  return {"",
+          Unreachable("starting the task in sandbox " + sandboxId + ": " + id.status().message())};
 }
 
 Observation OpenSandboxAdapter::ObserveCommand(const ServerClient& client, const ExecdTarget& execd,
                                                const std::string& uid,
                                                const std::string& commandId) {
-  auto r = client.Execd(execd, "GET", "/command/status/" + Escape(commandId));
+  auto r = client.Execd(execd, "GET", "/command/status/" + base::PercentEncode(commandId));
   if (!r.ok()) return Unreachable("execd: " + r.status().message());
   if (r->status == 404) {
     return Unknown(kReasonCommandLost, "execd no longer knows command " + commandId +
@@ -448,8 +430,7 @@ void OpenSandboxAdapter::RememberSandbox(const nlohmann::json& sandbox) {
   expiresAt_[id] = *t;
 }
 
-Observation OpenSandboxAdapter::SandboxGone(const std::string& sandboxId, const std::string& body) {
-  (void)body;
+Observation OpenSandboxAdapter::SandboxGone(const std::string& sandboxId) {
   std::optional<std::chrono::system_clock::time_point> expires;
   {
     std::lock_guard lock(mu_);
@@ -489,59 +470,53 @@ Observation OpenSandboxAdapter::ObserveSandboxAndCommand(const Target& target,
 
 // Server messages may quote the request they answer; none of a Secret goes back up.
 Observation OpenSandboxAdapter::Ensure(const ExecutionRequest& request) {
-  docker::Redactor redactor;
+  Redactor redactor;
   redactor.AddRequest(request);
   if (!redactor.empty()) {
     std::lock_guard lock(mu_);
     taskValues_[request.job.metadata.uid] = redactor;
   }
-  Observation o = EnsureExecution(request, redactor);
-  o.message = redactor.Apply(std::move(o.message));
-  return o;
+  return redactor.Redacted(EnsureExecution(request, redactor));
 }
 
 Observation OpenSandboxAdapter::Observe(const ExecutionKey& key) {
-  docker::Redactor redactor = TaskValues(key.uid);
-  Observation o = ObserveExecution(key, redactor);
-  o.message = redactor.Apply(std::move(o.message));
-  return o;
+  Redactor redactor = TaskValues(key.uid);
+  return redactor.Redacted(ObserveExecution(key, redactor));
 }
 
 Observation OpenSandboxAdapter::Cancel(const ExecutionKey& key) {
-  docker::Redactor redactor = TaskValues(key.uid);
-  Observation o = CancelExecution(key, redactor);
-  o.message = redactor.Apply(std::move(o.message));
-  return o;
+  Redactor redactor = TaskValues(key.uid);
+  return redactor.Redacted(CancelExecution(key, redactor));
 }
 
 Status OpenSandboxAdapter::Delete(const ExecutionKey& key) {
-  docker::Redactor redactor = TaskValues(key.uid);
+  Redactor redactor = TaskValues(key.uid);
   Status s = DeleteExecution(key, redactor);
   if (s.ok()) {
     std::lock_guard lock(mu_);
     taskValues_.erase(key.uid);
-    return s;
   }
-  return Status(s.code(), redactor.Apply(s.message()));
+  return redactor.Redacted(s);
 }
 
 StatusOr<std::string> OpenSandboxAdapter::Logs(const ExecutionKey& key, size_t tailBytes) {
-  docker::Redactor redactor = TaskValues(key.uid);
-  auto tail = LogsTail(key, tailBytes, redactor);
-  if (tail.ok()) return tail;
-  return Status(tail.status().code(), redactor.Apply(tail.status().message()));
+  Redactor redactor = TaskValues(key.uid);
+  auto output = OutputOf(key, redactor);
+  if (!output.ok()) return redactor.Redacted(output.status());
+  return redactor.Redacted(TailOutput(*output, tailBytes));
 }
 
 Status OpenSandboxAdapter::StreamLogs(const ExecutionKey& key, const LogOptions& options,
                                       const LogSink& sink) {
-  docker::Redactor redactor = TaskValues(key.uid);
-  Status s = StreamExecutionLogs(key, options, sink, redactor);
-  if (s.ok()) return s;
-  return Status(s.code(), redactor.Apply(s.message()));
+  Redactor redactor = TaskValues(key.uid);
+  auto output = OutputOf(key, redactor);
+  if (!output.ok()) return redactor.Redacted(output.status());
+  return redactor.Redacted(
+      StreamOutput(*output, options, sink, [&] { return IsStopped(Observe(key).phase); }));
 }
 
 Observation OpenSandboxAdapter::EnsureExecution(const ExecutionRequest& request,
-                                                docker::Redactor& redactor) {
+                                                Redactor& redactor) {
   auto target = TargetFor(request.parameters);
   if (!target.ok()) {
     if (target.status().code() == StatusCode::kInvalidArgument) {
@@ -553,96 +528,85 @@ Observation OpenSandboxAdapter::EnsureExecution(const ExecutionRequest& request,
   if (Status st = ValidateRequest(request, target->params); !st.ok()) {
     return Failed(kReasonBackendRejected, st.message());
   }
-  const ServerClient& client = *target->client;
-  const std::string& uid = request.job.metadata.uid;
   std::vector<api::ExecutionReference> refs;
   if (request.job.status.execution) refs = request.job.status.execution->references;
-
-  auto found = FindSandbox(client, uid, refs);
+  auto found = FindSandbox(*target->client, request.job.metadata.uid, refs);
   if (!found.ok()) return Unreachable(found.status().message());
-  if (*found) {
-    const json& sandbox = **found;
-    const std::string sandboxId = GetString(sandbox, "id");
-    RememberSandbox(sandbox);
-    const std::string commandId = ReferenceId(refs, kCommandReferenceType);
-    if (!commandId.empty()) {
-      Observation o = ObserveSandboxAndCommand(*target, uid, sandbox, commandId);
-      if (o.phase == ExecutionPhase::kRunning) {
-        if (auto execd = ExecdFor(*target, sandboxId); execd.ok()) {
-          WatchCommand(uid, request.job.metadata.namespace_, request.job.metadata.name, sandboxId,
-                       commandId, *execd, *target);
-        }
-      }
-      return o;
-    }
-    if (auto o = ObservationFromSandbox(sandbox)) {
-      // Not running: no command can be started or found in it. Pending has nothing to refer to
-      // yet (the next Ensure looks again).
-      if (o->phase == ExecutionPhase::kPending) {
-        return Unreachable("sandbox " + sandboxId + " is pending");
-      }
-      o->references = References(sandboxId, "");
-      return *o;
-    }
-    if (request.job.spec.desiredState == api::DesiredState::kCancelled) {
-      // Cancelled before its task was known to run: Cancel removes the sandbox.
-      Observation o;
-      o.phase = ExecutionPhase::kPending;
-      return o;
-    }
-    return RunOrFind(*target, request, sandboxId, false);
-  }
+  if (*found) return EnsureInSandbox(*target, request, **found);
   if (!ReferenceId(refs, kSandboxReferenceType).empty()) {
     // It existed (we persisted it) and is gone: never a second one.
-    return SandboxGone(ReferenceId(refs, kSandboxReferenceType), "");
+    return SandboxGone(ReferenceId(refs, kSandboxReferenceType));
   }
   // A Job whose cancellation was requested never gets a new execution.
   if (request.job.spec.desiredState == api::DesiredState::kCancelled) return Absent();
+  return CreateSandbox(*target, request);
+}
 
+Observation OpenSandboxAdapter::EnsureInSandbox(const Target& target,
+                                                const ExecutionRequest& request,
+                                                const nlohmann::json& sandbox) {
+  const auto& meta = request.job.metadata;
+  const std::string sandboxId = GetString(sandbox, "id");
+  RememberSandbox(sandbox);
+  std::string commandId;
+  if (request.job.status.execution) {
+    commandId = ReferenceId(request.job.status.execution->references, kCommandReferenceType);
+  }
+  if (!commandId.empty()) {
+    Observation o = ObserveSandboxAndCommand(target, meta.uid, sandbox, commandId);
+    WatchIfRunning(o, meta.uid, meta.namespace_, meta.name, sandboxId, commandId, target);
+    return o;
+  }
+  if (auto o = ObservationFromSandbox(sandbox)) {
+    // Not running: no command can be started or found in it. Pending has nothing to refer to
+    // yet (the next Ensure looks again).
+    if (o->phase == ExecutionPhase::kPending) {
+      return Unreachable("sandbox " + sandboxId + " is pending");
+    }
+    o->references = References(sandboxId, "");
+    return *o;
+  }
+  if (request.job.spec.desiredState == api::DesiredState::kCancelled) {
+    // Cancelled before its task was known to run: Cancel removes the sandbox.
+    Observation o;
+    o.phase = ExecutionPhase::kPending;
+    return o;
+  }
+  return RunOrFind(target, request, sandboxId, false);
+}
+
+Observation OpenSandboxAdapter::CreateSandbox(const Target& target,
+                                              const ExecutionRequest& request) {
   auto auth = SelectImageAuth(request);
   if (!auth.ok()) return Failed(kReasonImagePullFailed, auth.status().message());
-  auto body = BuildCreateBody(request, target->params, *auth);
+  auto body = BuildCreateBody(request, target.params, *auth);
   if (!body.ok()) {
     return Failed(kReasonBackendRejected, body.status().message());
   }
   // Last, right before the create: the controller's fresh read of the Job.
   if (!request.CreateConfirmed()) return NotCreated();
-  auto r = client.Call("POST", "/sandboxes", body->dump(), options_.timeouts.create);
+  auto r = target.client->Call("POST", "/sandboxes", body->dump(), options_.timeouts.create);
   if (!r.ok()) {
     // The server may have created it: the next Ensure lists by UID before creating.
     return Unreachable("creating the sandbox: " + r.status().message());
   }
-  if (r->status == 202 || r->status == 200 || r->status == 201) {
-    auto created = json::parse(r->body, nullptr, false);
-    const std::string sandboxId = GetString(created, "id");
-    if (sandboxId.empty()) return Unreachable("the create answer names no sandbox id");
-    RememberSandbox(created);
-    if (auto o = ObservationFromSandbox(created)) {
-      if (o->phase != ExecutionPhase::kPending) {
-        o->references = References(sandboxId, "");
-        return *o;
-      }
-      // Asynchronous runtimes (Kubernetes) create in Pending: the next Ensure finds it running.
-      return Unreachable("sandbox " + sandboxId + " is pending");
+  if (r->status != 202 && r->status != 200 && r->status != 201) return CreateRefused(*r);
+  auto created = json::parse(r->body, nullptr, false);
+  const std::string sandboxId = GetString(created, "id");
+  if (sandboxId.empty()) return Unreachable("the create answer names no sandbox id");
+  RememberSandbox(created);
+  if (auto o = ObservationFromSandbox(created)) {
+    if (o->phase != ExecutionPhase::kPending) {
+      o->references = References(sandboxId, "");
+      return *o;
     }
-    return RunOrFind(*target, request, sandboxId, true);
+    // Asynchronous runtimes (Kubernetes) create in Pending: the next Ensure finds it running.
+    return Unreachable("sandbox " + sandboxId + " is pending");
   }
-  const std::string code = ErrorCode(r->body);
-  if (code.find("IMAGE_PULL") != std::string::npos) {
-    return Failed(kReasonImagePullFailed, ServerError("creating the sandbox", *r));
-  }
-  if (r->status == 400 || r->status == 409 || r->status == 422) {
-    return Failed(kReasonBackendRejected, ServerError("creating the sandbox", *r));
-  }
-  if (r->status == 500 && !code.empty() && code.find("UNKNOWN") == std::string::npos) {
-    // A definite provisioning failure (start, execd distribution, bootstrap): nothing runs.
-    return Failed(kReasonBackendRejected, ServerError("creating the sandbox", *r));
-  }
-  return Unreachable(ServerError("creating the sandbox", *r));
+  return RunOrFind(target, request, sandboxId, true);
 }
 
-Observation OpenSandboxAdapter::ObserveExecution(const ExecutionKey& key,
-                                                 docker::Redactor& redactor) {
+Observation OpenSandboxAdapter::ObserveExecution(const ExecutionKey& key, Redactor& redactor) {
   auto target = TargetFor(key.parameters);
   if (!target.ok()) return Unreachable("opensandbox adapter: " + target.status().message());
   redactor.Add(target->client->apiKey().reveal());
@@ -652,7 +616,7 @@ Observation OpenSandboxAdapter::ObserveExecution(const ExecutionKey& key,
   if (!found.ok()) return Unreachable(found.status().message());
   if (!*found) {
     if (sandboxRef.empty()) return Absent();
-    Observation o = SandboxGone(sandboxRef, "");
+    Observation o = SandboxGone(sandboxRef);
     o.references = key.references;
     return o;
   }
@@ -663,20 +627,13 @@ Observation OpenSandboxAdapter::ObserveExecution(const ExecutionKey& key,
     return o;
   }
   Observation o = ObserveSandboxAndCommand(*target, key.uid, **found, commandId);
-  if (o.phase == ExecutionPhase::kRunning) {
-    if (auto execd = ExecdFor(*target, GetString(**found, "id")); execd.ok()) {
-      WatchCommand(key.uid, key.namespace_, key.name, GetString(**found, "id"), commandId, *execd,
-                   *target);
-    }
-  } else if (IsStopped(o.phase)) {
-    std::lock_guard lock(mu_);
-    watches_.erase(key.uid);
-  }
+  WatchIfRunning(o, key.uid, key.namespace_, key.name, GetString(**found, "id"), commandId,
+                 *target);
+  if (IsStopped(o.phase)) poller_.Forget(key.uid);
   return o;
 }
 
-Observation OpenSandboxAdapter::CancelExecution(const ExecutionKey& key,
-                                                docker::Redactor& redactor) {
+Observation OpenSandboxAdapter::CancelExecution(const ExecutionKey& key, Redactor& redactor) {
   auto target = TargetFor(key.parameters);
   if (!target.ok()) return Unreachable("opensandbox adapter: " + target.status().message());
   redactor.Add(target->client->apiKey().reveal());
@@ -688,48 +645,25 @@ Observation OpenSandboxAdapter::CancelExecution(const ExecutionKey& key,
     return Absent();
   }
   const std::string sandboxId = GetString(**found, "id");
-  const std::string commandId = ReferenceId(key.references, kCommandReferenceType);
-  std::optional<int32_t> exitCode;
-  std::optional<api::Time> startedAt;
-  if (!commandId.empty() && !ObservationFromSandbox(**found)) {
-    auto execd = ExecdFor(*target, sandboxId);
-    if (!execd.ok()) return Unreachable(execd.status().message());
-    Observation before = ObserveCommand(client, *execd, key.uid, commandId);
-    if (before.phase == ExecutionPhase::kUnknown && before.reason == kReasonBackendUnreachable) {
-      return before;
-    }
-    // It ended by itself first: its true result (the sandbox is removed by Delete).
-    if (IsStopped(before.phase)) {
-      before.references = key.references;
-      return before;
-    }
-    startedAt = before.startedAt;
-    // SIGTERM to the command's process group, SIGKILL after execd's grace period. A 500 says it
-    // is no longer running: the sandbox delete below settles it either way.
-    auto r =
-        client.Execd(*execd, "DELETE", "/command?id=" + Escape(commandId), "", milliseconds(15000));
-    if (!r.ok()) return Unreachable("interrupting the command: " + r.status().message());
-    auto after = ObserveCommand(client, *execd, key.uid, commandId);
-    if (after.phase == ExecutionPhase::kSucceeded) {
-      after.references = key.references;
-      return after;  // it finished between our two reads
-    }
-    exitCode = after.exitCode;
+  Observation stopped;  // what the command's last read said, when it was interrupted
+  if (!ReferenceId(key.references, kCommandReferenceType).empty() &&
+      !ObservationFromSandbox(**found)) {
+    if (auto answer = InterruptCommand(*target, key, sandboxId, stopped)) return *answer;
   }
-  auto d = client.Call("DELETE", "/sandboxes/" + Escape(sandboxId));
+  auto d = client.Call("DELETE", "/sandboxes/" + base::PercentEncode(sandboxId));
   if (!d.ok()) return Unreachable("deleting the sandbox: " + d.status().message());
   if (d->status != 204 && d->status != 200 && !IsSandboxNotFound(*d)) {
     return Unreachable(ServerError("delete sandbox", *d));
   }
-  auto g = client.Call("GET", "/sandboxes/" + Escape(sandboxId));
+  auto g = client.Call("GET", "/sandboxes/" + base::PercentEncode(sandboxId));
   if (!g.ok()) return Unreachable("confirming the delete: " + g.status().message());
   Observation o;
   o.references = key.references;
-  o.startedAt = startedAt;
+  o.startedAt = stopped.startedAt;
   if (IsSandboxNotFound(*g)) {
     Forget(key.uid, sandboxId);
     o.phase = ExecutionPhase::kCancelled;
-    o.exitCode = exitCode;
+    o.exitCode = stopped.exitCode;
     o.message = TaskStoppedMessage("(its command was interrupted and its sandbox deleted)");
     return o;
   }
@@ -737,7 +671,39 @@ Observation OpenSandboxAdapter::CancelExecution(const ExecutionKey& key,
   return o;
 }
 
-Status OpenSandboxAdapter::DeleteExecution(const ExecutionKey& key, docker::Redactor& redactor) {
+std::optional<Observation> OpenSandboxAdapter::InterruptCommand(const Target& target,
+                                                                const ExecutionKey& key,
+                                                                const std::string& sandboxId,
+                                                                Observation& stopped) {
+  const ServerClient& client = *target.client;
+  const std::string commandId = ReferenceId(key.references, kCommandReferenceType);
+  auto execd = ExecdFor(target, sandboxId);
+  if (!execd.ok()) return Unreachable(execd.status().message());
+  Observation before = ObserveCommand(client, *execd, key.uid, commandId);
+  if (before.phase == ExecutionPhase::kUnknown && before.reason == kReasonBackendUnreachable) {
+    return before;
+  }
+  // It ended by itself first: its true result (the sandbox is removed by Delete).
+  if (IsStopped(before.phase)) {
+    before.references = key.references;
+    return before;
+  }
+  stopped.startedAt = before.startedAt;
+  // SIGTERM to the command's process group, SIGKILL after execd's grace period. A 500 says it
+  // is no longer running: the sandbox delete below settles it either way.
+  auto r = client.Execd(*execd, "DELETE", "/command?id=" + base::PercentEncode(commandId), "",
+                        milliseconds(15000));
+  if (!r.ok()) return Unreachable("interrupting the command: " + r.status().message());
+  auto after = ObserveCommand(client, *execd, key.uid, commandId);
+  if (after.phase == ExecutionPhase::kSucceeded) {
+    after.references = key.references;
+    return after;  // it finished between our two reads
+  }
+  stopped.exitCode = after.exitCode;
+  return std::nullopt;
+}
+
+Status OpenSandboxAdapter::DeleteExecution(const ExecutionKey& key, Redactor& redactor) {
   auto target = TargetFor(key.parameters);
   if (!target.ok()) return target.status();
   redactor.Add(target->client->apiKey().reveal());
@@ -757,7 +723,7 @@ Status OpenSandboxAdapter::DeleteExecution(const ExecutionKey& key, docker::Reda
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   for (const auto& id : ids) {
     if (id.empty()) continue;
-    auto d = client.Call("DELETE", "/sandboxes/" + Escape(id));
+    auto d = client.Call("DELETE", "/sandboxes/" + base::PercentEncode(id));
     if (!d.ok()) return d.status();
     if (d->status == 204 || d->status == 200 || IsSandboxNotFound(*d)) {
       Forget(key.uid, id);
@@ -768,8 +734,7 @@ Status OpenSandboxAdapter::DeleteExecution(const ExecutionKey& key, docker::Reda
   return Status::Ok();
 }
 
-StatusOr<OpenSandboxAdapter::OutputSource> OpenSandboxAdapter::OutputOf(
-    const ExecutionKey& key, docker::Redactor& redactor) {
+StatusOr<CommandOutput> OpenSandboxAdapter::OutputOf(const ExecutionKey& key, Redactor& redactor) {
   auto target = TargetFor(key.parameters);
   if (!target.ok()) return target.status();
   redactor.Add(target->client->apiKey().reveal());
@@ -781,193 +746,43 @@ StatusOr<OpenSandboxAdapter::OutputSource> OpenSandboxAdapter::OutputOf(
   }
   auto execd = ExecdFor(*target, GetString(**found, "id"));
   if (!execd.ok()) return execd.status();
-  return OutputSource{std::move(*target), std::move(*execd), commandId};
+  return CommandOutput{std::move(target->transport), std::move(target->client), std::move(*execd),
+                       commandId};
 }
 
-StatusOr<uint64_t> OpenSandboxAdapter::ReadOutputFrom(
-    const OutputSource& source, uint64_t cursor,
-    const std::function<bool(std::string_view)>& onData) {
-  for (;;) {
-    bool readerLeft = false;
-    auto n = source.target.client->ReadOutput(source.execd, source.commandId, cursor,
-                                              kLogChunkBytes, [&](std::string_view d) {
-                                                if (onData(d)) return true;
-                                                readerLeft = true;
-                                                return false;
-                                              });
-    if (!n.ok()) return n.status();
-    cursor += *n;
-    if (readerLeft || *n < kLogChunkBytes) return cursor;
-  }
-}
-
-StatusOr<uint64_t> OpenSandboxAdapter::ReadTail(const OutputSource& source, size_t maxBytes,
-                                                std::string& window) {
-  // A window over the output as it streams past: never more than maxBytes + one read.
-  window.clear();
-  auto end = ReadOutputFrom(source, 0, [&](std::string_view d) {
-    window.append(d);
-    if (window.size() > maxBytes + kLogChunkBytes) window.erase(0, window.size() - maxBytes);
-    return true;
-  });
-  if (window.size() > maxBytes) window.erase(0, window.size() - maxBytes);
-  return end;
-}
-
-StatusOr<std::string> OpenSandboxAdapter::LogsTail(const ExecutionKey& key, size_t tailBytes,
-                                                   docker::Redactor& redactor) {
-  auto source = OutputOf(key, redactor);
-  if (!source.ok()) return source.status();
-  std::string window;
-  auto end = ReadTail(*source, std::min(tailBytes, kMaxLogsTailBytes), window);
-  if (!end.ok()) return end.status();
-  return window;
-}
-
-Status OpenSandboxAdapter::StreamExecutionLogs(const ExecutionKey& key, const LogOptions& options,
-                                               const LogSink& sink, docker::Redactor& redactor) {
-  // How often a follower looks for more output: execd has no streaming endpoint for a command
-  // started in the background.
-  constexpr auto kFollowPoll = std::chrono::milliseconds(500);
-  auto source = OutputOf(key, redactor);
-  if (!source.ok()) return source.status();
-  uint64_t cursor = 0;  // execd's byte offset of what was written to the sink
-  bool readerLeft = false;
-  const auto write = [&](std::string_view d) {
-    if (sink(d)) return true;
-    readerLeft = true;
-    return false;
-  };
-  bool last = false;
-  if (options.tailLines) {
-    // The state first: output read after the command was seen stopped is all there is.
-    last = !options.follow || IsStopped(Observe(key).phase);
-    // The last lines come from a bounded window over the output read once.
-    std::string window;
-    auto end = ReadTail(*source, kMaxLogsTailBytes, window);
-    if (!end.ok()) return end.status();
-    const size_t from = LastLinesOffset(window, *options.tailLines);
-    if (window.size() > from && !write(std::string_view(window).substr(from))) return Status::Ok();
-    cursor = *end;
-    if (last) return Status::Ok();
-    // The poll's pause, cut short when the reader leaves (LogOptions::stop).
-    std::mutex mu;
-    std::condition_variable_any cv;
-    std::unique_lock lock(mu);
-    cv.wait_for(lock, options.stop, kFollowPoll, [] { return false; });
-    if (options.stop.stop_requested()) return Status::Ok();
-  }
-  for (;;) {
-    last = !options.follow || IsStopped(Observe(key).phase);
-    // Only what is new since the last read, by cursor, handed on as it arrives.
-    auto next = ReadOutputFrom(*source, cursor, write);
-    if (!next.ok()) return next.status();
-    cursor = *next;
-    if (readerLeft || last) return Status::Ok();
-    std::this_thread::sleep_for(kFollowPoll);
-  }
-}
-
-void OpenSandboxAdapter::WatchCommand(const std::string& uid, const std::string& ns,
-                                      const std::string& name, const std::string& sandboxId,
-                                      const std::string& commandId, const ExecdTarget& execd,
-                                      const Target& target) {
-  const milliseconds max = options_.maxPoll.value_or(
+void OpenSandboxAdapter::WatchIfRunning(const Observation& observed, const std::string& uid,
+                                        const std::string& ns, const std::string& name,
+                                        const std::string& sandboxId, const std::string& commandId,
+                                        const Target& target) {
+  if (observed.phase != ExecutionPhase::kRunning) return;
+  auto execd = ExecdFor(target, sandboxId);
+  if (!execd.ok()) return;
+  PolledCommand c;
+  c.ns = ns;
+  c.name = name;
+  c.commandId = commandId;
+  c.execd = std::move(*execd);
+  c.sandboxId = sandboxId;
+  c.endpoint = target.client->endpoint();
+  c.apiKey = target.client->apiKey();
+  c.transport = target.transport;
+  c.maxInterval = options_.maxPoll.value_or(
       milliseconds(std::max<int64_t>(1, target.params.pollIntervalSeconds) * 1000));
-  {
-    std::lock_guard lock(mu_);
-    auto it = watches_.find(uid);
-    if (it != watches_.end() && it->second.commandId == commandId) return;  // already polled
-    Watch w;
-    w.ns = ns;
-    w.name = name;
-    w.commandId = commandId;
-    w.execd = execd;
-    w.sandboxId = sandboxId;
-    w.endpoint = target.client->endpoint();
-    w.apiKey = target.client->apiKey();
-    w.transport = target.transport;
-    w.interval = options_.firstPoll;
-    w.maxInterval = max;
-    w.next = std::chrono::steady_clock::now() + options_.firstPoll;
-    watches_[uid] = std::move(w);
-  }
-  wake_.notify_all();
+  poller_.Watch(uid, std::move(c));
 }
 
-docker::Redactor OpenSandboxAdapter::TaskValues(const std::string& uid) {
+Redactor OpenSandboxAdapter::TaskValues(const std::string& uid) {
   std::lock_guard lock(mu_);
   auto it = taskValues_.find(uid);
-  return it == taskValues_.end() ? docker::Redactor() : it->second;
+  return it == taskValues_.end() ? Redactor() : it->second;
 }
 
 void OpenSandboxAdapter::Forget(const std::string& uid, const std::string& sandboxId) {
+  poller_.Forget(uid);
+  if (sandboxId.empty()) return;
   std::lock_guard lock(mu_);
-  watches_.erase(uid);
-  if (!sandboxId.empty()) {
-    execdTargets_.erase(sandboxId);
-    expiresAt_.erase(sandboxId);
-  }
-}
-
-void OpenSandboxAdapter::PollLoop() {
-  // One thread for every running command: each is checked after 50 ms, then at doubling
-  // intervals up to the class's pollIntervalSeconds. A command that stopped, or that cannot be
-  // read, is handed to the controller (notify), whose Observe then says what happened.
-  std::unique_lock lock(mu_);
-  while (!stopping_) {
-    auto now = std::chrono::steady_clock::now();
-    std::vector<std::pair<std::string, Watch>> due;
-    auto next = now + std::chrono::seconds(60);
-    for (auto& [uid, w] : watches_) {
-      if (w.next <= now) {
-        due.emplace_back(uid, w);
-      } else {
-        next = std::min(next, w.next);
-      }
-    }
-    if (due.empty()) {
-      wake_.wait_until(lock, next);
-      continue;
-    }
-    lock.unlock();
-    std::vector<std::pair<std::string, bool>> results;  // uid, changed
-    for (const auto& [uid, w] : due) {
-      ServerClient client(*w.transport, w.endpoint, w.apiKey, options_.timeouts);
-      auto r = client.Execd(w.execd, "GET", "/command/status/" + Escape(w.commandId), "",
-                            milliseconds(5000));
-      bool changed = true;
-      if (r.ok() && r->status == 200) {
-        auto doc = json::parse(r->body, nullptr, false);
-        changed = !(doc.is_object() && doc.value("running", false));
-      }
-      if (!changed && w.interval >= w.maxInterval) {
-        auto s = client.Call("GET", "/sandboxes/" + Escape(w.sandboxId), "", milliseconds(5000));
-        changed = !s.ok() || s->status != 200;
-      }
-      results.emplace_back(uid, changed);
-    }
-    std::vector<std::pair<std::string, std::string>> toNotify;
-    lock.lock();
-    now = std::chrono::steady_clock::now();
-    for (const auto& [uid, changed] : results) {
-      auto it = watches_.find(uid);
-      if (it == watches_.end()) continue;
-      if (changed) {
-        toNotify.emplace_back(it->second.ns, it->second.name);
-        watches_.erase(it);
-      } else {
-        it->second.interval = std::min(it->second.interval * 2, it->second.maxInterval);
-        it->second.next = now + it->second.interval;
-      }
-    }
-    auto notify = notify_;
-    lock.unlock();
-    if (notify) {
-      for (const auto& [ns, name] : toNotify) notify(ns, name);
-    }
-    lock.lock();
-  }
+  execdTargets_.erase(sandboxId);
+  expiresAt_.erase(sandboxId);
 }
 
 std::shared_ptr<OpenSandboxAdapter> NewOpenSandboxAdapter(KubeClient& client,

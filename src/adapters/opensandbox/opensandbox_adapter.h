@@ -13,31 +13,33 @@
 //   Delete   delete every sandbox with the Job's UID; 404 is fine
 //   Start    one poller thread for all running commands (50 ms, backing off to
 //            pollIntervalSeconds) that calls notify when one stops or cannot be read
+//            (CommandPoller, command_poller.h)
+//   Logs     the command's output read by cursor (command_output.h)
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
+#include <vector>
 
-#include "adapters/docker/container.h"
-#include "adapters/docker/logs.h"
+#include "adapters/adapter.h"
+#include "adapters/common/job_environment.h"
+#include "adapters/common/log_source.h"
+#include "adapters/common/redaction.h"
 #include "adapters/opensandbox/client.h"
+#include "adapters/opensandbox/command_output.h"
+#include "adapters/opensandbox/command_poller.h"
 #include "adapters/opensandbox/spec.h"
 #include "api/types.h"
-#include "ayatori/adapter.h"
 #include "ayatori/kube_client.h"
 #include "kube/http.h"
 
 namespace ayatori::adapters::opensandbox {
 
-// Most of a command's output kept by Logs and by StreamLogs' tailLines window.
-inline constexpr size_t kMaxLogsTailBytes = size_t{16} << 20;
 // The most read of a probe's output, or of a task's output to find the guard's line.
 inline constexpr size_t kMaxProbeOutputBytes = size_t{64} << 10;
 
@@ -67,7 +69,7 @@ struct OpenSandboxAdapterOptions {
   std::optional<std::chrono::milliseconds> maxPoll;
 };
 
-class OpenSandboxAdapter final : public Adapter, public docker::LogSource {
+class OpenSandboxAdapter final : public Adapter, public LogSource {
  public:
   explicit OpenSandboxAdapter(OpenSandboxAdapterOptions options);
   ~OpenSandboxAdapter() override;
@@ -75,6 +77,13 @@ class OpenSandboxAdapter final : public Adapter, public docker::LogSource {
   std::string Name() const override { return kAdapterName; }
   Status Start(std::function<void(const std::string&, const std::string&)> notify) override;
   void Stop() override;
+  // Every refusal is kInvalidArgument (parameters that do not decode, ValidateRequest's checks
+  // of the image, limits, timeouts, extraMetadata and UID, a pull Secret the server cannot use),
+  // so the default Adapter::AcceptanceRefusal is right and is not overridden: each is
+  // BackendRejected, as docs/api.md says. The reasons of its own docs/api.md lists for
+  // OpenSandbox are given before the adapter is asked: InsecureEndpoint by the descriptor's
+  // refuseParameters, CommandRequired by its runsImageEntrypoint (adapters::RefusedAtAcceptance),
+  // SecretNamespaceNotAllowed and ImagePullSecretInvalid by the controller's resolver.
   Status Validate(const ExecutionRequest& request) override;
   // endpoint and useServerProxy (PinnedFields in spec.h): the server that holds the sandbox and
   // the route to its execd. The API key, timeouts, poll interval and extraMetadata are read at
@@ -106,51 +115,32 @@ class OpenSandboxAdapter final : public Adapter, public docker::LogSource {
     std::shared_ptr<kube::HttpTransport> transport;  // the client's (per caBundle)
     std::unique_ptr<ServerClient> client;
   };
-  // Where a Job's command output is read.
-  struct OutputSource {
-    Target target;
-    ExecdTarget execd;
+  // What a step of Ensure found of the task's command: its id (empty: none was started), or the
+  // answer Ensure gives when the step cannot go on.
+  struct CommandStep {
     std::string commandId;
-  };
-  // What Observe learnt about a command that is still running, for the poller.
-  struct Watch {
-    std::string ns, name;
-    std::string commandId;
-    ExecdTarget execd;
-    // The sandbox and the server that reports on it, checked at the longest interval: a server
-    // outage is then seen (Unknown) while the command runs, not only after it ended.
-    std::string sandboxId;
-    std::string endpoint;
-    SensitiveString apiKey;
-    std::shared_ptr<kube::HttpTransport> transport;
-    std::chrono::milliseconds interval{0};
-    std::chrono::milliseconds maxInterval{0};
-    std::chrono::steady_clock::time_point next;
+    std::optional<Observation> answer;
   };
 
   StatusOr<Target> TargetFor(const nlohmann::json& parameters);
   // The transport for a server: options.transport when set (tests), else libcurl trusting the
   // parameters' caBundle only (the system store without one); one per distinct caBundle.
   std::shared_ptr<kube::HttpTransport> TransportFor(const OpenSandboxExecutionParameters& params);
-  StatusOr<OutputSource> OutputOf(const ExecutionKey& key, docker::Redactor& redactor);
-  // Reads the output from `cursor` to its current end, kLogChunkBytes per request, handing it
-  // to `onData` (false: stop); returns the cursor after what was handed over.
-  static StatusOr<uint64_t> ReadOutputFrom(const OutputSource& source, uint64_t cursor,
-                                           const std::function<bool(std::string_view)>& onData);
-  // The last `maxBytes` of the whole output into `window` (held: at most maxBytes plus one
-  // read); returns the cursor at its end.
-  static StatusOr<uint64_t> ReadTail(const OutputSource& source, size_t maxBytes,
-                                     std::string& window);
+  StatusOr<CommandOutput> OutputOf(const ExecutionKey& key, Redactor& redactor);
   // The calls behind the public ones, which report the Secret values in play (the API key) to
-  // `redactor`; the public ones apply it to the message they return (docker::Redactor).
-  Observation EnsureExecution(const ExecutionRequest& request, docker::Redactor& redactor);
-  Observation ObserveExecution(const ExecutionKey& key, docker::Redactor& redactor);
-  Observation CancelExecution(const ExecutionKey& key, docker::Redactor& redactor);
-  Status DeleteExecution(const ExecutionKey& key, docker::Redactor& redactor);
-  StatusOr<std::string> LogsTail(const ExecutionKey& key, size_t tailBytes,
-                                 docker::Redactor& redactor);
-  Status StreamExecutionLogs(const ExecutionKey& key, const LogOptions& options,
-                             const LogSink& sink, docker::Redactor& redactor);
+  // `redactor`; the public ones return their answer Redactor::Redacted.
+  Observation EnsureExecution(const ExecutionRequest& request, Redactor& redactor);
+  Observation ObserveExecution(const ExecutionKey& key, Redactor& redactor);
+  Observation CancelExecution(const ExecutionKey& key, Redactor& redactor);
+  Status DeleteExecution(const ExecutionKey& key, Redactor& redactor);
+  // Ensure's steps: in the Job's sandbox that exists, and creating the one that does not.
+  Observation EnsureInSandbox(const Target& target, const ExecutionRequest& request,
+                              const nlohmann::json& sandbox);
+  Observation CreateSandbox(const Target& target, const ExecutionRequest& request);
+  // Cancel's step while the command may run: interrupts it. An answer when Cancel is decided
+  // (the command ended by itself, or execd is unreachable); else `stopped` holds what was seen.
+  std::optional<Observation> InterruptCommand(const Target& target, const ExecutionKey& key,
+                                              const std::string& sandboxId, Observation& stopped);
   // The Job's sandbox: by the reference when there is one, else by metadata (the oldest when
   // there are several). nullopt when there is none.
   StatusOr<std::optional<nlohmann::json>> FindSandbox(
@@ -162,41 +152,48 @@ class OpenSandboxAdapter final : public Adapter, public docker::LogSource {
   // this call created (`created`) needs no probe: nothing else runs commands in it.
   Observation RunOrFind(const Target& target, const ExecutionRequest& request,
                         const std::string& sandboxId, bool created);
+  // Whether an earlier Ensure (whose answer, or whose status write, was lost) started the task:
+  // the marker says, and names the command that did.
+  CommandStep FindStartedTask(const ServerClient& client, const ExecdTarget& execd,
+                              const ExecutionRequest& request, const std::string& sandboxId);
+  // The command a marker names, if execd recorded it as this Job's task.
+  static CommandStep IdentifyStartedTask(const ServerClient& client, const ExecdTarget& execd,
+                                         const ExecutionRequest& request,
+                                         const std::string& sandboxId,
+                                         const std::string& commandId);
+  CommandStep StartTask(const Target& target, const ExecdTarget& execd,
+                        const ExecutionRequest& request, const std::string& sandboxId);
   // Runs a short command and returns its output once it has finished.
-  StatusOr<std::string> RunToCompletion(const ServerClient& client, const ExecdTarget& execd,
-                                        const std::string& command);
+  static StatusOr<std::string> RunToCompletion(const ServerClient& client, const ExecdTarget& execd,
+                                               const std::string& command);
   // The command's observation; Unknown when execd cannot be read.
-  Observation ObserveCommand(const ServerClient& client, const ExecdTarget& execd,
-                             const std::string& uid, const std::string& commandId);
+  static Observation ObserveCommand(const ServerClient& client, const ExecdTarget& execd,
+                                    const std::string& uid, const std::string& commandId);
   Observation ObserveSandboxAndCommand(const Target& target, const std::string& uid,
                                        const nlohmann::json& sandbox, const std::string& commandId);
-  Observation SandboxGone(const std::string& sandboxId, const std::string& body);
+  Observation SandboxGone(const std::string& sandboxId);
   void RememberSandbox(const nlohmann::json& sandbox);
-  void WatchCommand(const std::string& uid, const std::string& ns, const std::string& name,
-                    const std::string& sandboxId, const std::string& commandId,
-                    const ExecdTarget& execd, const Target& target);
+  // Hands a command seen running to the poller.
+  void WatchIfRunning(const Observation& observed, const std::string& uid, const std::string& ns,
+                      const std::string& name, const std::string& sandboxId,
+                      const std::string& commandId, const Target& target);
   void Forget(const std::string& uid, const std::string& sandboxId);
   // A Redactor with the values Ensure was given for `uid` (empty when none, or when this process
   // has not run an Ensure of it since it started).
-  docker::Redactor TaskValues(const std::string& uid);
-  void PollLoop();
+  Redactor TaskValues(const std::string& uid);
 
   OpenSandboxAdapterOptions options_;
-  std::shared_ptr<kube::HttpTransport> transport_;                            // without a caBundle
-  std::map<std::string, std::shared_ptr<kube::HttpTransport>> caTransports_;  // by caBundle
+  std::shared_ptr<kube::HttpTransport> transport_;  // without a caBundle
+  CommandPoller poller_;
 
   std::mutex mu_;
-  std::condition_variable wake_;
-  bool stopping_ = false;
-  std::function<void(const std::string&, const std::string&)> notify_;
-  std::thread poller_;
-  std::map<std::string, Watch> watches_;                                    // by Job UID
-  std::map<std::string, ExecdTarget> execdTargets_;                         // by sandbox id
-  std::map<std::string, std::chrono::system_clock::time_point> expiresAt_;  // by sandbox id
+  std::map<std::string, std::shared_ptr<kube::HttpTransport>> caTransports_;  // by caBundle
+  std::map<std::string, ExecdTarget> execdTargets_;                           // by sandbox id
+  std::map<std::string, std::chrono::system_clock::time_point> expiresAt_;    // by sandbox id
   // The env values and registry credentials of each Job's Ensure, by Job UID, until its Delete:
   // the server is not sent them again, but its answers to later calls may still quote them
   // (unlike a Docker container's inspect, a sandbox does not give them back to redact with).
-  std::map<std::string, docker::Redactor> taskValues_;
+  std::map<std::string, Redactor> taskValues_;
 };
 
 // The adapter for a controller: libcurl transport, API keys read from Secrets through `client`.

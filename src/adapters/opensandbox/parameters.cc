@@ -8,16 +8,6 @@ namespace ayatori::adapters::opensandbox {
 
 using json = nlohmann::json;
 
-api::Decoded Decode(const json& j, SecurityProfile& out) {
-  return api::ObjectDecoder(j)("runAsUser", out.runAsUser)("runAsGroup", out.runAsGroup)(
-             "runAsRoot", out.runAsRoot)
-      .Done();
-}
-
-void to_json(json& j, const SecurityProfile& v) {
-  j = {{"runAsUser", v.runAsUser}, {"runAsGroup", v.runAsGroup}, {"runAsRoot", v.runAsRoot}};
-}
-
 api::Decoded Decode(const json& j, OpenSandboxExecutionParameters& out) {
   return api::DecodeParameters(j, kParametersKind, out, [&out](const json& spec) {
     return api::ObjectDecoder(spec)("endpoint", out.endpoint)("apiKeySecretRef",

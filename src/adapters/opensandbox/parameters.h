@@ -23,6 +23,7 @@
 #include <optional>
 #include <string>
 
+#include "adapters/common/security_profile.h"
 #include "api/json_codec.h"
 #include "api/types.h"
 #include "ayatori/status.h"
@@ -30,16 +31,6 @@
 namespace ayatori::adapters::opensandbox {
 
 inline constexpr const char* kParametersKind = "OpenSandboxExecutionParameters";
-
-// The part of the shared securityProfile (docs/security.md) that OpenSandbox can carry: execd
-// runs each command as a given uid/gid. The rest of the profile is the server's configuration;
-// a parameters object that sets it is refused (NotEnforceable, descriptor.cc).
-struct SecurityProfile {
-  int64_t runAsUser = 65534;
-  int64_t runAsGroup = 65534;
-  bool runAsRoot = false;  // uid 0 needs it
-  bool operator==(const SecurityProfile&) const = default;
-};
 
 struct OpenSandboxExecutionParameters {
   api::ObjectMeta metadata;
@@ -58,6 +49,9 @@ struct OpenSandboxExecutionParameters {
   bool insecure = false;
   // PEM CA certificates that alone are trusted for an https:// endpoint (empty: the system's).
   std::string caBundle;
+  // The shared profile (adapters/common/security_profile.h), of which OpenSandbox carries the ids:
+  // execd runs each command as a given uid/gid. The rest of the profile is the server's
+  // configuration; a parameters object that sets it is refused (NotEnforceable, descriptor.cc).
   SecurityProfile securityProfile;
   bool operator==(const OpenSandboxExecutionParameters&) const = default;
 };
@@ -70,9 +64,7 @@ StatusOr<OpenSandboxExecutionParameters> OpenSandboxExecutionParametersFromJson(
     const nlohmann::json& j);
 
 // Codec hooks (api/json_codec.h; nlohmann's ADL hooks throw json::type_error on bad input).
-api::Decoded Decode(const nlohmann::json& j, SecurityProfile& out);
 api::Decoded Decode(const nlohmann::json& j, OpenSandboxExecutionParameters& out);
-void to_json(nlohmann::json& j, const SecurityProfile& v);
 void to_json(nlohmann::json& j, const OpenSandboxExecutionParameters& v);
 void from_json(const nlohmann::json& j, OpenSandboxExecutionParameters& v);
 

@@ -2,12 +2,11 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
-#include <cstdio>
 #include <set>
 
-#include "adapters/docker/container.h"
-#include "adapters/docker/registry_auth.h"
+#include "adapters/common/job_environment.h"
+#include "adapters/common/redaction.h"
+#include "adapters/common/registry_auth.h"
 #include "adapters/task_messages.h"
 #include "api/json.h"
 #include "ayatori/json_get.h"
@@ -168,17 +167,10 @@ StatusOr<OpenSandboxExecutionParameters> ParseParameters(const nlohmann::json& p
                    "\" must be an http:// or https:// URL such as http://127.0.0.1:8080/v1");
   }
   while (!p->endpoint.empty() && p->endpoint.back() == '/') p->endpoint.pop_back();
-  const SecurityProfile& sec = p->securityProfile;
-  if (sec.runAsUser < 0 || sec.runAsUser > 2147483647 || sec.runAsGroup < 0 ||
-      sec.runAsGroup > 2147483647) {
-    return Invalid(
-        "OpenSandboxExecutionParameters spec.securityProfile.runAsUser and runAsGroup must be "
-        "0-2147483647");
-  }
-  if (sec.runAsUser == 0 && !sec.runAsRoot) {
-    return Invalid(
-        "OpenSandboxExecutionParameters spec.securityProfile.runAsUser 0 is root: set "
-        "spec.securityProfile.runAsRoot: true to run the task as root");
+  if (auto st =
+          ValidateIds(p->securityProfile, "OpenSandboxExecutionParameters spec.securityProfile.");
+      !st.ok()) {
+    return st;
   }
   if (!p->caBundle.empty()) {
     if (e.rfind("https://", 0) != 0) {
@@ -279,7 +271,7 @@ Status ValidateRequest(const ExecutionRequest& request,
   if (r.limits.memory && r.limits.memory->Value() < kMinMemoryBytes) {
     return Invalid("limits.memory " + r.limits.memory->str() + " is below the minimum of 6Mi");
   }
-  if (auto ref = docker::ParseImageReference(task.image); !ref.ok()) return ref.status();
+  if (auto ref = ParseImageReference(task.image); !ref.ok()) return ref.status();
   return Status::Ok();
 }
 
@@ -311,9 +303,9 @@ std::string UidMetadataQuery(std::string_view uid) {
 
 StatusOr<std::optional<ImageAuth>> SelectImageAuth(const ExecutionRequest& request) {
   if (request.imagePullConfigs.empty()) return std::optional<ImageAuth>();
-  auto ref = docker::ParseImageReference(request.job.spec.task.image);
+  auto ref = ParseImageReference(request.job.spec.task.image);
   if (!ref.ok()) return ref.status();
-  auto creds = docker::SelectRegistryCredentials(request.imagePullConfigs, *ref);
+  auto creds = SelectRegistryCredentials(request.imagePullConfigs, *ref);
   if (!creds.ok()) return creds.status();
   if (!*creds) return std::optional<ImageAuth>();
   if ((*creds)->username.empty() || (*creds)->password.reveal().empty()) {
@@ -346,7 +338,7 @@ StatusOr<nlohmann::json> BuildCreateBody(const ExecutionRequest& request,
   if (r.limits.cpu) limits["cpu"] = std::to_string(r.limits.cpu->MilliValue()) + "m";
   if (r.limits.memory) limits["memory"] = std::to_string(r.limits.memory->Value());
   body["resourceLimits"] = std::move(limits);
-  auto env = docker::JobEnvironment(request);
+  auto env = JobEnvironment(request);
   if (!env.ok()) return env.status();
   json e = json::object();
   for (const auto& v : *env) e[v.name] = v.value.reveal();
@@ -595,20 +587,6 @@ std::vector<std::pair<std::string, std::string>> EndpointHeaders(
     }
   }
   return headers;
-}
-
-std::string Escape(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      char buf[4];
-      snprintf(buf, sizeof(buf), "%%%02X", c);
-      out += buf;
-    }
-  }
-  return out;
 }
 
 }  // namespace ayatori::adapters::opensandbox

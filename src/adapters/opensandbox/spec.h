@@ -12,9 +12,10 @@
 #include <utility>
 #include <vector>
 
+#include "adapters/adapter.h"
+#include "adapters/common/observations.h"
 #include "adapters/opensandbox/parameters.h"
 #include "api/types.h"
-#include "ayatori/adapter.h"
 #include "ayatori/status.h"
 
 namespace ayatori::adapters::opensandbox {
@@ -32,13 +33,8 @@ inline constexpr int kGuardExitCode = 125;
 // sandbox's execd claims the same port, so a second live sandbox's endpoint reaches the first.
 inline constexpr int kForeignSandboxExitCode = 124;
 
-// Observation reasons (Observation::reason).
-inline constexpr const char* kReasonProcessFailed = "ProcessFailed";
-inline constexpr const char* kReasonStartFailed = "StartFailed";
-inline constexpr const char* kReasonImagePullFailed = "ImagePullFailed";
-inline constexpr const char* kReasonBackendRejected = "BackendRejected";
-inline constexpr const char* kReasonBackendUnreachable = "BackendUnreachable";
-inline constexpr const char* kReasonUnexpectedState = "UnexpectedBackendState";
+// Observation reasons of this backend (Observation::reason); the shared ones are in
+// adapters/common/observations.h.
 inline constexpr const char* kReasonSandboxGone = "SandboxGone";        // deleted by someone else
 inline constexpr const char* kReasonSandboxExpired = "SandboxExpired";  // the server's timeout
 inline constexpr const char* kReasonSandboxFailed = "SandboxFailed";    // its container stopped
@@ -62,11 +58,9 @@ StatusOr<OpenSandboxExecutionParameters> ParseParameters(const nlohmann::json& p
 // Empty when the parameters do not parse (Validate refused them).
 std::map<std::string, std::string> PinnedFields(const nlohmann::json& parameters);
 
-// Accepted=False reason of a class whose server endpoint is plain HTTP without spec.insecure
-// (the Docker adapter's reason for the same thing).
-inline constexpr const char* kReasonInsecureEndpoint = "InsecureEndpoint";
-// InsecureEndpoint when `params` name an http:// endpoint without insecure: true; nullopt
-// otherwise. Checked at acceptance (the descriptor) and at every call (TargetFor).
+// InsecureEndpoint (adapters/common/observations.h) when `params` name an http:// endpoint without
+// insecure: true; nullopt otherwise. Checked at acceptance (the descriptor) and at every call
+// (TargetFor).
 std::optional<Refusal> InsecureEndpointRefusal(const OpenSandboxExecutionParameters& params);
 
 // NotEnforceable when the parameters object ({"spec": {...}}) sets a securityProfile field other
@@ -164,8 +158,6 @@ Observation ObservationFromCommandStatus(const nlohmann::json& status);
 // or FastAPI's {"detail": ...}), else an excerpt of the body.
 std::string ErrorMessage(int httpStatus, const std::string& body);
 
-// `s` percent-encoded for a URL path segment or query value (unreserved characters kept).
-std::string Escape(const std::string& s);
 std::string ErrorCode(const std::string& body);
 
 // The execd base URL from an endpoint answer ({"endpoint": "host:port[/path]"}): "http://" +

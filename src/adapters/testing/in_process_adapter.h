@@ -1,8 +1,8 @@
 // An in-process execution backend for tests and for walking the controller through scenarios by
-// hand (`ayatori-controller --enable-test-adapter`, controllerName
-// execution.ayatori.ddupan.top/test). Executions live in memory, keyed by Job UID, and outlive a
-// controller instance inside one test process, so "restart the controller" tests see the same
-// backend.
+// hand (the binary ayatori-controller-test of test/CMakeLists.txt; never the product;
+// controllerName execution.ayatori.ddupan.top/test). Executions live in memory, keyed by Job UID,
+// and outlive a controller instance inside one test process, so "restart the controller" tests see
+// the same backend.
 //
 // A Job drives its execution through env vars of its task:
 //   AYATORI_TEST_RUN_SECONDS=N   the process starts at once and exits after N seconds
@@ -19,7 +19,7 @@
 #include <string>
 #include <thread>
 
-#include "ayatori/adapter.h"
+#include "adapters/adapter.h"
 #include "ayatori/clock.h"
 
 namespace ayatori::adapters {

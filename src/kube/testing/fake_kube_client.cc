@@ -511,6 +511,44 @@ Status FakeKubeClient::Delete(const ResourceRef& ref, std::string_view ns, std::
   return Status::Ok();
 }
 
+// What one watch stream sees: the objects of its resource (and namespace) that match its
+// selectors, whole or as metadata only.
+struct FakeKubeClient::WatchFilter {
+  std::string resource;
+  std::string ns;  // "" for a cluster-wide watch
+  const WatchOptions& options;
+
+  bool Matches(const std::string& res, const nlohmann::json& obj) const {
+    if (res != resource) return false;
+    if (!ns.empty() && Str(obj, "metadata", "namespace") != ns) return false;
+    std::string error;
+    return MatchesLabelSelector(options.labelSelector, LabelsOf(obj), &error) &&
+           MatchesFields(options.fieldSelector, obj, &error);
+  }
+  nlohmann::json Project(const nlohmann::json& obj) const {
+    return options.metadataOnly ? PartialObjectMetadataOf(obj) : obj;
+  }
+};
+
+namespace {
+
+// Hands `pending` to the handler in order, until stopped; false when the handler ended the watch.
+bool Deliver(std::vector<WatchEvent>& pending, const std::stop_token& stop,
+             const WatchHandler& handler) {
+  bool more = true;
+  for (auto& ev : pending) {
+    if (stop.stop_requested()) break;
+    if (!handler(std::move(ev))) {
+      more = false;
+      break;
+    }
+  }
+  pending.clear();
+  return more;
+}
+
+}  // namespace
+
 Status FakeKubeClient::Watch(const ResourceRef& ref, std::string_view ns,
                              const WatchOptions& options, std::stop_token stop,
                              const WatchHandler& handler) {
@@ -521,34 +559,11 @@ Status FakeKubeClient::Watch(const ResourceRef& ref, std::string_view ns,
   });
   std::unique_lock lock(mu_);
   if (auto f = RecordLocked(ref, "watch", ns, "", "", nullptr)) return *f;
-  const std::string resource = ref.GroupResource();
-  const std::string watchNs = ref.namespaced ? std::string(ns) : "";
-  auto matches = [&](const std::string& res, const nlohmann::json& obj) {
-    if (res != resource) return false;
-    if (!watchNs.empty() && Str(obj, "metadata", "namespace") != watchNs) return false;
-    std::string error;
-    return MatchesLabelSelector(options.labelSelector, LabelsOf(obj), &error) &&
-           MatchesFields(options.fieldSelector, obj, &error);
-  };
-  auto project = [&](const nlohmann::json& obj) {
-    return options.metadataOnly ? PartialObjectMetadataOf(obj) : obj;
-  };
+  const WatchFilter filter{ref.GroupResource(), ref.namespaced ? std::string(ns) : "", options};
   std::vector<WatchEvent> pending;
-  int64_t cursor;
-  if (!options.resourceVersion.empty() && options.resourceVersion != "0") {
-    cursor = std::stoll(options.resourceVersion);
-    if (cursor < compactedRv_) {
-      return Status(StatusCode::kGone, "too old resource version: " + options.resourceVersion +
-                                           " (" + std::to_string(compactedRv_) + ")");
-    }
-  } else {
-    for (const auto& [k, s] : objects_) {
-      if (matches(k.substr(0, k.find('\n')), s.object)) {
-        pending.push_back(WatchEvent{WatchEventType::kAdded, project(s.object)});
-      }
-    }
-    cursor = rv_;
-  }
+  auto start = WatchStartLocked(filter, &pending);
+  if (!start.ok()) return start.status();
+  int64_t cursor = *start;
   ++openWatches_;
   cv_.notify_all();
   const uint64_t closeGen = closeGeneration_;
@@ -557,15 +572,7 @@ Status FakeKubeClient::Watch(const ResourceRef& ref, std::string_view ns,
   for (;;) {
     if (!pending.empty()) {
       lock.unlock();
-      bool more = true;
-      for (auto& ev : pending) {
-        if (stop.stop_requested()) break;
-        if (!handler(std::move(ev))) {
-          more = false;
-          break;
-        }
-      }
-      pending.clear();
+      const bool more = Deliver(pending, stop, handler);
       lock.lock();
       if (!more) break;
     }
@@ -579,26 +586,52 @@ Status FakeKubeClient::Watch(const ResourceRef& ref, std::string_view ns,
       break;
     }
     if (closeGeneration_ != closeGen) break;
-    auto from = std::upper_bound(history_.begin(), history_.end(), cursor,
-                                 [](int64_t rv, const HistoryEntry& e) { return rv < e.rv; });
-    for (auto h = from; h != history_.end(); ++h) {
-      if (matches(h->resource, h->object)) {
-        pending.push_back(WatchEvent{h->type, project(h->object)});
-      }
-      cursor = h->rv;
-    }
-    if (bookmarkGeneration_ != bookmarkGen) {
-      bookmarkGen = bookmarkGeneration_;
-      cursor = std::max(cursor, rv_);
-      if (options.allowWatchBookmarks) {
-        pending.push_back(WatchEvent{WatchEventType::kBookmark,
-                                     {{"metadata", {{"resourceVersion", std::to_string(rv_)}}}}});
-      }
-    }
+    CollectEventsLocked(filter, &cursor, &bookmarkGen, &pending);
   }
   --openWatches_;
   cv_.notify_all();
   return result;
+}
+
+StatusOr<int64_t> FakeKubeClient::WatchStartLocked(const WatchFilter& filter,
+                                                   std::vector<WatchEvent>* pending) const {
+  const std::string& from = filter.options.resourceVersion;
+  if (!from.empty() && from != "0") {
+    const int64_t cursor = std::stoll(from);
+    if (cursor < compactedRv_) {
+      return Status(StatusCode::kGone, "too old resource version: " + from + " (" +
+                                           std::to_string(compactedRv_) + ")");
+    }
+    return cursor;
+  }
+  // No version: every matching object first, as ADDED events, then what happens after.
+  for (const auto& [k, s] : objects_) {
+    if (filter.Matches(k.substr(0, k.find('\n')), s.object)) {
+      pending->push_back(WatchEvent{WatchEventType::kAdded, filter.Project(s.object)});
+    }
+  }
+  return rv_;
+}
+
+void FakeKubeClient::CollectEventsLocked(const WatchFilter& filter, int64_t* cursor,
+                                         uint64_t* bookmarkGen,
+                                         std::vector<WatchEvent>* pending) const {
+  auto from = std::upper_bound(history_.begin(), history_.end(), *cursor,
+                               [](int64_t rv, const HistoryEntry& e) { return rv < e.rv; });
+  for (auto h = from; h != history_.end(); ++h) {
+    if (filter.Matches(h->resource, h->object)) {
+      pending->push_back(WatchEvent{h->type, filter.Project(h->object)});
+    }
+    *cursor = h->rv;
+  }
+  if (bookmarkGeneration_ != *bookmarkGen) {
+    *bookmarkGen = bookmarkGeneration_;
+    *cursor = std::max(*cursor, rv_);
+    if (filter.options.allowWatchBookmarks) {
+      pending->push_back(WatchEvent{WatchEventType::kBookmark,
+                                    {{"metadata", {{"resourceVersion", std::to_string(rv_)}}}}});
+    }
+  }
 }
 
 void FakeKubeClient::FailNext(std::string verb, std::string resource, Status status, int times) {

@@ -129,6 +129,14 @@ class FakeKubeClient final : public KubeClient {
   StatusOr<nlohmann::json> WriteLocked(const ResourceRef& ref, std::string_view ns,
                                        nlohmann::json object, bool statusOnly, bool isPatch);
   bool HasStatusSubresource(const ResourceRef& ref) const;
+  struct WatchFilter;
+  // Where a watch starts (the resourceVersion to follow from), and the ADDED events of a watch
+  // without one; kGone for a version older than the last compaction.
+  StatusOr<int64_t> WatchStartLocked(const WatchFilter& filter,
+                                     std::vector<WatchEvent>* pending) const;
+  // The events after *cursor that the filter matches, and a bookmark when one was asked for.
+  void CollectEventsLocked(const WatchFilter& filter, int64_t* cursor, uint64_t* bookmarkGen,
+                           std::vector<WatchEvent>* pending) const;
   std::chrono::system_clock::time_point NowLocked() const;
 
   mutable std::mutex mu_;

@@ -17,6 +17,20 @@ ExecutionKey KeyOf(const ExecutionRequest& request, const Observation& observed)
           request.parameters,        false};
 }
 
+std::vector<std::string> ShellCommand(Task task) {
+  switch (task) {
+    case Task::kSucceeds:
+      return {"/bin/sh", "-c", "exit 0"};
+    case Task::kFailsWithExit3:
+      return {"/bin/sh", "-c", "exit 3"};
+    case Task::kSleeps:
+      return {"/bin/sleep", "300"};
+    case Task::kExceedsItsMemory:
+      return {"/bin/sh", "-c", "head -c 100m /dev/zero | tail"};
+  }
+  return {};
+}
+
 void AdapterContractTest::SetUp() {
   fixture_ = GetParam().make();
   ASSERT_NE(fixture_, nullptr);

@@ -1,4 +1,4 @@
-// The adapter contract suite (include/ayatori/adapter.h): the promises every backend keeps, as one
+// The adapter contract suite (src/adapters/adapter.h): the promises every backend keeps, as one
 // set of value-parameterised GoogleTest cases that each backend instantiates in its own test
 // folder with a BackendFixture, so that each instantiation runs in its backend's CTest tier with
 // its fixtures (the in-process adapter as unit; Docker, Kubernetes and OpenSandbox as e2e against
@@ -13,8 +13,9 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
-#include "ayatori/adapter.h"
+#include "adapters/adapter.h"
 
 namespace ayatori::adapters::contract {
 
@@ -43,11 +44,14 @@ class BackendFixture {
   virtual std::shared_ptr<Adapter> Restarted() = 0;
   // A request for `task` with a fresh UID, which TearDown cleans up.
   virtual ExecutionRequest Request(Task task) = 0;
-  // Puts `value` into `request` as a Secret value, the way this backend receives one: resolved
-  // env for the backends the controller resolves Secrets for (Docker, OpenSandbox, in-process);
-  // a secretKeyRef to a real Secret holding it for Kubernetes, whose kubelet reads it.
+  // Puts `value` into `request` as a Secret value, the way this backend receives one. The
+  // default: resolved env, for the backends the controller resolves Secrets for (Docker,
+  // OpenSandbox, in-process); Kubernetes, whose kubelet reads them, puts a secretKeyRef to a real
+  // Secret holding it.
   virtual void PlantSecret(ExecutionRequest& request, const std::string& name,
-                           const std::string& value) = 0;
+                           const std::string& value) {
+    request.resolvedEnv.push_back({name, SensitiveString(value)});
+  }
   // Executions the backend holds for the Job `uid`, counted on the backend itself (containers
   // by label, batch Jobs by label, sandboxes by metadata), not through the adapter.
   virtual int CountExecutions(const std::string& uid) = 0;
@@ -99,6 +103,10 @@ class AdapterContractTest : public ::testing::TestWithParam<Backend> {
 // Kubernetes' container status, the in-process backend); OpenSandbox's server does not say why
 // a sandbox's process died, so it does not instantiate this one.
 class AdapterContractOomTest : public AdapterContractTest {};
+
+// The command line that runs `task` in an image with a POSIX shell, sleep, head and tail
+// (busybox), for the backends that run a command.
+std::vector<std::string> ShellCommand(Task task);
 
 // The key the controller keeps for `request` after `observed`: UID, namespace/name, the
 // references observed and the parameters.

@@ -53,11 +53,6 @@ class DockerBackend final : public BackendFixture {
     return r;
   }
 
-  void PlantSecret(ExecutionRequest& request, const std::string& name,
-                   const std::string& value) override {
-    request.resolvedEnv.push_back({name, SensitiveString(value)});
-  }
-
   int CountExecutions(const std::string& uid) override {
     return docker::e2e::CountContainers(endpoint_, uid);
   }

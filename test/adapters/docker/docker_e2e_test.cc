@@ -11,6 +11,7 @@
 
 #include "adapters/docker/container.h"
 #include "adapters/docker/docker_adapter.h"
+#include "base/url.h"
 #include "test/adapters/docker/e2e_support.h"
 
 namespace ayatori::adapters::docker {
@@ -47,6 +48,22 @@ class DockerE2ETest : public ::testing::Test {
     EXPECT_NE(o.phase, ExecutionPhase::kUnknown) << PhaseName(o);
     if (IsStopped(o.phase) || o.phase == ExecutionPhase::kAbsent) return o;
     return e2e::WaitForStopped(adapter_, KeyOf(r, o));
+  }
+
+  // What a crash between create and start leaves behind: a created container with our name and
+  // labels that nobody started.
+  void CreateWithoutStart(const ExecutionRequest& r) {
+    auto params = ParseDockerParameters(r.parameters);
+    ASSERT_TRUE(params.ok());
+    auto body = BuildCreateBody(r, *params);
+    ASSERT_TRUE(body.ok());
+    auto ep = ParseEngineEndpoint(endpoint_, false);
+    ASSERT_TRUE(ep.ok());
+    EngineClient client(*ep, {}, "1.41", {});
+    auto created = client.Call(
+        "POST", "/containers/create?name=" + ContainerName(r.job.metadata.uid), body->dump());
+    ASSERT_TRUE(created.ok());
+    ASSERT_EQ(created->status, 201) << created->body;
   }
 
   std::string Output(const ExecutionRequest& r) {
@@ -254,25 +271,62 @@ TEST_F(DockerE2ETest, ConcurrentEnsuresCreateExactlyOneContainer) {
 
 TEST_F(DockerE2ETest, EnsureAdoptsAndStartsAContainerCreatedBeforeALostResponse) {
   auto r = Request({"/bin/sh", "-c", "echo adopted"});
-  // What a crash between create and start leaves behind: a created container with our name and
-  // labels that nobody started.
-  auto params = ParseDockerParameters(r.parameters);
-  ASSERT_TRUE(params.ok());
-  auto body = BuildCreateBody(r, *params);
-  ASSERT_TRUE(body.ok());
-  auto ep = ParseEngineEndpoint(endpoint_, false);
-  ASSERT_TRUE(ep.ok());
-  EngineClient client(*ep, {}, "1.41", {});
-  auto created = client.Call("POST", "/containers/create?name=" + ContainerName(r.job.metadata.uid),
-                             body->dump());
-  ASSERT_TRUE(created.ok());
-  ASSERT_EQ(created->status, 201) << created->body;
+  ASSERT_NO_FATAL_FAILURE(CreateWithoutStart(r));
   EXPECT_EQ(adapter_.Observe(KeyOf(r)).phase, ExecutionPhase::kPending);
 
   Observation o = Run(r);
   EXPECT_EQ(o.phase, ExecutionPhase::kSucceeded) << PhaseName(o);
   EXPECT_EQ(Output(r), "adopted\n");
   EXPECT_EQ(e2e::CountContainers(endpoint_, r.job.metadata.uid), 1);
+}
+
+// A follower of a container that was created but not yet started gets the task's output once it
+// starts: the engine itself answers such a follow at once with an empty log, which ended
+// `kubectl ayatori logs -f` of a Job between its container's create and start with no output.
+TEST_F(DockerE2ETest, FollowingACreatedContainerWaitsForItsStart) {
+  auto r = Request({"/bin/sh", "-c", "echo followed"});
+  ASSERT_NO_FATAL_FAILURE(CreateWithoutStart(r));
+
+  std::mutex mu;
+  std::string followed;
+  LogOptions follow;
+  follow.follow = true;
+  auto follower = std::async(std::launch::async, [&] {
+    return adapter_.StreamLogs(KeyOf(r), follow, [&](std::string_view bytes) {
+      std::lock_guard lock(mu);
+      followed.append(bytes);
+      return true;
+    });
+  });
+  // Before the fix the follow returned within milliseconds; the task has not started yet.
+  ASSERT_EQ(follower.wait_for(std::chrono::milliseconds(500)), std::future_status::timeout)
+      << "the follow of a created container ended before the container started";
+
+  EXPECT_EQ(Run(r).phase, ExecutionPhase::kSucceeded);  // adopts and starts the container
+  ASSERT_EQ(follower.wait_for(std::chrono::seconds(30)), std::future_status::ready)
+      << "the follow did not end with its container";
+  Status st = follower.get();
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  std::lock_guard lock(mu);
+  EXPECT_EQ(followed, "followed\n");
+}
+
+// A follower that leaves while the container waits to start ends the follow at once.
+TEST_F(DockerE2ETest, AFollowerOfACreatedContainerMayLeave) {
+  auto r = Request({"/bin/sh", "-c", "echo never"});
+  ASSERT_NO_FATAL_FAILURE(CreateWithoutStart(r));
+
+  std::stop_source leave;
+  LogOptions follow;
+  follow.follow = true;
+  follow.stop = leave.get_token();
+  auto follower = std::async(std::launch::async, [&] {
+    return adapter_.StreamLogs(KeyOf(r), follow, [](std::string_view) { return true; });
+  });
+  leave.request_stop();
+  ASSERT_EQ(follower.wait_for(std::chrono::seconds(10)), std::future_status::ready)
+      << "the follow went on after its reader left";
+  EXPECT_TRUE(follower.get().ok());
 }
 
 // The engine finds an image by a prefix of its ID too; a Job that names one does not get that
@@ -282,7 +336,7 @@ TEST_F(DockerE2ETest, AnImageIdPrefixIsNotAnImageName) {
   auto ep = ParseEngineEndpoint(endpoint_, false);
   ASSERT_TRUE(ep.ok());
   EngineClient client(*ep, {}, "1.41", {});
-  auto inspect = client.Call("GET", "/images/" + EngineClient::Escape(kBusybox) + "/json");
+  auto inspect = client.Call("GET", "/images/" + base::PercentEncode(kBusybox) + "/json");
   ASSERT_TRUE(inspect.ok());
   ASSERT_EQ(inspect->status, 200);
   const std::string id = json::parse(inspect->body).value("Id", "");
@@ -309,7 +363,7 @@ TEST_F(DockerE2ETest, EngineAnswersAreReadOnlyUpToTheirLimit) {
   ASSERT_TRUE(ep.ok());
   EngineClient client(*ep, {}, "1.41", {});
   // The image's inspect answer: the same at every call.
-  const std::string path = "/images/" + EngineClient::Escape(kBusybox) + "/json";
+  const std::string path = "/images/" + base::PercentEncode(kBusybox) + "/json";
   auto whole = client.Call("GET", path);
   ASSERT_TRUE(whole.ok()) << whole.status().ToString();
   ASSERT_GT(whole->body.size(), 1000u) << "the check below could not fail";

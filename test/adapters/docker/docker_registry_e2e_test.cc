@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "adapters/docker/docker_adapter.h"
-#include "adapters/docker/registry_auth.h"
+#include "base/base64.h"
 #include "test/adapters/docker/e2e_support.h"
 #include "test/support/testenv.h"
 
@@ -37,7 +37,8 @@ class DockerRegistryE2ETest : public ::testing::Test {
   SensitiveString PullSecret(const std::string& registry, const std::string& user,
                              const std::string& password) {
     return SensitiveString(
-        json{{"auths", {{registry, {{"auth", Base64Encode(user + ":" + password)}}}}}}.dump());
+        json{{"auths", {{registry, {{"auth", base::Base64Encode(user + ":" + password)}}}}}}
+            .dump());
   }
 
   Observation Ensure(std::vector<SensitiveString> pullConfigs) {

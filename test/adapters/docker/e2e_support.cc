@@ -12,6 +12,7 @@
 #include <random>
 
 #include "adapters/docker/engine.h"
+#include "base/url.h"
 #include "test/support/process.h"
 #include "test/support/testenv.h"
 #include "test/support/wait.h"
@@ -139,7 +140,7 @@ int CountContainers(const std::string& endpoint, const std::string& uid) {
   EngineClient client = Client(endpoint);
   json filters = {{"label", {std::string(api::kJobUidLabel) + "=" + uid}}};
   auto r =
-      client.Call("GET", "/containers/json?all=1&filters=" + EngineClient::Escape(filters.dump()));
+      client.Call("GET", "/containers/json?all=1&filters=" + base::PercentEncode(filters.dump()));
   if (!r.ok() || r->status != 200) {
     ADD_FAILURE() << "listing containers failed: " << (r.ok() ? r->body : r.status().ToString());
     return -1;

@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "adapters/adapter.h"
 #include "adapters/docker/docker_adapter.h"
-#include "ayatori/adapter.h"
 
 namespace ayatori::adapters::docker::e2e {
 

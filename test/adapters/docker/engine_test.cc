@@ -42,10 +42,5 @@ TEST(ApiVersionTest, ComparesNumerically) {
   EXPECT_GT(CompareApiVersions("2.0", "1.99"), 0);
 }
 
-TEST(EscapeTest, PercentEncodesQueryValues) {
-  EXPECT_EQ(EngineClient::Escape(R"({"label":["a=b"]})"), "%7B%22label%22%3A%5B%22a%3Db%22%5D%7D");
-  EXPECT_EQ(EngineClient::Escape("127.0.0.1:5000/x"), "127.0.0.1%3A5000%2Fx");
-}
-
 }  // namespace
 }  // namespace ayatori::adapters::docker

@@ -63,10 +63,10 @@ TEST(ParametersTest, DockerExecutionParametersRoundTrip) {
   EXPECT_EQ(sp.runAsGroup, 65534);
   EXPECT_FALSE(sp.runAsRoot);
   EXPECT_TRUE(sp.addCapabilities.empty());
-  EXPECT_FALSE(sp.allowPrivilegeEscalation);
+  EXPECT_EQ(sp.allowPrivilegeEscalation, false);
   EXPECT_EQ(sp.seccompProfile, SeccompProfile::kRuntimeDefault);
   EXPECT_EQ(sp.pidsLimit, 256);
-  EXPECT_TRUE(sp.readOnlyRootFilesystem);
+  EXPECT_EQ(sp.readOnlyRootFilesystem, true);
   EXPECT_EQ(sp.tmpSizeMiB, 64);
   EXPECT_EQ(sp.openFilesLimit, 1024);
   EXPECT_EQ(sp.logMaxBytes, 10 * 1024 * 1024);
@@ -94,7 +94,7 @@ TEST(ParametersTest, SecurityProfileFieldsLeftOutKeepTheirDefaultsAndBadValuesNa
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->securityProfile.runAsUser, 0);
   EXPECT_TRUE(d->securityProfile.runAsRoot);
-  EXPECT_FALSE(d->securityProfile.readOnlyRootFilesystem);
+  EXPECT_EQ(d->securityProfile.readOnlyRootFilesystem, false);
   EXPECT_EQ(d->securityProfile.runAsGroup, 65534);
   EXPECT_EQ(d->securityProfile.pidsLimit, 256);
 

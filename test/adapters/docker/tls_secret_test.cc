@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "adapters/docker/docker_adapter.h"
-#include "adapters/docker/registry_auth.h"
+#include "base/base64.h"
 
 namespace ayatori::adapters::docker {
 namespace {
@@ -17,7 +17,7 @@ const std::string kCa = "-----BEGIN CERTIFICATE-----\nCA-SENTINEL\n-----END CERT
 const std::string kCert = "-----BEGIN CERTIFICATE-----\nCERT-SENTINEL\n-----END CERTIFICATE-----\n";
 const std::string kKey = "-----BEGIN PRIVATE KEY-----\nKEY-SENTINEL\n-----END PRIVATE KEY-----\n";
 
-std::string B64(const std::string& s) { return Base64Encode(s); }
+std::string B64(const std::string& s) { return base::Base64Encode(s); }
 
 TEST(TlsSecretTest, DockerKeyNames) {
   auto m = TlsMaterialFromSecretData(

@@ -201,7 +201,7 @@ TEST(BuildBatchJob, AppliesTheSecurityProfile) {
   sec.runAsGroup = 2000;
   sec.addCapabilities = {"NET_BIND_SERVICE"};
   sec.allowPrivilegeEscalation = true;
-  sec.seccompProfile = "Unconfined";
+  sec.seccompProfile = SeccompProfile::kUnconfined;
   sec.readOnlyRootFilesystem = false;
   sec.tmpSizeMiB = 8;
   json spec = BuildBatchJob(MakeRequest(), params)["spec"]["template"]["spec"];
@@ -346,9 +346,9 @@ TEST(ParseParameters, ReadsTheSecurityProfileAndItsDefaults) {
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   EXPECT_EQ(p->securityProfile.runAsUser, 1000);
   EXPECT_EQ(p->securityProfile.runAsGroup, 65534);
-  EXPECT_TRUE(p->securityProfile.readOnlyRootFilesystem);
+  EXPECT_EQ(p->securityProfile.readOnlyRootFilesystem, true);
   EXPECT_EQ(p->securityProfile.tmpSizeMiB, 64);
-  EXPECT_EQ(p->securityProfile.seccompProfile, "RuntimeDefault");
+  EXPECT_EQ(p->securityProfile.seccompProfile, SeccompProfile::kRuntimeDefault);
 }
 
 TEST(ParseParameters, RejectsAnUnsafeOrMalformedSecurityProfile) {
@@ -358,7 +358,8 @@ TEST(ParseParameters, RejectsAnUnsafeOrMalformedSecurityProfile) {
   } cases[] = {
       {R"({"securityProfile": {"runAsUser": 0}})", "runAsRoot: true"},
       {R"({"securityProfile": {"runAsUser": -1}})", "runAsUser must be"},
-      {R"({"securityProfile": {"seccompProfile": "Localhost"}})", "RuntimeDefault or Unconfined"},
+      {R"({"securityProfile": {"seccompProfile": "Localhost"}})",
+       R"("RuntimeDefault", "Unconfined")"},
       {R"({"securityProfile": {"tmpSizeMiB": 0}})", "tmpSizeMiB"},
       {R"({"securityProfile": {"addCapabilities": ["CAP_NET_ADMIN"]}})", "CAP_NET_ADMIN"},
       {R"({"securityProfile": {"addCapabilities": ["ALL"]}})", "ALL is not allowed"},

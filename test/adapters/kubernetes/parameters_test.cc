@@ -30,7 +30,7 @@ TEST(ParametersTest, KubernetesExecutionParametersRoundTrip) {
   p.securityProfile.runAsUser = 1000;
   p.securityProfile.runAsGroup = 1001;
   p.securityProfile.addCapabilities = {"NET_BIND_SERVICE"};
-  p.securityProfile.seccompProfile = "Unconfined";
+  p.securityProfile.seccompProfile = SeccompProfile::kUnconfined;
   p.securityProfile.pidsLimit = 64;
   p.securityProfile.readOnlyRootFilesystem = false;
   p.securityProfile.tmpSizeMiB = 16;
@@ -58,9 +58,9 @@ TEST(ParametersTest, KubernetesExecutionParametersRoundTrip) {
   ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
   EXPECT_EQ(defaults->imagePullFailureTimeoutSeconds, 300);
   EXPECT_FALSE(defaults->automountServiceAccountToken);
-  EXPECT_EQ(defaults->securityProfile, SecurityProfile{});
+  EXPECT_EQ(defaults->securityProfile, RestrictedSecurityProfile());
   EXPECT_EQ(defaults->securityProfile.runAsUser, 65534);
-  EXPECT_TRUE(defaults->securityProfile.readOnlyRootFilesystem);
+  EXPECT_EQ(defaults->securityProfile.readOnlyRootFilesystem, true);
 }
 
 TEST(ParametersTest, KubernetesExecutionParametersWrongValueNamesItsPath) {

@@ -18,6 +18,7 @@
 #include "api/quantity.h"
 #include "test/adapters/docker/e2e_support.h"
 #include "test/adapters/opensandbox/answer_losing_transport.h"
+#include "test/adapters/opensandbox/e2e_server.h"
 #include "test/support/wait.h"
 
 namespace ayatori::adapters::opensandbox {
@@ -30,15 +31,8 @@ using nlohmann::json;
 class OpenSandboxE2ETest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* dir = std::getenv("AYATORI_OPENSANDBOX_DIR");
-    ASSERT_NE(dir, nullptr) << "AYATORI_OPENSANDBOX_DIR is not set (run through ctest)";
-    auto env = docker::e2e::ReadEnvFile(std::string(dir) + "/env.sh");
-    domain_ = env["AYATORI_OSB_DOMAIN"];
-    apiKey_ = env["AYATORI_OSB_API_KEY"];
-    workload_ = env["AYATORI_OSB_WORKLOAD_IMAGE"];
-    ASSERT_FALSE(domain_.empty() || apiKey_.empty() || workload_.empty());
-    real_ = kube::NewCurlTransport(kube::RestConfig{}, {});
-    faults_ = std::make_shared<AnswerLosingTransport>(real_);
+    ASSERT_NO_FATAL_FAILURE(server_.Connect());
+    faults_ = std::make_shared<AnswerLosingTransport>(server_.transport());
     adapter_ = NewAdapter();
     ASSERT_EQ(CountSandboxes(""), 0) << "a sandbox is left from an earlier test";
   }
@@ -49,27 +43,9 @@ class OpenSandboxE2ETest : public ::testing::Test {
   }
 
   // A fresh adapter: what a restarted controller has (no memory of earlier calls).
-  std::unique_ptr<OpenSandboxAdapter> NewAdapter() {
-    OpenSandboxAdapterOptions o;
-    o.transport = faults_;
-    const std::string key = apiKey_;
-    o.apiKey = [key](const api::SecretKeyReference&) -> StatusOr<SensitiveString> {
-      return SensitiveString(key);
-    };
-    return std::make_unique<OpenSandboxAdapter>(o);
-  }
-
-  json Parameters(const json& extra = json::object()) const {
-    json spec = {
-        {"endpoint", "http://" + domain_ + "/v1"},
-        {"insecure", true},  // the test server listens on loopback only
-        {"apiKeySecretRef", {{"namespace", "ayatori-system"}, {"name", "osb"}, {"key", "k"}}}};
-    spec.update(extra);
-    return {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
-            {"kind", "OpenSandboxExecutionParameters"},
-            {"metadata", {{"name", "e2e"}}},
-            {"spec", spec}};
-  }
+  std::unique_ptr<OpenSandboxAdapter> NewAdapter() { return server_.NewAdapter(faults_); }
+  json Parameters(const json& extra = json::object()) const { return server_.Parameters(extra); }
+  int CountSandboxes(const std::string& uid) const { return server_.CountSandboxes(uid); }
 
   ExecutionRequest Request(std::vector<std::string> command, const std::string& image = "") {
     ExecutionRequest r;
@@ -77,7 +53,7 @@ class OpenSandboxE2ETest : public ::testing::Test {
     r.job.metadata.name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
     for (auto& c : r.job.metadata.name) c = static_cast<char>(std::tolower(c));
     r.job.metadata.uid = docker::e2e::NewUid();
-    r.job.spec.task.image = image.empty() ? workload_ : image;
+    r.job.spec.task.image = image.empty() ? server_.workloadImage() : image;
     r.job.spec.task.command = std::move(command);
     r.resources.limits.cpu = api::Quantity::MustParse("500m");
     r.resources.limits.memory = api::Quantity::MustParse("256Mi");
@@ -94,27 +70,13 @@ class OpenSandboxE2ETest : public ::testing::Test {
     return docker::e2e::WaitForStopped(*adapter_, key, d);
   }
 
-  // Sandboxes the server lists (all of them, or those of one Job UID).
-  int CountSandboxes(const std::string& uid) {
-    ServerClient c(*real_, "http://" + domain_ + "/v1", SensitiveString(apiKey_), {});
-    auto r =
-        c.Call("GET", uid.empty() ? "/sandboxes?pageSize=200"
-                                  : "/sandboxes?pageSize=200&metadata=" + UidMetadataQuery(uid));
-    if (!r.ok() || r->status != 200) {
-      ADD_FAILURE() << "listing sandboxes: " << (r.ok() ? r->body : r.status().ToString());
-      return -1;
-    }
-    return static_cast<int>(json::parse(r->body)["items"].size());
-  }
-
   std::string Output(const ExecutionKey& key) {
     auto logs = adapter_->Logs(key, 1 << 20);
     EXPECT_TRUE(logs.ok()) << logs.status().ToString();
     return logs.ok() ? *logs : "";
   }
 
-  std::string domain_, apiKey_, workload_;
-  std::shared_ptr<kube::HttpTransport> real_;
+  e2e::TestServer server_;
   std::shared_ptr<AnswerLosingTransport> faults_;
   std::unique_ptr<OpenSandboxAdapter> adapter_;
   std::vector<ExecutionKey> created_;
@@ -441,7 +403,7 @@ TEST_F(OpenSandboxE2ETest, ASecondStartOfTheTaskIsRefusedInTheSandbox) {
   auto r = Request({"/bin/sh", "-c", "echo first; sleep 1"});
   Observation o = adapter_->Ensure(r);
   ASSERT_EQ(o.references.size(), 2u) << PhaseName(o);
-  ServerClient c(*real_, "http://" + domain_ + "/v1", SensitiveString(apiKey_), {});
+  ServerClient c(*server_.transport(), server_.Endpoint(), SensitiveString(server_.apiKey()), {});
   auto ep = c.Call("GET", "/sandboxes/" + o.references[0].id + "/endpoints/44772");
   ASSERT_TRUE(ep.ok() && ep->status == 200);
   ExecdTarget execd{ExecdBaseUrl(json::parse(ep->body)).value(), {}};
@@ -486,7 +448,7 @@ TEST_F(OpenSandboxE2ETest, TheSandboxTimeoutFollowsTheDeadlineWithTheMargin) {
   r.parameters = Parameters({{"sandboxTimeoutMarginSeconds", 45}});
   Observation o = adapter_->Ensure(r);
   ASSERT_NE(o.references.size(), 0u) << PhaseName(o);
-  ServerClient c(*real_, "http://" + domain_ + "/v1", SensitiveString(apiKey_), {});
+  ServerClient c(*server_.transport(), server_.Endpoint(), SensitiveString(server_.apiKey()), {});
   auto g = c.Call("GET", "/sandboxes/" + o.references[0].id);
   ASSERT_TRUE(g.ok() && g->status == 200);
   auto sandbox = json::parse(g->body);

@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "adapters/docker/registry_auth.h"
 #include "api/quantity.h"
+#include "base/base64.h"
 
 namespace ayatori::adapters::opensandbox {
 namespace {
@@ -188,7 +188,7 @@ TEST(OpenSandboxSpecTest, ALongJobNameIsLeftOutOfTheMetadataTheUidIsAlwaysThere)
 
 std::string DockerConfig(const std::string& registry, const std::string& user,
                          const std::string& password) {
-  return json{{"auths", {{registry, {{"auth", docker::Base64Encode(user + ":" + password)}}}}}}
+  return json{{"auths", {{registry, {{"auth", base::Base64Encode(user + ":" + password)}}}}}}
       .dump();
 }
 

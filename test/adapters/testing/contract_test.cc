@@ -44,11 +44,6 @@ class InProcessBackend final : public BackendFixture {
     return r;
   }
 
-  void PlantSecret(ExecutionRequest& request, const std::string& name,
-                   const std::string& value) override {
-    request.resolvedEnv.push_back({name, SensitiveString(value)});
-  }
-
   int CountExecutions(const std::string& uid) override {
     return adapter_->Exists(uid) ? adapter_->Creations(uid) : 0;
   }

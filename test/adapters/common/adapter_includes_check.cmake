@@ -1,0 +1,35 @@
+# cmake -DSOURCE_DIR=<repo> -P adapter_includes_check.cmake
+# Fails when a file under src/adapters/<backend>/ includes a header of another backend
+# (src/adapters/<other>/): what backends share lives in src/adapters/common/ (issue "One shape
+# for the code"), so that a backend can be added or removed as one folder.
+file(GLOB _dirs LIST_DIRECTORIES true RELATIVE ${SOURCE_DIR}/src/adapters ${SOURCE_DIR}/src/adapters/*)
+set(_backends "")
+foreach(_d IN LISTS _dirs)
+  if(IS_DIRECTORY ${SOURCE_DIR}/src/adapters/${_d} AND NOT _d STREQUAL "common")
+    list(APPEND _backends ${_d})
+  endif()
+endforeach()
+set(_violations "")
+foreach(_backend IN LISTS _backends)
+  file(GLOB_RECURSE _files ${SOURCE_DIR}/src/adapters/${_backend}/*.h
+       ${SOURCE_DIR}/src/adapters/${_backend}/*.cc)
+  foreach(_file IN LISTS _files)
+    file(STRINGS ${_file} _includes REGEX "^[ \t]*#[ \t]*include[ \t]+\"adapters/[^/\"]+/")
+    foreach(_line IN LISTS _includes)
+      string(REGEX REPLACE "^[^\"]*\"adapters/([^/\"]+)/.*$" "\\1" _folder "${_line}")
+      if(NOT _folder STREQUAL _backend AND NOT _folder STREQUAL "common")
+        file(RELATIVE_PATH _rel ${SOURCE_DIR} ${_file})
+        string(APPEND _violations "  ${_rel}: ${_line}\n")
+      endif()
+    endforeach()
+  endforeach()
+endforeach()
+list(LENGTH _backends _count)
+if(_count LESS 3)
+  message(FATAL_ERROR "found only ${_count} backend folders under ${SOURCE_DIR}/src/adapters")
+endif()
+if(_violations)
+  message(FATAL_ERROR "a backend includes another backend's headers (share them through "
+                      "src/adapters/common/ instead):\n${_violations}")
+endif()
+message(STATUS "${_count} backends (${_backends}) include no other backend's headers")
