@@ -16,6 +16,10 @@
 #   testenv.sh bindir            print the cache directory of the binaries
 #   testenv.sh build-helm        build (or find in the cache) the Helm v4 CLI (charts/ayatori's tests)
 #   testenv.sh helm              print the path of the cached helm binary (built or not)
+#   testenv.sh build-kueue       build (or find in the cache) Kueue, pinned in hack/testenv/kueue/
+#   testenv.sh kueue-up          install Kueue's CRDs and webhooks and start it beside the running
+#                                control plane (either tier); its pid in $D/pids/kueue
+#   testenv.sh kueue-down        stop it by pid and remove its webhooks, CRDs and objects
 #
 # It is set up for API aggregation (request-header CA front-proxy-ca.crt, proxy client
 # certificate front-proxy-client, --enable-aggregator-routing): APIServices reach their Service's
@@ -103,6 +107,35 @@ build_helm() {
     mv "$helm.partial" "$helm"
   fi
   log "helm ready: $helm"
+}
+
+# Kueue (docs/development.md, "Kueue in the test environment"), pinned in hack/testenv/kueue/go.mod,
+# in the control plane's cache directory; its mark holds the hash of that module and the link flags,
+# so a new pin builds again. Link flags as Kueue's Makefile sets them (its version package).
+kueue_version() { awk '$1 == "sigs.k8s.io/kueue" {print $2}' "$T/kueue/go.mod"; }
+
+kueue_ldflags() {
+  local v
+  v=$(kueue_version)
+  echo "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$v -X sigs.k8s.io/kueue/pkg/version.BuildDate=2026-01-01T00:00:00Z"
+}
+
+kueue_key() { (cat "$T/kueue/go.mod" "$T/kueue/go.sum"; go version; kueue_ldflags) | sha256sum | cut -c1-16; }
+
+build_kueue() {
+  local bin key
+  bin=$(bindir)
+  key=$(kueue_key)
+  if [ "$(cat "$bin/.kueue-complete" 2>/dev/null)" != "$key" ]; then
+    command -v go >/dev/null || { log "go is not installed; it is needed to build kueue"; exit 1; }
+    log "building kueue $(kueue_version) into $bin (once per machine: about 5 minutes on 2 cores)"
+    mkdir -p "$bin"
+    (cd "$T/kueue" && nice -n 19 go build -trimpath -ldflags "$(kueue_ldflags)" -o "$bin/kueue.partial" \
+      sigs.k8s.io/kueue/cmd/kueue)
+    mv "$bin/kueue.partial" "$bin/kueue"
+    echo "$key" >"$bin/.kueue-complete"
+  fi
+  log "kueue ready: $bin/kueue"
 }
 
 # Each tier has a completeness mark written after its last binary, so an interrupted build is
@@ -398,10 +431,186 @@ down() {
   local n
   # The real node joined to this control plane, if any (its state lives under $D).
   [ ! -d "$D/realnode" ] || TESTENV_DIR=$D "$T/realnode.sh" down
-  for n in kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
+  # Kueue (kueue-up) first: a client of the apiserver; its objects go with etcd's data.
+  for n in kueue kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
     stop_pid "$n"
   done
   [ -n "${TESTENV_KEEP:-}" ] || rm -rf "$D" "$ETCD_DATA"
+}
+
+# Kueue beside the running control plane (docs/development.md, "Kueue in the test environment";
+# ../shared/reference/kueue.md §8 is the recipe): its CRDs from the pinned module's source, its
+# admission webhooks as URL webhooks to 127.0.0.1 with a serving certificate of its own CA, and the
+# manager in a chroot under $D/kueue/root. The chroot is needed because Kueue v0.17.0 loads the
+# certificates of its metrics and visibility servers from fixed paths
+# (/etc/kueue/metrics/certs/tls.*, /visibility/tls.*) when it does not manage certificates itself,
+# and its own certificate management would name only a cluster Service. It runs as the control
+# plane's admin (system:masters): the test environment checks what Kueue does, not its RBAC.
+KQ=$D/kueue
+
+kueue_crds() {
+  local dir
+  dir=$(cd "$T/kueue" && go list -m -f '{{.Dir}}' sigs.k8s.io/kueue 2>/dev/null || true)
+  if [ -z "$dir" ] || [ ! -d "$dir/config/components/crd/bases" ]; then
+    (cd "$T/kueue" && go mod download sigs.k8s.io/kueue)
+    dir=$(cd "$T/kueue" && go list -m -f '{{.Dir}}' sigs.k8s.io/kueue)
+  fi
+  echo "$dir/config/components/crd/bases"
+}
+
+kueue_certs() {
+  mkdir -p "$KQ/pki"
+  (
+    cd "$KQ/pki"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 \
+      -subj /CN=testenv-kueue-ca -keyout kueue-ca.key -out kueue-ca.crt
+    leaf serving /CN=kueue-webhook 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth' kueue-ca
+  ) 2>/dev/null
+}
+
+# The chroot: the binary (a hard link into the cache, a copy across file systems), the kubeconfig
+# (certificates inline), the configuration and the three certificate directories.
+kueue_root() {
+  local r=$KQ/root bin d
+  bin=$(bindir)
+  mkdir -p "$r/tmp" "$r/etc/kueue/metrics/certs" "$r/visibility" "$r/webhook-certs"
+  ln -f "$bin/kueue" "$r/kueue" 2>/dev/null || cp "$bin/kueue" "$r/kueue"
+  cp "$KC" "$r/kubeconfig"
+  for d in etc/kueue/metrics/certs visibility webhook-certs; do
+    cp "$KQ/pki/serving.crt" "$r/$d/tls.crt"
+    cp "$KQ/pki/serving.key" "$r/$d/tls.key"
+  done
+  cat >"$r/config.yaml" <<EOF
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+namespace: kueue-system
+health: {healthProbeBindAddress: "127.0.0.1:$KUEUE_HEALTH_PORT"}
+metrics: {bindAddress: "0"}
+webhook: {host: 127.0.0.1, port: $KUEUE_WEBHOOK_PORT, certDir: /webhook-certs}
+leaderElection: {leaderElect: false}
+internalCertManagement: {enable: false}
+visibilityServer: {bindAddress: 127.0.0.1, bindPort: $KUEUE_VISIBILITY_PORT}
+integrations:
+  frameworks: [batch/job]
+  externalFrameworks: [Job.v1alpha1.execution.ayatori.ddupan.top]
+EOF
+}
+
+# One webhook of kueue.md §8: NAME KIND RESOURCES OPERATIONS CA (base64). A name starting with
+# "m" is a mutating one.
+kueue_webhook_entry() {
+  local verb=validate
+  [ "${1:0:1}" = m ] && verb=mutate
+  cat <<EOF
+- name: $1.kb.io
+  clientConfig:
+    url: https://127.0.0.1:$KUEUE_WEBHOOK_PORT/$verb-kueue-x-k8s-io-v1beta2-$2
+    caBundle: $5
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Fail
+  rules:
+  - apiGroups: [kueue.x-k8s.io]
+    apiVersions: [v1beta2]
+    operations: [$4]
+    resources: [$3]
+EOF
+}
+
+# Workload, ClusterQueue, Cohort and ResourceFlavor and none of the others of Kueue's manifests:
+# those would intercept the Kubernetes backend's batch Jobs and pods.
+kueue_webhooks() {
+  local ca
+  ca=$(base64 -w0 "$KQ/pki/kueue-ca.crt")
+  {
+    printf 'apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\n'
+    printf 'metadata: {name: testenv-kueue}\nwebhooks:\n'
+    kueue_webhook_entry mworkload workload workloads CREATE "$ca"
+    kueue_webhook_entry mclusterqueue clusterqueue clusterqueues CREATE "$ca"
+    kueue_webhook_entry mresourceflavor resourceflavor resourceflavors CREATE "$ca"
+    printf -- '---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\n'
+    printf 'metadata: {name: testenv-kueue}\nwebhooks:\n'
+    kueue_webhook_entry vworkload workload 'workloads, workloads/status' 'CREATE, UPDATE' "$ca"
+    kueue_webhook_entry vclusterqueue clusterqueue clusterqueues 'CREATE, UPDATE' "$ca"
+    kueue_webhook_entry vcohort cohort cohorts 'CREATE, UPDATE' "$ca"
+    kueue_webhook_entry vresourceflavor resourceflavor resourceflavors 'CREATE, UPDATE' "$ca"
+  } >"$KQ/webhooks.yaml"
+}
+
+kueue_ready() { curl -sf "http://127.0.0.1:$KUEUE_HEALTH_PORT/readyz"; }
+
+kueue_up() {
+  local kubectl crds t0 i
+  [ -f "$D/env.sh" ] || { log "no control plane in $D (run: testenv.sh up)"; exit 1; }
+  kueue_down
+  build_kueue
+  kubectl="$(bindir)/kubectl --kubeconfig=$KC"
+  crds=$(kueue_crds)
+  mkdir -p "$KQ" "$D/logs" "$D/pids"
+  KUEUE_HEALTH_PORT=$(port) KUEUE_WEBHOOK_PORT=$(port) KUEUE_VISIBILITY_PORT=$(port)
+  # Server-side: the Workload CRD (1.4 MB) does not fit client-side apply's annotation.
+  log "installing Kueue's CRDs from $crds"
+  $kubectl apply --server-side -f "$crds" >/dev/null
+  $kubectl wait --for=condition=Established -f "$crds" --timeout=60s >/dev/null
+  kueue_certs
+  kueue_root
+  kueue_webhooks
+  $kubectl apply -f "$KQ/webhooks.yaml" >/dev/null
+  log "starting kueue (webhooks on https://127.0.0.1:$KUEUE_WEBHOOK_PORT)"
+  t0=$(date +%s%N)
+  # --kubeconfig as a flag: the visibility server takes its delegated-auth kubeconfig from it.
+  start kueue chroot "$KQ/root" /kueue --config=/config.yaml --kubeconfig=/kubeconfig --zap-log-level=2
+  for i in $(seq 300); do
+    if kueue_ready >/dev/null 2>&1; then
+      log "kueue is ready after $((($(date +%s%N) - t0) / 1000000)) ms (pid $(cat "$D/pids/kueue"), log $D/logs/kueue.log)"
+      return 0
+    fi
+    kill -0 "$(cat "$D/pids/kueue")" 2>/dev/null || break
+    sleep 0.2
+  done
+  log "kueue did not become ready within 60 s; last lines of its log:"
+  tail -n 40 "$D/logs/kueue.log" >&2
+  kueue_down
+  exit 1
+}
+
+apiserver_reachable() {
+  [ -f "$D/ports" ] && [ -f "$KC" ] || return 1
+  # shellcheck disable=SC1091
+  source "$D/ports"
+  apiserver_ready >/dev/null 2>&1
+}
+
+# Removes the finalizers Kueue and its webhooks put on the objects of the kind $1 (a resource
+# of Kueue's group), so that the deletion of its CRD does not wait for a Kueue that is gone.
+kueue_strip_finalizers() {
+  local ns name
+  $kubectl get "$1" -A --no-headers -o custom-columns=NS:.metadata.namespace,N:.metadata.name \
+    2>/dev/null | while read -r ns name; do
+    [ "$ns" = "<none>" ] && ns=""
+    $kubectl patch "$1" "$name" ${ns:+-n "$ns"} --type=merge \
+      -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1 || true
+  done
+}
+
+# Stops Kueue by its pid and removes what kueue_up made: the webhooks first (with Kueue gone they
+# would refuse every write of its kinds), then the finalizers on its objects, then the CRDs (and
+# with them every object of their kinds) and its directory.
+kueue_down() {
+  local kubectl crds r
+  stop_pid kueue
+  [ -d "$KQ" ] || return 0
+  if apiserver_reachable; then
+    kubectl="$(bindir)/kubectl --kubeconfig=$KC"
+    crds=$(kueue_crds)
+    $kubectl delete mutatingwebhookconfiguration,validatingwebhookconfiguration testenv-kueue \
+      --ignore-not-found >/dev/null
+    for r in $(cd "$crds" && ls | sed -n 's/^kueue.x-k8s.io_\(.*\)\.yaml$/\1.kueue.x-k8s.io/p'); do
+      kueue_strip_finalizers "$r"
+    done
+    $kubectl delete -f "$crds" --ignore-not-found --timeout=60s >/dev/null
+  fi
+  rm -rf "$KQ"
 }
 
 case ${1:-} in
@@ -415,6 +624,9 @@ case ${1:-} in
   logs) tail -n 100 "$D"/logs/*.log ;;
   bindir) bindir ;;
   build-helm) build_helm ;;
+  build-kueue) build_kueue ;;
+  kueue-up) kueue_up ;;
+  kueue-down) kueue_down ;;
   helm) helm_path ;;
-  *) echo "usage: testenv.sh build|up [api|e2e] | env | down | stop-apiserver|start-apiserver|restart-apiserver [--kill] | logs | bindir | build-helm | helm" >&2; exit 2 ;;
+  *) echo "usage: testenv.sh build|up [api|e2e] | env | down | stop-apiserver|start-apiserver|restart-apiserver [--kill] | logs | bindir | build-helm | helm | build-kueue | kueue-up | kueue-down" >&2; exit 2 ;;
 esac
