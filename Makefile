@@ -5,7 +5,7 @@ TESTENV := hack/testenv/testenv.sh
 FUZZ_BUILD_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps configure build testenv test test-unit test-integration test-e2e test-realnode \
+.PHONY: all deps configure build testenv test test-unit test-integration test-e2e test-realnode test-kueue \
         demo demo-down \
         demo-kubernetes demo-kubernetes-down demo-opensandbox demo-opensandbox-down demo-install \
         demo-install-down docs-test test-versions \
@@ -71,9 +71,9 @@ testenv: deps
 
 # Installs what is missing, builds, starts what each tier needs (through CTest fixtures) and
 # runs every tier: unit, integration (real kube-apiserver + etcd), e2e (real backends); the real
-# node's tests are test-realnode's.
+# node's tests are test-realnode's, Kueue's test-kueue's.
 test: build testenv
-	@cd $(BUILD_DIR) && ctest $(CTEST_FLAGS) -LE realnode
+	@cd $(BUILD_DIR) && ctest $(CTEST_FLAGS) -LE 'realnode|kueue'
 
 test-unit: build
 	@cd $(BUILD_DIR) && ctest $(CTEST_FLAGS) -L unit
@@ -82,7 +82,7 @@ test-integration: build testenv
 	@cd $(BUILD_DIR) && ctest $(CTEST_FLAGS) -L integration
 
 test-e2e: build testenv
-	@cd $(BUILD_DIR) && ctest $(CTEST_FLAGS) -L e2e -LE realnode
+	@cd $(BUILD_DIR) && ctest $(CTEST_FLAGS) -L e2e -LE 'realnode|kueue'
 
 # Supported versions (docs/install.md): the install on the oldest and the newest tested Kubernetes
 # besides the pin (KUBE_VERSION, hack/testenv/k8s-*/): install_e2e_test (dist/install.yaml as
@@ -107,6 +107,14 @@ test-versions: build
 test-realnode: build testenv
 	@$(TESTENV) build node
 	@cd $(BUILD_DIR) && ctest $(CTEST_FLAGS) -L realnode
+
+# Kueue v0.17.0 beside the api tier (hack/testenv/testenv.sh kueue-up; docs/development.md,
+# "Kueue in the test environment"): its fixture and e2e tests (label kueue). Not part of
+# `make test` / `make test-e2e` while the controller does not queue Jobs through Kueue: until then
+# Kueue's build (once per machine, minutes of CPU) buys CI nothing it checks.
+test-kueue: build testenv
+	@$(TESTENV) build-kueue
+	@cd $(BUILD_DIR) && ctest $(CTEST_FLAGS) -L kueue
 
 # Sanitizer builds with clang-14, assertions on (Debug, no NDEBUG) at -O0 with line tables only, each
 # in its own tree; every target of the tree is instrumented (AYATORI_SANITIZE in CMakeLists.txt)
