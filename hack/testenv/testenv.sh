@@ -438,10 +438,9 @@ down() {
   [ -n "${TESTENV_KEEP:-}" ] || rm -rf "$D" "$ETCD_DATA"
 }
 
-# Kueue beside the running control plane (docs/development.md, "Kueue in the test environment";
-# ../shared/reference/kueue.md §8 is the recipe): its CRDs from the pinned module's source, its
-# admission webhooks as URL webhooks to 127.0.0.1 with a serving certificate of its own CA, and the
-# manager in a chroot under $D/kueue/root. The chroot is needed because Kueue v0.17.0 loads the
+# Kueue beside the running control plane (docs/development.md, "Kueue in the test environment"):
+# its CRDs from the pinned module's source, its admission webhooks as URL webhooks to 127.0.0.1
+# with a serving certificate of its own CA, and the manager in a chroot under $D/kueue/root. The chroot is needed because Kueue v0.17.0 loads the
 # certificates of its metrics and visibility servers from fixed paths
 # (/etc/kueue/metrics/certs/tls.*, /visibility/tls.*) when it does not manage certificates itself,
 # and its own certificate management would name only a cluster Service. It runs as the control
@@ -496,8 +495,8 @@ integrations:
 EOF
 }
 
-# One webhook of kueue.md §8: NAME KIND RESOURCES OPERATIONS CA (base64). A name starting with
-# "m" is a mutating one.
+# One webhook of Kueue's config/components/webhook/manifests.yaml: NAME KIND RESOURCES OPERATIONS
+# CA (base64). A name starting with "m" is a mutating one.
 kueue_webhook_entry() {
   local verb=validate
   [ "${1:0:1}" = m ] && verb=mutate

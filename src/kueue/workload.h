@@ -1,8 +1,9 @@
 // An Ayatori Job as a Kueue v0.17.0 Workload (kueue.x-k8s.io/v1beta2), and what a Workload read
-// back from the API says about its place in the queue. Pure codecs: no I/O. The contract they
-// follow is ../shared/reference/kueue.md ("Contract in 12 lines", §1, §2): one Workload per Job,
-// named after the Job's UID, owned by the Job, with Kueue's resource-in-use finalizer and one
-// podSet "main" of count 1 holding the Job's effective cpu/memory requests.
+// back from the API says about its place in the queue. Pure codecs: no I/O. The contract: one
+// Workload per Job, named after the Job's UID, owned by the Job, with Kueue's resource-in-use
+// finalizer and one podSet "main" of count 1 holding the Job's effective cpu/memory requests; it
+// is what Kueue's own integrations do (pkg/controller/jobframework of sigs.k8s.io/kueue v0.17.0,
+// pinned in hack/testenv/kueue/go.mod) and test/kueue/kueue_e2e_test.cc checks it against Kueue.
 #pragma once
 
 #include <cstdint>
@@ -27,12 +28,13 @@ inline constexpr const char* kQueueNameLabel = "kueue.x-k8s.io/queue-name";
 inline constexpr const char* kPriorityClassLabel = "kueue.x-k8s.io/priority-class";
 // On the Workload: the owner's UID (Kueue names it in preemption messages).
 inline constexpr const char* kJobUidLabel = "kueue.x-k8s.io/job-uid";
-// The creator adds it; only the owner removes it, after Finished (kueue.md §2).
+// The creator adds it; only the owner removes it, after Finished (Kueue removes it only from a
+// Workload without ownerReferences).
 inline constexpr const char* kResourceInUseFinalizer = "kueue.x-k8s.io/resource-in-use";
 // The one podSet, looked up by this name in status.admission.podSetAssignments.
 inline constexpr const char* kPodSetName = "main";
 
-// Condition types of the Workload (kueue.md §1, "Conditions").
+// Condition types of the Workload (Kueue's apis/kueue/v1beta2/workload_types.go).
 inline constexpr const char* kConditionQuotaReserved = "QuotaReserved";
 inline constexpr const char* kConditionAdmitted = "Admitted";
 inline constexpr const char* kConditionEvicted = "Evicted";
@@ -58,7 +60,7 @@ struct WorkloadOptions {
   std::string queueName;
   // Required when the Job carries kueue.x-k8s.io/priority-class (and must name that class);
   // absent and no label: priority 0, which is always written (a Workload without spec.priority
-  // crashes Kueue's visibility API, kueue.md "Pitfalls").
+  // crashes Kueue's visibility API, pkg/visibility/storage/utils.go in v0.17.0).
   std::optional<ResolvedPriority> priority;
   // The podSet's nodeSelector: Kueue assigns only flavors whose nodeLabels match it, so it pins
   // the Job to the flavor (host) of its backend. Empty: any flavor of the ClusterQueue.
@@ -83,8 +85,9 @@ struct WorkloadState {
   api::ObjectMeta metadata;
   std::string queueName;
   bool quotaReserved = false;  // QuotaReserved=True
-  bool admitted = false;       // Admitted=True: the only signal to start (kueue.md "Contract" 4)
-  bool podsReady = false;      // PodsReady=True
+  // Admitted=True: the only signal to start (a reservation alone can still be withdrawn).
+  bool admitted = false;
+  bool podsReady = false;  // PodsReady=True
   // status.admission: the ClusterQueue and, for podSet "main", the ResourceFlavor of each
   // resource ("cpu" -> "docker-a"); empty while no quota is reserved.
   std::string clusterQueue;

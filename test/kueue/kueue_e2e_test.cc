@@ -1,8 +1,7 @@
 // A real Kueue v0.17.0 (fixture "kueue", hack/testenv/testenv.sh kueue-up) beside the test
 // control plane admits Workloads made by BuildWorkload for real Ayatori Jobs: the first within
 // the quota, the second held with Kueue's message until the first is Finished. Nothing of the
-// controller runs: this checks the Workload contract (../shared/reference/kueue.md) against
-// Kueue itself.
+// controller runs: this checks the Workload contract (src/kueue/workload.h) against Kueue itself.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -29,7 +28,7 @@ const ResourceRef kLocalQueues{kGroup, kVersion, "localqueues", true};
 const ResourceRef kWorkloads{kGroup, kVersion, "workloads", true};
 const ResourceRef kJobs{api::kGroup, api::kVersion, "jobs", true};
 
-// Kueue admits within a second or two of a change (kueue.md §9); the deadline allows for a
+// Kueue admits within a second or two of a change; the deadline allows for a
 // loaded machine.
 constexpr milliseconds kAdmissionDeadline = seconds(60);
 constexpr milliseconds kPoll{200};
@@ -49,7 +48,7 @@ class KueueE2eTest : public ::testing::Test {
 
   void TearDown() override {
     if (client_ == nullptr) return;
-    // The finalizer is the owner's to remove (kueue.md §2); then the queues can go.
+    // The finalizer is the owner's to remove (src/kueue/workload.h); then the queues can go.
     for (const std::string& name : workloads_) {
       (void)client_->Patch(kWorkloads, ns_, name, PatchType::kMerge,
                            {{"metadata", {{"finalizers", nullptr}}}}, {});
@@ -154,8 +153,8 @@ class KueueE2eTest : public ::testing::Test {
     return last;
   }
 
-  // Finished=True/Succeeded by PUT of the status with its resourceVersion (kueue.md "Contract"
-  // 9 and 11), again after a conflict with Kueue's own writes.
+  // Finished=True/Succeeded by PUT of the status with its resourceVersion (a merge patch would
+  // replace Kueue's conditions), again after a conflict with Kueue's own writes.
   bool MarkFinished(const std::string& name) {
     return testing::Eventually(
         [&] {

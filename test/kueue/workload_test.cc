@@ -124,7 +124,7 @@ TEST(BuildWorkloadTest, RefusesAJobWithoutQueueOrIdentity) {
 }
 
 // The Workload Kueue left pending: QuotaReserved=False/Pending with the quota it lacks
-// (../shared/reference/kueue.md §1, "Conditions").
+// (the message as Kueue v0.17.0's scheduler writes it).
 constexpr const char* kPending = R"({
   "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
   "metadata": {"name": "ajob-2", "namespace": "default", "uid": "u-2", "resourceVersion": "812",
@@ -155,7 +155,7 @@ TEST(ReadWorkloadTest, PendingCarriesKueuesMessage) {
   EXPECT_EQ(s->conditions.size(), 1u);
 }
 
-// Reserved and admitted in the same write of the scheduler (kueue.md §4), one podSet assigned.
+// Reserved and admitted in the same write of the scheduler, one podSet assigned.
 constexpr const char* kAdmitted = R"({
   "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
   "metadata": {"name": "ajob-1", "namespace": "default"},
@@ -187,7 +187,7 @@ TEST(ReadWorkloadTest, AdmittedWithTheFlavorOfEachResource) {
 }
 
 // Preempted after admission: Evicted=True/Preempted with Preempted=True/InClusterQueue, the
-// reservation kept (kueue.md §1 and §4, "Eviction").
+// reservation kept.
 constexpr const char* kPreempted = R"({
   "metadata": {"name": "ajob-3", "namespace": "default"},
   "spec": {"queueName": "ayatori", "priority": 0},
@@ -236,7 +236,7 @@ TEST(ReadWorkloadTest, EvictedFalseIsNoEviction) {
   EXPECT_FALSE(s->preempted);
 }
 
-// Ayatori's acknowledgement of an eviction (kueue.md §4): Finished=True/Failed naming it.
+// Ayatori's acknowledgement of an eviction: Finished=True/Failed naming it.
 TEST(ReadWorkloadTest, Finished) {
   json wl = json::parse(kPreempted);
   wl["status"]["conditions"].push_back(
@@ -253,7 +253,7 @@ TEST(ReadWorkloadTest, Finished) {
   EXPECT_EQ(s->conditions.size(), 6u);
 }
 
-// Inadmissible: the LocalQueue does not exist (kueue.md §1).
+// Inadmissible: the LocalQueue does not exist.
 TEST(ReadWorkloadTest, InadmissibleIsPendingWithItsReason) {
   json wl = json::parse(kPending);
   wl["status"]["conditions"][0]["reason"] = "Inadmissible";
