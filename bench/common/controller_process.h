@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -101,6 +103,14 @@ class ChildProcess {
   std::chrono::steady_clock::time_point started_;
 };
 
+// The flags every benchmark gives ayatori-controller (its kubeconfig, JSON logs), then `extra`.
+inline std::vector<std::string> ControllerFlags(const std::string& kubeconfig,
+                                                const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> flags = {"--kubeconfig=" + kubeconfig, "--log-format=json"};
+  flags.insert(flags.end(), extra.begin(), extra.end());
+  return flags;
+}
+
 // ayatori-controller with --metrics-address on a free port of 127.0.0.1 and `flags`.
 class ControllerProcess {
  public:
@@ -126,6 +136,28 @@ class ControllerProcess {
     auto resp = http_->Do(r);
     if (!resp.ok()) return {0, ""};
     return {resp->status, resp->body};
+  }
+  // Polls GET `path` every `interval` until it answers 200: true then, false when the process
+  // ended or `deadline` passed first.
+  bool WaitServing(const std::string& path, std::chrono::steady_clock::time_point deadline,
+                   std::chrono::milliseconds interval) {
+    while (std::chrono::steady_clock::now() < deadline && Alive()) {
+      if (Get(path).first == 200) return true;
+      std::this_thread::sleep_for(interval);  // poll interval
+    }
+    return false;
+  }
+  // Polls /metrics every `interval` until `done` accepts its text, and returns that text; nullopt
+  // when the process ended or `deadline` passed first.
+  std::optional<std::string> WaitMetrics(std::chrono::steady_clock::time_point deadline,
+                                         std::chrono::milliseconds interval,
+                                         const std::function<bool(const std::string&)>& done) {
+    while (std::chrono::steady_clock::now() < deadline && Alive()) {
+      auto [code, text] = Get("/metrics");
+      if (code == 200 && done(text)) return text;
+      std::this_thread::sleep_for(interval);  // poll interval
+    }
+    return std::nullopt;
   }
 
  private:

@@ -1,6 +1,7 @@
 // Reading samples out of the Prometheus text exposition format, for the benchmark programs.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <sstream>
 #include <string>
@@ -47,6 +48,52 @@ inline std::vector<Sample> ParseMetric(const std::string& text, const std::strin
     out.push_back(std::move(s));
   }
   return out;
+}
+
+// The sum of metric `name`'s samples that `keep` accepts (every sample when `keep` is empty).
+inline double SumMetric(const std::string& text, const std::string& name,
+                        const std::function<bool(const Sample&)>& keep = nullptr) {
+  double sum = 0;
+  for (const auto& s : ParseMetric(text, name)) {
+    if (!keep || keep(s)) sum += s.value;
+  }
+  return sum;
+}
+
+inline bool HasMetric(const std::string& text, const std::string& name) {
+  return !ParseMetric(text, name).empty();
+}
+
+// Metric `name` summed by the value of its label `label` ("" for samples without it).
+inline std::map<std::string, double> SumByLabel(const std::string& text, const std::string& name,
+                                                const std::string& label) {
+  std::map<std::string, double> out;
+  for (const auto& s : ParseMetric(text, name)) {
+    auto it = s.labels.find(label);
+    out[it == s.labels.end() ? "" : it->second] += s.value;
+  }
+  return out;
+}
+
+// Whether a verb of ayatori_api_requests_total writes.
+inline bool IsControllerWriteVerb(const std::string& verb) {
+  return verb == "create" || verb == "update" || verb == "patch" || verb == "delete";
+}
+
+// The controller's API writes so far, from its /metrics text.
+inline double ControllerWrites(const std::string& text) {
+  return SumMetric(text, "ayatori_api_requests_total", [](const Sample& s) {
+    auto v = s.labels.find("verb");
+    return v != s.labels.end() && IsControllerWriteVerb(v->second);
+  });
+}
+
+// Whether the controller (its /metrics text) reconciled at least `jobs` times and its workqueue
+// is empty.
+inline bool ReconciledAll(const std::string& text, double jobs) {
+  return SumMetric(text, "ayatori_reconcile_duration_seconds_count") >= jobs &&
+         HasMetric(text, "ayatori_workqueue_depth") &&
+         SumMetric(text, "ayatori_workqueue_depth") == 0;
 }
 
 }  // namespace ayatori::bench

@@ -46,6 +46,8 @@
 #include <vector>
 
 #include "bench/common/api_client.h"
+#include "bench/common/objects.h"
+#include "bench/common/report.h"
 #include "controller/kinds.h"
 #include "kube/config.h"
 #include "kube/resource.h"
@@ -183,12 +185,8 @@ int RunQuietly(const std::vector<std::string>& argv) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-double Percentile(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  // Nearest rank.
-  size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
-  return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
-}
+using bench::MetOrMissed;
+using bench::NearestRankPercentile;
 
 // The wall time of `command` (a docker run), nullopt on failure.
 std::optional<double> TimeDockerRun(const Options& o, const std::vector<std::string>& command,
@@ -209,6 +207,182 @@ std::string RandomSuffix() {
   std::string s;
   for (int i = 0; i < 5; ++i) s.push_back("abcdefghijklmnopqrstuvwxyz0123456789"[rng() % 36]);
   return s;
+}
+
+// Creates the namespace and starts the watcher on it; false (said on stderr) on failure.
+bool Prepare(kube::RestClient& client, const Options& o, FinishWatcher& watcher) {
+  if (Status s = bench::CreateIfAbsent(client, kNamespaces, "", bench::NamespaceObject(o.ns));
+      !s.ok()) {
+    std::cerr << "bench_docker: creating namespace " << o.ns << ": " << s.ToString() << "\n";
+    return false;
+  }
+  if (Status s = watcher.Start(); !s.ok()) {
+    std::cerr << "bench_docker: listing Jobs: " << s.ToString() << "\n";
+    return false;
+  }
+  return true;
+}
+
+// One measurement of a kind: its milliseconds, nullopt when it failed (said on stderr).
+using Once = std::function<std::optional<double>()>;
+
+// Trivial Jobs through Ayatori, named bench-<run>-<serial>, each timed from its create to the
+// watch seeing it Succeeded.
+class AyatoriRuns {
+ public:
+  AyatoriRuns(kube::RestClient& client, FinishWatcher& watcher, const Options& o)
+      : client_(client), watcher_(watcher), o_(o), run_(RandomSuffix()) {}
+
+  std::optional<double> Once() {
+    std::string name = "bench-" + run_ + "-" + std::to_string(serial_++);
+    auto start = Steady::now();
+    auto created = client_.Create(kJobs, o_.ns, Job(name), {});
+    if (!created.ok()) {
+      std::cerr << "bench_docker: creating Job " << name << ": " << created.status().ToString()
+                << "\n";
+      return std::nullopt;
+    }
+    auto finished = watcher_.WaitFinished(name, std::chrono::seconds(o_.timeoutSeconds));
+    if (!finished) {
+      std::cerr << "bench_docker: Job " << o_.ns << "/" << name << " did not finish within "
+                << o_.timeoutSeconds << "s (is ayatori-controller running?)\n";
+      return std::nullopt;
+    }
+    if (finished->second != "True/Completed") {
+      std::cerr << "bench_docker: Job " << o_.ns << "/" << name << " ended " << finished->second
+                << "\n";
+      return std::nullopt;
+    }
+    double ms = Millis(finished->first - start).count();
+    if (o_.verbose) std::cout << "ayatori " << name << " " << ms << " ms\n";
+    return ms;
+  }
+
+ private:
+  nlohmann::json Job(const std::string& name) const {
+    return {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
+            {"kind", "Job"},
+            {"metadata", {{"name", name}, {"namespace", o_.ns}}},
+            {"spec",
+             {{"jobClassName", o_.jobClass},
+              {"task", {{"image", o_.image}, {"command", {"/bin/true"}}}}}}};
+  }
+
+  kube::RestClient& client_;
+  FinishWatcher& watcher_;
+  const Options& o_;
+  const std::string run_;
+  std::atomic<int> serial_{0};
+};
+
+std::vector<std::string> BareDockerRun(const Options& o) {
+  return {o.docker, "run", "--rm", "--network", "none", o.image, "/bin/true"};
+}
+
+// The restricted profile's defaults (DockerExecutionParameters securityProfile and init,
+// docs/security.md) as docker run flags.
+std::vector<std::string> HardenedDockerRun(const Options& o) {
+  return {o.docker,
+          "run",
+          "--rm",
+          "--network",
+          "none",
+          "--user",
+          "65534:65534",
+          "--cap-drop",
+          "ALL",
+          "--security-opt",
+          "no-new-privileges",
+          "--pids-limit",
+          "256",
+          "--read-only",
+          "--tmpfs",
+          "/tmp:rw,nosuid,nodev,noexec,uid=65534,gid=65534,size=64m",
+          "--ulimit",
+          "nofile=1024:1024",
+          "--init",
+          "--log-driver",
+          "json-file",
+          "--log-opt",
+          "max-size=10485760",
+          "--log-opt",
+          "max-file=1",
+          o.image,
+          "/bin/true"};
+}
+
+// One at a time, the three kinds rotating; the first --warmup rounds are not kept.
+bool MeasureOneAtATime(const Options& o, const Once (&kinds)[3],
+                       std::vector<double>* const (&samples)[3]) {
+  for (int i = 0; i < o.warmup + o.jobs; ++i) {
+    for (int k = 0; k < 3; ++k) {
+      const int kind = (i + k) % 3;
+      std::optional<double> ms = kinds[kind]();
+      if (!ms) return false;
+      if (i >= o.warmup) samples[kind]->push_back(*ms);
+    }
+  }
+  return true;
+}
+
+// --concurrent of `once` at once, one thread each.
+bool Burst(const Options& o, const Once& once, std::vector<double>& into) {
+  std::vector<std::optional<double>> results(static_cast<size_t>(o.concurrent));
+  {
+    std::vector<std::jthread> threads;
+    threads.reserve(results.size());
+    for (auto& r : results) threads.emplace_back([&r, &once] { r = once(); });
+  }
+  for (const auto& r : results) {
+    if (!r) return false;
+    into.push_back(*r);
+  }
+  return true;
+}
+
+// --concurrent-rounds bursts per side, ordered A B B A ...
+bool MeasureAtOnce(const Options& o, const Once& ayatori, const Once& docker,
+                   std::vector<double>& ayatoriAtOnce, std::vector<double>& dockerAtOnce) {
+  for (int round = 0; o.concurrent > 0 && round < o.concurrentRounds; ++round) {
+    bool ayatoriFirst = round % 2 == 0;
+    bool ok = ayatoriFirst ? Burst(o, ayatori, ayatoriAtOnce) && Burst(o, docker, dockerAtOnce)
+                           : Burst(o, docker, dockerAtOnce) && Burst(o, ayatori, ayatoriAtOnce);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+void PrintLatencies(const char* label, double p50, double p99) {
+  std::printf("  %-38s p50 %8.1f ms   p99 %8.1f ms\n", label, p50, p99);
+}
+
+void PrintOneAtATime(const Options& o, const std::vector<double>& ayatori,
+                     const std::vector<double>& docker, const std::vector<double>& hardened) {
+  double a50 = NearestRankPercentile(ayatori, 50), a99 = NearestRankPercentile(ayatori, 99);
+  double d50 = NearestRankPercentile(docker, 50), d99 = NearestRankPercentile(docker, 99);
+  std::printf("bench_docker: %d trivial containers per side (%s /bin/true), %d warm-up pairs\n",
+              o.jobs, o.image.c_str(), o.warmup);
+  PrintLatencies("Ayatori Job create -> Succeeded", a50, a99);
+  PrintLatencies("docker run --rm --network none", d50, d99);
+  double ratio = a50 / d50;
+  std::printf("  ratio Ayatori/docker: p50 %.2f   p99 %.2f   (target p50 <= 1.50)  %s\n", ratio,
+              a99 / d99, MetOrMissed(ratio <= 1.5));
+  double h50 = NearestRankPercentile(hardened, 50), h99 = NearestRankPercentile(hardened, 99);
+  PrintLatencies("docker run --rm, same hardening flags", h50, h99);
+  std::printf("  ratio Ayatori/hardened docker: p50 %.2f   p99 %.2f   (target p50 <= 1.20)  %s\n",
+              a50 / h50, a99 / h99, MetOrMissed(a50 / h50 <= 1.2));
+}
+
+void PrintAtOnce(const Options& o, const std::vector<double>& ayatori,
+                 const std::vector<double>& docker) {
+  double ca50 = NearestRankPercentile(ayatori, 50), ca99 = NearestRankPercentile(ayatori, 99);
+  double cd50 = NearestRankPercentile(docker, 50), cd99 = NearestRankPercentile(docker, 99);
+  std::printf("bench_docker: %d at once, %d rounds per side (each measured from its own start)\n",
+              o.concurrent, o.concurrentRounds);
+  PrintLatencies("Ayatori Jobs create -> Succeeded", ca50, ca99);
+  PrintLatencies("docker run --rm --network none", cd50, cd99);
+  std::printf("  ratio Ayatori/docker: p50 %.2f   p99 %.2f   (target p50 <= 1.20)  %s\n",
+              ca50 / cd50, ca99 / cd99, MetOrMissed(ca50 / cd50 <= 1.2));
 }
 
 }  // namespace
@@ -234,148 +408,22 @@ int main(int argc, char** argv) {
   auto config = bench::LoadKubeconfigOrReport("bench_docker", o.kubeconfig);
   if (!config) return 2;
   auto client = bench::NewClient(*config, 1000, 1000, "bench_docker");
-
-  auto ns = client->Create(
-      kNamespaces, "",
-      {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", o.ns}}}}, {});
-  if (!ns.ok() && ns.status().code() != StatusCode::kAlreadyExists) {
-    std::cerr << "bench_docker: creating namespace " << o.ns << ": " << ns.status().ToString()
-              << "\n";
-    return 1;
-  }
   FinishWatcher watcher(*client, o.ns);
-  if (Status s = watcher.Start(); !s.ok()) {
-    std::cerr << "bench_docker: listing Jobs: " << s.ToString() << "\n";
+  if (!Prepare(*client, o, watcher)) return 1;
+
+  AyatoriRuns runs(*client, watcher, o);
+  const std::vector<std::string> bare = BareDockerRun(o), hardened = HardenedDockerRun(o);
+  const Once ayatoriOnce = [&] { return runs.Once(); };
+  const Once dockerOnce = [&] { return TimeDockerRun(o, bare, "docker-run"); };
+  const Once hardenedOnce = [&] { return TimeDockerRun(o, hardened, "docker-run-hardened"); };
+  std::vector<double> ayatori, docker, hardenedDocker, ayatoriAtOnce, dockerAtOnce;
+  if (!MeasureOneAtATime(o, {ayatoriOnce, dockerOnce, hardenedOnce},
+                         {&ayatori, &docker, &hardenedDocker}) ||
+      !MeasureAtOnce(o, ayatoriOnce, dockerOnce, ayatoriAtOnce, dockerAtOnce)) {
     return 1;
-  }
-
-  const std::string run = RandomSuffix();
-  std::atomic<int> serial{0};
-  auto ayatoriOnce = [&]() -> std::optional<double> {
-    std::string name = "bench-" + run + "-" + std::to_string(serial++);
-    nlohmann::json job = {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
-                          {"kind", "Job"},
-                          {"metadata", {{"name", name}, {"namespace", o.ns}}},
-                          {"spec",
-                           {{"jobClassName", o.jobClass},
-                            {"task", {{"image", o.image}, {"command", {"/bin/true"}}}}}}};
-    auto start = Steady::now();
-    auto created = client->Create(kJobs, o.ns, job, {});
-    if (!created.ok()) {
-      std::cerr << "bench_docker: creating Job " << name << ": " << created.status().ToString()
-                << "\n";
-      return std::nullopt;
-    }
-    auto finished = watcher.WaitFinished(name, std::chrono::seconds(o.timeoutSeconds));
-    if (!finished) {
-      std::cerr << "bench_docker: Job " << o.ns << "/" << name << " did not finish within "
-                << o.timeoutSeconds << "s (is ayatori-controller running?)\n";
-      return std::nullopt;
-    }
-    if (finished->second != "True/Completed") {
-      std::cerr << "bench_docker: Job " << o.ns << "/" << name << " ended " << finished->second
-                << "\n";
-      return std::nullopt;
-    }
-    double ms = Millis(finished->first - start).count();
-    if (o.verbose) std::cout << "ayatori " << name << " " << ms << " ms\n";
-    return ms;
-  };
-  const std::vector<std::string> bare = {o.docker, "run",   "--rm",     "--network",
-                                         "none",   o.image, "/bin/true"};
-  // The restricted profile's defaults (DockerExecutionParameters securityProfile and init,
-  // docs/security.md) as docker run flags.
-  const std::vector<std::string> hardened = {
-      o.docker,
-      "run",
-      "--rm",
-      "--network",
-      "none",
-      "--user",
-      "65534:65534",
-      "--cap-drop",
-      "ALL",
-      "--security-opt",
-      "no-new-privileges",
-      "--pids-limit",
-      "256",
-      "--read-only",
-      "--tmpfs",
-      "/tmp:rw,nosuid,nodev,noexec,uid=65534,gid=65534,size=64m",
-      "--ulimit",
-      "nofile=1024:1024",
-      "--init",
-      "--log-driver",
-      "json-file",
-      "--log-opt",
-      "max-size=10485760",
-      "--log-opt",
-      "max-file=1",
-      o.image,
-      "/bin/true"};
-  auto dockerOnce = [&]() { return TimeDockerRun(o, bare, "docker-run"); };
-  auto hardenedOnce = [&]() { return TimeDockerRun(o, hardened, "docker-run-hardened"); };
-
-  std::vector<double> ayatori, docker, hardenedDocker;
-  const std::function<std::optional<double>()> kinds[] = {ayatoriOnce, dockerOnce, hardenedOnce};
-  std::vector<double>* samples[] = {&ayatori, &docker, &hardenedDocker};
-  for (int i = 0; i < o.warmup + o.jobs; ++i) {
-    for (int k = 0; k < 3; ++k) {
-      const int kind = (i + k) % 3;
-      std::optional<double> ms = kinds[kind]();
-      if (!ms) return 1;
-      if (i >= o.warmup) samples[kind]->push_back(*ms);
-    }
-  }
-
-  // Under concurrency: all of a round at once, one thread each.
-  auto burst = [&](const auto& once, std::vector<double>& into) {
-    std::vector<std::optional<double>> results(static_cast<size_t>(o.concurrent));
-    {
-      std::vector<std::jthread> threads;
-      threads.reserve(results.size());
-      for (auto& r : results) threads.emplace_back([&r, &once] { r = once(); });
-    }
-    for (const auto& r : results) {
-      if (!r) return false;
-      into.push_back(*r);
-    }
-    return true;
-  };
-  std::vector<double> ayatoriAtOnce, dockerAtOnce;
-  for (int round = 0; o.concurrent > 0 && round < o.concurrentRounds; ++round) {
-    bool ayatoriFirst = round % 2 == 0;
-    bool ok = ayatoriFirst ? burst(ayatoriOnce, ayatoriAtOnce) && burst(dockerOnce, dockerAtOnce)
-                           : burst(dockerOnce, dockerAtOnce) && burst(ayatoriOnce, ayatoriAtOnce);
-    if (!ok) return 1;
   }
   watcher.Stop();
-
-  double a50 = Percentile(ayatori, 50), a99 = Percentile(ayatori, 99);
-  double d50 = Percentile(docker, 50), d99 = Percentile(docker, 99);
-  std::printf("bench_docker: %d trivial containers per side (%s /bin/true), %d warm-up pairs\n",
-              o.jobs, o.image.c_str(), o.warmup);
-  std::printf("  %-38s p50 %8.1f ms   p99 %8.1f ms\n", "Ayatori Job create -> Succeeded", a50, a99);
-  std::printf("  %-38s p50 %8.1f ms   p99 %8.1f ms\n", "docker run --rm --network none", d50, d99);
-  double ratio = a50 / d50;
-  std::printf("  ratio Ayatori/docker: p50 %.2f   p99 %.2f   (target p50 <= 1.50)  %s\n", ratio,
-              a99 / d99, ratio <= 1.5 ? "MET" : "MISSED");
-  double h50 = Percentile(hardenedDocker, 50), h99 = Percentile(hardenedDocker, 99);
-  std::printf("  %-38s p50 %8.1f ms   p99 %8.1f ms\n", "docker run --rm, same hardening flags", h50,
-              h99);
-  std::printf("  ratio Ayatori/hardened docker: p50 %.2f   p99 %.2f   (target p50 <= 1.20)  %s\n",
-              a50 / h50, a99 / h99, a50 / h50 <= 1.2 ? "MET" : "MISSED");
-  if (o.concurrent > 0) {
-    double ca50 = Percentile(ayatoriAtOnce, 50), ca99 = Percentile(ayatoriAtOnce, 99);
-    double cd50 = Percentile(dockerAtOnce, 50), cd99 = Percentile(dockerAtOnce, 99);
-    std::printf("bench_docker: %d at once, %d rounds per side (each measured from its own start)\n",
-                o.concurrent, o.concurrentRounds);
-    std::printf("  %-38s p50 %8.1f ms   p99 %8.1f ms\n", "Ayatori Jobs create -> Succeeded", ca50,
-                ca99);
-    std::printf("  %-38s p50 %8.1f ms   p99 %8.1f ms\n", "docker run --rm --network none", cd50,
-                cd99);
-    std::printf("  ratio Ayatori/docker: p50 %.2f   p99 %.2f   (target p50 <= 1.20)  %s\n",
-                ca50 / cd50, ca99 / cd99, ca50 / cd50 <= 1.2 ? "MET" : "MISSED");
-  }
+  PrintOneAtATime(o, ayatori, docker, hardenedDocker);
+  if (o.concurrent > 0) PrintAtOnce(o, ayatoriAtOnce, dockerAtOnce);
   return 0;
 }

@@ -30,8 +30,11 @@
 #include "bench/common/api_client.h"
 #include "bench/common/clone.h"
 #include "bench/common/controller_process.h"
+#include "bench/common/objects.h"
+#include "bench/common/parallel.h"
 #include "bench/common/process_stats.h"
 #include "bench/common/prometheus_text.h"
+#include "bench/common/report.h"
 #include "controller/kinds.h"
 #include "kube/config.h"
 #include "kube/resource.h"
@@ -65,9 +68,7 @@ struct Options {
   std::string logDir = "/tmp";
 };
 
-double Since(SteadyClock::time_point t) {
-  return std::chrono::duration<double>(SteadyClock::now() - t).count();
-}
+using bench::Since;
 
 std::string Seconds(double s) { return std::to_string(static_cast<int>(s * 1000)) + "ms"; }
 
@@ -97,12 +98,10 @@ class Replica : public bench::ControllerProcess {
 
  private:
   static std::vector<std::string> Flags(const Options& o) {
-    return {"--kubeconfig=" + o.kubeconfig,
-            "--log-format=json",
-            "--leader-elect",
-            "--lease-duration=" + Seconds(o.leaseSeconds),
-            "--renew-deadline=" + Seconds(o.renewSeconds),
-            "--retry-period=" + Seconds(o.retrySeconds)};
+    return bench::ControllerFlags(o.kubeconfig,
+                                  {"--leader-elect", "--lease-duration=" + Seconds(o.leaseSeconds),
+                                   "--renew-deadline=" + Seconds(o.renewSeconds),
+                                   "--retry-period=" + Seconds(o.retrySeconds)});
   }
   std::string label_;
 };
@@ -165,61 +164,141 @@ std::string LeaseHolder(KubeClient& client) {
 bool CloneFinished(KubeClient& client, const Options& o, const json& done, int count) {
   const std::string name = done["metadata"].value("name", "");
   const std::string uid = done["metadata"].value("uid", "");
-  std::atomic<int> next{0}, failed{0};
-  {
-    std::vector<std::jthread> workers;
-    workers.reserve(static_cast<size_t>(o.creators));
-    for (int w = 0; w < o.creators; ++w) {
-      workers.emplace_back([&] {
-        for (int i = next++; i < count && failed < 20; i = next++) {
-          const std::string clone = "resync-" + std::to_string(i);
-          auto job = client.Create(kJobs, o.ns,
-                                   bench::Substitute(bench::Creatable(done), {{name, clone}}), {});
-          if (!job.ok()) {
-            if (job.status().code() == StatusCode::kAlreadyExists) continue;
-            if (failed++ < 5) {
-              std::fprintf(stderr, "failover-bench: %s: %s\n", clone.c_str(),
-                           job.status().ToString().c_str());
-            }
-            continue;
-          }
-          (*job)["status"] = bench::Substitute(
-              done["status"], {{name, clone}, {uid, (*job)["metadata"].value("uid", "")}});
-          if (auto r = client.UpdateStatus(kJobs, o.ns, *job, {}); !r.ok() && failed++ < 5) {
-            std::fprintf(stderr, "failover-bench: %s status: %s\n", clone.c_str(),
-                         r.status().ToString().c_str());
-          }
-        }
-      });
+  std::atomic<int> failed{0};
+  bench::ParallelFor(count, o.creators, [&](int i) {
+    if (failed >= 20) return;
+    const std::string clone = "resync-" + std::to_string(i);
+    auto job =
+        client.Create(kJobs, o.ns, bench::Substitute(bench::Creatable(done), {{name, clone}}), {});
+    if (!job.ok()) {
+      if (job.status().code() == StatusCode::kAlreadyExists) return;
+      if (failed++ < 5) {
+        std::fprintf(stderr, "failover-bench: %s: %s\n", clone.c_str(),
+                     job.status().ToString().c_str());
+      }
+      return;
     }
-  }
+    (*job)["status"] = bench::Substitute(
+        done["status"], {{name, clone}, {uid, (*job)["metadata"].value("uid", "")}});
+    if (auto r = client.UpdateStatus(kJobs, o.ns, *job, {}); !r.ok() && failed++ < 5) {
+      std::fprintf(stderr, "failover-bench: %s status: %s\n", clone.c_str(),
+                   r.status().ToString().c_str());
+    }
+  });
   return failed.load() == 0;
 }
 
 double Resync(Replica& r, int jobs, const Options& o, double* cpu, int64_t* rssKiB) {
   auto deadline = r.started() + std::chrono::seconds(o.timeoutSeconds);
-  while (SteadyClock::now() < deadline && r.Alive()) {
-    auto [code, text] = r.Get("/metrics");
-    double reconciles = 0, depth = -1;
-    for (const auto& s : bench::ParseMetric(text, "ayatori_reconcile_duration_seconds_count")) {
-      reconciles += s.value;
-    }
-    for (const auto& s : bench::ParseMetric(text, "ayatori_workqueue_depth")) depth = s.value;
-    if (code == 200 && reconciles >= jobs && depth == 0) {
-      double t = Since(r.started());
-      *cpu = bench::CpuSeconds(r.pid());
-      *rssKiB = bench::RssKiB(r.pid());
-      return t;
-    }
-    std::this_thread::sleep_for(50ms);  // poll interval: the resolution of the measurement
+  // Polled every 50 ms: the resolution of the measurement.
+  if (!r.WaitMetrics(deadline, 50ms,
+                     [&](const std::string& text) { return bench::ReconciledAll(text, jobs); })) {
+    return -1;
   }
-  return -1;
+  double t = Since(r.started());
+  *cpu = bench::CpuSeconds(r.pid());
+  *rssKiB = bench::RssKiB(r.pid());
+  return t;
 }
 
 void Verdict(const char* what, double measured, double target) {
   const bool met = measured >= 0 && measured <= target;
   std::printf("  %-58s %7.2f s  target %5.1f s  %.2fx  %s\n", what, measured, target,
-              measured / target, met ? "MET" : "MISSED");
+              measured / target, bench::MetOrMissed(met));
+}
+
+// The namespace and the JobClass of the Jobs; false (said on stderr) on failure.
+bool CreateFixtures(KubeClient& client, const Options& o) {
+  for (const auto& [ref, obj] :
+       {std::pair<ResourceRef, json>{kNamespaces, bench::NamespaceObject(o.ns)},
+        {kJobClasses, bench::TestJobClass(kJobClass)}}) {
+    if (Status s = bench::CreateIfAbsent(client, ref, "", obj); !s.ok()) {
+      std::fprintf(stderr, "failover-bench: %s\n", s.ToString().c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
+// What the run measured, for the report.
+struct Results {
+  double killed = -1, handed = -1, resync = -1;  // seconds
+  bool killedByStandby = false, handedToC = false;
+  int total = 0;  // Jobs the restarted replica re-observes
+  double cpu = -1;
+  int64_t rss = -1;
+};
+
+// 1. SIGKILL of the leader of replicas a and b; returns the standby that took over (nullptr when
+// no replica led or the warm-up Job failed).
+Replica* MeasureKill(KubeClient& client, const Options& o, Replica& a, Replica& b, Results& r) {
+  Replica* leader = WaitLeader({&a, &b}, std::chrono::seconds(o.timeoutSeconds));
+  if (!leader) return nullptr;
+  if (FirstWrite(client, o, "warm-up", SteadyClock::now()) < 0) return nullptr;
+  if (!WaitSucceeded(client, o, "warm-up")) return nullptr;
+  Replica* standby = leader == &a ? &b : &a;
+  std::fprintf(stderr, "failover-bench: %s leads (%s); SIGKILL\n", leader->label().c_str(),
+               LeaseHolder(client).c_str());
+  auto t0 = SteadyClock::now();
+  leader->Signal(SIGKILL);
+  r.killed = FirstWrite(client, o, "after-kill", t0);
+  r.killedByStandby = standby->Leading();
+  std::fprintf(stderr, "failover-bench: first write after %.2f s; %s leads now (%s)\n", r.killed,
+               standby->label().c_str(), LeaseHolder(client).c_str());
+  leader->Stop();
+  return standby;
+}
+
+// 2. Graceful handover from `leader` to a fresh standby c.
+void MeasureHandover(KubeClient& client, const Options& o, Replica& leader, Replica& c,
+                     Results& r) {
+  // Until the standby serves, then a retry period for it to try the lease.
+  c.WaitServing("/healthz", SteadyClock::now() + 10s, 100ms);
+  std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(o.retrySeconds * 1000)));
+  std::fprintf(stderr, "failover-bench: %s leads; standby c up; SIGTERM\n", leader.label().c_str());
+  auto t0 = SteadyClock::now();
+  leader.Signal(SIGTERM);
+  r.handed = FirstWrite(client, o, "after-term", t0);
+  r.handedToC = c.Leading();
+  std::fprintf(stderr, "failover-bench: first write after %.2f s; c leads: %s (%s)\n", r.handed,
+               r.handedToC ? "yes" : "no", LeaseHolder(client).c_str());
+  leader.Stop();
+}
+
+// 3. Resync of a restarted replica with --resync-jobs finished Jobs; false when they could not
+// be made.
+bool MeasureResync(KubeClient& client, const Options& o, Replica& c, Results& r) {
+  auto done = WaitSucceeded(client, o, "after-term");
+  if (!done) return false;
+  // No replica runs while the clones are written: each is created without its status first.
+  c.Stop();
+  auto cs = SteadyClock::now();
+  if (!CloneFinished(client, o, *done, o.resyncJobs)) return false;
+  std::fprintf(stderr, "failover-bench: %d finished Jobs cloned in %.1f s; start d\n", o.resyncJobs,
+               Since(cs));
+  r.total = o.resyncJobs + 3;  // and warm-up, after-kill, after-term
+  Replica d(o, "d");
+  r.resync = Resync(d, r.total, o, &r.cpu, &r.rss);
+  return true;
+}
+
+// The report and its verdicts; true when every target is met.
+bool Report(const Options& o, const Results& r) {
+  const double killTarget = o.leaseSeconds + 2;
+  std::printf(
+      "\nfailover: leader-elected replicas (--lease-duration=%.0fs --renew-deadline=%.0fs "
+      "--retry-period=%.0fs), test backend; %u CPUs, load %s\n",
+      o.leaseSeconds, o.renewSeconds, o.retrySeconds, std::thread::hardware_concurrency(),
+      bench::LoadAverage().c_str());
+  Verdict("SIGKILL of the leader -> first write of the new leader", r.killed, killTarget);
+  if (!r.killedByStandby) std::printf("    (the standby did not report leading afterwards)\n");
+  Verdict("SIGTERM of the leader -> first write of the standby", r.handed, o.gracefulTargetSeconds);
+  if (!r.handedToC) std::printf("    (the standby did not report leading afterwards)\n");
+  std::printf("  restarted replica, %d Jobs: CPU %.2f s, RSS %.1f MiB until re-observed\n", r.total,
+              r.cpu, static_cast<double>(r.rss) / 1024);
+  Verdict("restarted replica -> every Job re-observed", r.resync, o.resyncTargetSeconds);
+  return r.killed >= 0 && r.killed <= killTarget && r.handed >= 0 &&
+         r.handed <= o.gracefulTargetSeconds && r.resync >= 0 && r.resync <= o.resyncTargetSeconds;
 }
 
 }  // namespace
@@ -245,92 +324,13 @@ int main(int argc, char** argv) {
   auto config = bench::LoadKubeconfigOrReport("failover-bench", o.kubeconfig);
   if (!config) return 2;
   auto client = bench::NewClient(*config, o.qps, o.burst, "ayatori-failover-bench");
-  for (auto [ref, obj] :
-       {std::pair<ResourceRef, json>{
-            kNamespaces,
-            {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", o.ns}}}}},
-        {kJobClasses,
-         {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
-          {"kind", "JobClass"},
-          {"metadata", {{"name", kJobClass}}},
-          {"spec", {{"controllerName", "execution.ayatori.ddupan.top/test"}}}}}}) {
-    auto r = client->Create(ref, "", obj, {});
-    if (!r.ok() && r.status().code() != StatusCode::kAlreadyExists) {
-      std::fprintf(stderr, "failover-bench: %s\n", r.status().ToString().c_str());
-      return 1;
-    }
-  }
-  const double killTarget = o.leaseSeconds + 2;
-
-  // 1. SIGKILL of the leader.
-  auto a = std::make_unique<Replica>(o, "a");
-  auto b = std::make_unique<Replica>(o, "b");
-  Replica* leader = WaitLeader({a.get(), b.get()}, std::chrono::seconds(o.timeoutSeconds));
-  if (!leader) return 1;
-  if (FirstWrite(*client, o, "warm-up", SteadyClock::now()) < 0) return 1;
-  if (!WaitSucceeded(*client, o, "warm-up")) return 1;
-  Replica* standby = leader == a.get() ? b.get() : a.get();
-  std::fprintf(stderr, "failover-bench: %s leads (%s); SIGKILL\n", leader->label().c_str(),
-               LeaseHolder(*client).c_str());
-  auto t0 = SteadyClock::now();
-  leader->Signal(SIGKILL);
-  const double killed = FirstWrite(*client, o, "after-kill", t0);
-  const bool killedByStandby = standby->Leading();
-  std::fprintf(stderr, "failover-bench: first write after %.2f s; %s leads now (%s)\n", killed,
-               standby->label().c_str(), LeaseHolder(*client).c_str());
-  leader->Stop();
-
-  // 2. Graceful handover to a fresh standby.
-  auto c = std::make_unique<Replica>(o, "c");
-  for (int i = 0; i < 100 && c->Get("/healthz").first != 200; ++i) {
-    std::this_thread::sleep_for(100ms);  // poll interval until the standby serves
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(o.retrySeconds * 1000)));
-  std::fprintf(stderr, "failover-bench: %s leads; standby c up; SIGTERM\n",
-               standby->label().c_str());
-  t0 = SteadyClock::now();
-  standby->Signal(SIGTERM);
-  const double handed = FirstWrite(*client, o, "after-term", t0);
-  const bool handedToC = c->Leading();
-  std::fprintf(stderr, "failover-bench: first write after %.2f s; c leads: %s (%s)\n", handed,
-               handedToC ? "yes" : "no", LeaseHolder(*client).c_str());
-  standby->Stop();
-
-  // 3. Resync of a restarted replica with --resync-jobs finished Jobs.
-  auto done = WaitSucceeded(*client, o, "after-term");
-  if (!done) return 1;
-  // No replica runs while the clones are written: each is created without its status first.
-  c->Stop();
-  auto cs = SteadyClock::now();
-  if (!CloneFinished(*client, o, *done, o.resyncJobs)) return 1;
-  std::fprintf(stderr, "failover-bench: %d finished Jobs cloned in %.1f s; start d\n", o.resyncJobs,
-               Since(cs));
-  const int total = o.resyncJobs + 3;  // and warm-up, after-kill, after-term
-  double cpu = -1;
-  int64_t rss = -1;
-  Replica d(o, "d");
-  const double resync = Resync(d, total, o, &cpu, &rss);
-
-  std::printf(
-      "\nfailover: leader-elected replicas (--lease-duration=%.0fs --renew-deadline=%.0fs "
-      "--retry-period=%.0fs), test backend; %u CPUs, load %s\n",
-      o.leaseSeconds, o.renewSeconds, o.retrySeconds, std::thread::hardware_concurrency(),
-      [] {
-        std::ifstream in("/proc/loadavg");
-        std::string l1, l5, l15;
-        in >> l1 >> l5 >> l15;
-        return l1 + " " + l5 + " " + l15;
-      }()
-          .c_str());
-  Verdict("SIGKILL of the leader -> first write of the new leader", killed, killTarget);
-  if (!killedByStandby) std::printf("    (the standby did not report leading afterwards)\n");
-  Verdict("SIGTERM of the leader -> first write of the standby", handed, o.gracefulTargetSeconds);
-  if (!handedToC) std::printf("    (the standby did not report leading afterwards)\n");
-  std::printf("  restarted replica, %d Jobs: CPU %.2f s, RSS %.1f MiB until re-observed\n", total,
-              cpu, static_cast<double>(rss) / 1024);
-  Verdict("restarted replica -> every Job re-observed", resync, o.resyncTargetSeconds);
-  const bool met = killed >= 0 && killed <= killTarget && handed >= 0 &&
-                   handed <= o.gracefulTargetSeconds && resync >= 0 &&
-                   resync <= o.resyncTargetSeconds;
-  return met ? 0 : 1;
+  if (!CreateFixtures(*client, o)) return 1;
+  Results r;
+  Replica a(o, "a"), b(o, "b");
+  Replica* standby = MeasureKill(*client, o, a, b, r);
+  if (!standby) return 1;
+  Replica c(o, "c");
+  MeasureHandover(*client, o, *standby, c, r);
+  if (!MeasureResync(*client, o, c, r)) return 1;
+  return Report(o, r) ? 0 : 1;
 }

@@ -26,6 +26,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -36,8 +37,11 @@
 #include "ayatori/kube_client.h"
 #include "bench/common/api_client.h"
 #include "bench/common/controller_process.h"
+#include "bench/common/objects.h"
+#include "bench/common/parallel.h"
 #include "bench/common/process_stats.h"
 #include "bench/common/prometheus_text.h"
+#include "bench/common/report.h"
 #include "controller/kinds.h"
 #include "kube/config.h"
 #include "kube/rest_client.h"
@@ -69,21 +73,20 @@ struct Options {
   std::string logDir = "/tmp";
 };
 
-double Since(SteadyClock::time_point t) {
-  return std::chrono::duration<double>(SteadyClock::now() - t).count();
+using bench::MetOrMissed;
+using bench::Percentile;
+using bench::Since;
+
+SteadyClock::time_point Deadline(const Options& o) {
+  return SteadyClock::now() + std::chrono::seconds(o.timeoutSeconds);
 }
 
 bool CreateIfAbsent(KubeClient& client, const ResourceRef& ref, const std::string& ns,
                     const json& object) {
-  auto r = client.Create(ref, ns, object, {});
-  if (r.ok() || r.status().code() == StatusCode::kAlreadyExists) return true;
-  std::fprintf(stderr, "flood-bench: create %s: %s\n", ref.resource.c_str(),
-               r.status().ToString().c_str());
+  const Status s = bench::CreateIfAbsent(client, ref, ns, object);
+  if (s.ok()) return true;
+  std::fprintf(stderr, "flood-bench: create %s: %s\n", ref.resource.c_str(), s.ToString().c_str());
   return false;
-}
-
-json Namespace(const std::string& name) {
-  return {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", name}}}};
 }
 
 // The largest task the CRD admits (docs/api.md § Limits at a glance): 64 command items of 1 KiB
@@ -213,26 +216,259 @@ void CreateOrdinary(KubeClient& client, StartWatch& watch, const Options& o, con
   }
 }
 
-double Percentile(const std::vector<double>& sorted, double p) {
-  if (sorted.empty()) return -1;
-  const auto i = static_cast<size_t>(std::lround(p * static_cast<double>(sorted.size() - 1)));
-  return sorted[std::min(i, sorted.size() - 1)];
-}
-
-double Sum(const std::string& text, const std::string& metric) {
-  double sum = 0;
-  for (const auto& s : bench::ParseMetric(text, metric)) sum += s.value;
-  return sum;
-}
-
 // Jobs the controller's cache holds as waiting for resolution (the jobs-by-state gauge).
 double Waiting(const std::string& text) {
-  double sum = 0;
-  for (const auto& s : bench::ParseMetric(text, "ayatori_jobs")) {
+  return bench::SumMetric(text, "ayatori_jobs", [](const bench::Sample& s) {
     auto it = s.labels.find("state");
-    if (it != s.labels.end() && it->second == "Resolving") sum += s.value;
+    return it != s.labels.end() && it->second == "Resolving";
+  });
+}
+
+// Whether the controller holds `created` flood Jobs as waiting with its workqueue drained.
+bool FloodCached(const std::string& metrics, int created) {
+  return Waiting(metrics) >= created && bench::SumMetric(metrics, "ayatori_workqueue_depth") == 0;
+}
+
+// The namespaces and the ordinary Jobs' JobClass. ayatori-system: the controller's namespace,
+// where it stores backend snapshots.
+bool CreateFixtures(KubeClient& client, const std::string& floodNs, const std::string& ordinaryNs) {
+  return CreateIfAbsent(client, kNamespaces, "", bench::NamespaceObject("ayatori-system")) &&
+         CreateIfAbsent(client, kNamespaces, "", bench::NamespaceObject(floodNs)) &&
+         CreateIfAbsent(client, kNamespaces, "", bench::NamespaceObject(ordinaryNs)) &&
+         CreateIfAbsent(client, kJobClasses, "", bench::TestJobClass(kJobClass));
+}
+
+// The controller, ready; nullptr when it did not become ready.
+std::unique_ptr<bench::ControllerProcess> StartController(const Options& o) {
+  auto c = std::make_unique<bench::ControllerProcess>(
+      o.controller, bench::ControllerFlags(o.kubeconfig), o.logDir + "/controller-flood.log");
+  if (!c->WaitServing("/readyz", Deadline(o), 20ms)) {
+    std::fprintf(stderr, "flood-bench: the controller did not become ready\n");
+    return nullptr;
   }
-  return sum;
+  return c;
+}
+
+// Ordinary Jobs at the pace, then until each has started.
+void OrdinaryPhase(KubeClient& client, StartWatch& watch, const Options& o, const std::string& ns,
+                   const std::string& prefix) {
+  std::fprintf(stderr, "flood-bench: %s: %d ordinary Jobs, one every %d ms\n", prefix.c_str(),
+               o.ordinary, o.intervalMs);
+  CreateOrdinary(client, watch, o, ns, prefix, o.ordinary);
+  for (auto until = Deadline(o);
+       watch.Started(prefix) < o.ordinary && SteadyClock::now() < until;) {
+    std::this_thread::sleep_for(100ms);  // poll interval
+  }
+}
+
+// 1 MiB of random letters, digits, '-' and '_': the flood's text, which does not compress.
+std::string RandomPool() {
+  std::string pool(1 << 20, ' ');
+  std::mt19937_64 rng(26);
+  static constexpr std::string_view kChars =
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_";
+  for (char& ch : pool) ch = kChars[rng() % kChars.size()];
+  return pool;
+}
+
+// What the run measured, for the report.
+struct Measurements {
+  size_t jobBytes = 0;  // of one flood Job's JSON
+  int created = 0, failed = 0;
+  double floodSeconds = -1, settleSeconds = -1, freshSeconds = -1;
+  bool settled = false;
+  int64_t readyRssKiB = -1, baselineHwmKiB = -1, settledRssKiB = -1, rssKiB = -1, hwmKiB = -1;
+  int64_t freshHwmKiB = -1;
+  double compactReads = -1;
+  std::string requests;  // the controller's API requests by verb
+};
+
+// One ordinary Job per jobs/ordinary flood Jobs created: --ordinary of them spread over the
+// flood, at most one every interval, until `flooding` ends.
+void CreateDuringFlood(KubeClient& client, StartWatch& watch, const Options& o,
+                       const std::string& ns, const std::atomic<int>& created,
+                       const std::atomic<bool>& flooding) {
+  const int every = std::max(1, o.jobs / o.ordinary);
+  for (int k = 0; flooding.load();) {
+    if (created.load() >= k * every) {
+      const std::string name = "during-" + std::to_string(k++);
+      auto at = SteadyClock::now();
+      if (CreateIfAbsent(client, kJobs, ns, OrdinaryJob(ns, name))) {
+        watch.Created(name, at, Since(at));
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(o.intervalMs));  // the pace
+  }
+}
+
+// Creates the flood in `floodNs` with --creators threads, ordinary Jobs in `ordinaryNs` meanwhile.
+void CreateFlood(KubeClient& client, StartWatch& watch, const Options& o,
+                 const std::string& floodNs, const std::string& ordinaryNs, Measurements& m) {
+  const std::string pool = RandomPool();
+  m.jobBytes = MaximalJob(floodNs, 0, pool).dump().size();
+  std::fprintf(stderr, "flood-bench: flood: %d maximal Jobs (%zu bytes of JSON each)\n", o.jobs,
+               m.jobBytes);
+  std::atomic<int> created{0}, failed{0};
+  std::atomic<bool> flooding{true};
+  const auto floodStart = SteadyClock::now();
+  {
+    std::jthread ordinary(
+        [&] { CreateDuringFlood(client, watch, o, ordinaryNs, created, flooding); });
+    bench::ParallelFor(o.jobs, o.creators, [&](int i) {
+      auto r = client.Create(kJobs, floodNs, MaximalJob(floodNs, i, pool), {});
+      if (r.ok() || r.status().code() == StatusCode::kAlreadyExists) {
+        if (++created % 200 == 0) {
+          std::fprintf(stderr, "flood-bench: %d flood Jobs created (%.0f s)\n", created.load(),
+                       Since(floodStart));
+        }
+      } else if (failed++ < 5) {
+        std::fprintf(stderr, "flood-bench: create flood-%d: %s\n", i,
+                     r.status().ToString().c_str());
+      }
+    });
+    m.floodSeconds = Since(floodStart);
+    flooding = false;
+  }
+  m.created = created.load();
+  m.failed = failed.load();
+  std::fprintf(stderr, "flood-bench: %d flood Jobs created in %.1f s (%d failed)\n", m.created,
+               m.floodSeconds, m.failed);
+}
+
+// "verb n, verb n" of the controller's ayatori_api_requests_total.
+std::string RequestsByVerb(const std::string& metrics) {
+  std::string requests;
+  for (const auto& [verb, n] : bench::SumByLabel(metrics, "ayatori_api_requests_total", "verb")) {
+    if (verb.empty()) continue;
+    requests +=
+        (requests.empty() ? "" : ", ") + verb + " " + std::to_string(static_cast<int64_t>(n));
+  }
+  return requests;
+}
+
+// The controller's memory and requests at the end, with the flood waiting.
+void MeasureController(bench::ControllerProcess& c, Measurements& m) {
+  m.rssKiB = bench::RssKiB(c.pid());
+  m.hwmKiB = bench::StatusKiB(c.pid(), "VmHWM");
+  auto [code, metrics] = c.Get("/metrics");
+  if (code != 200) return;
+  m.compactReads = bench::SumMetric(metrics, "ayatori_compact_job_reads_total");
+  m.requests = RequestsByVerb(metrics);
+}
+
+// A fresh controller syncs the flood: its informers list every Job, page by page.
+void MeasureFresh(const Options& o, Measurements& m) {
+  bench::ControllerProcess fresh(o.controller, bench::ControllerFlags(o.kubeconfig),
+                                 o.logDir + "/controller-flood-fresh.log");
+  if (fresh.WaitMetrics(Deadline(o), 200ms,
+                        [&](const std::string& text) { return FloodCached(text, m.created); })) {
+    m.freshSeconds = Since(fresh.started());
+  }
+  m.freshHwmKiB = bench::StatusKiB(fresh.pid(), "VmHWM");
+  fresh.Stop();
+}
+
+void PrintSummary(const Options& o, const Measurements& m, const std::string& floodNs,
+                  const std::string& ordinaryNs) {
+  using bench::MiB;
+  std::printf(
+      "\nflood: %d maximal Jobs (%zu bytes of JSON each: argv and env at their 256 KiB caps) "
+      "waiting in %s on an absent JobClass, created in %.1f s by %d threads, cached as waiting "
+      "%.1f s later; ordinary Jobs in %s on the in-process test backend, one every %d ms; %u "
+      "CPUs\n",
+      m.created, m.jobBytes, floodNs.c_str(), m.floodSeconds, o.creators, m.settleSeconds,
+      ordinaryNs.c_str(), o.intervalMs, std::thread::hardware_concurrency());
+  std::printf(
+      "controller RSS: %.1f MiB ready, peak %.1f MiB after the baseline, %.1f MiB with "
+      "the flood cached, %.1f MiB at the end, peak %.1f MiB (limit %.0f MiB)\n",
+      MiB(m.readyRssKiB), MiB(m.baselineHwmKiB), MiB(m.settledRssKiB), MiB(m.rssKiB), MiB(m.hwmKiB),
+      o.limitMiB);
+  std::printf("controller API requests: %s; compact Jobs read whole: %.0f\n", m.requests.c_str(),
+              m.compactReads);
+  std::printf(
+      "a fresh controller syncing the flood: %.1f s to every Job cached and queue empty, "
+      "peak RSS %.1f MiB\n",
+      m.freshSeconds, MiB(m.freshHwmKiB));
+}
+
+// The ordinary Jobs' start latencies of each phase (baseline, during the flood, flood waiting).
+struct Phases {
+  std::vector<double> latency[3];
+  int missing[3] = {0, 0, 0};
+};
+
+Phases PrintPhases(StartWatch& watch) {
+  std::printf("%-28s %6s %8s %9s %9s %9s %14s\n", "ordinary Jobs, create ->", "Jobs", "missing",
+              "p50 s", "p99 s", "max s", "create p50 s");
+  Phases p;
+  const char* prefixes[3] = {"base-", "during-", "waiting-"};
+  const char* labels[3] = {"started: baseline", "started: flood being made",
+                           "started: flood waiting"};
+  for (int k = 0; k < 3; ++k) {
+    const auto& lat = p.latency[k] = watch.Latencies(prefixes[k], &p.missing[k]);
+    auto req = watch.Requests(prefixes[k]);
+    std::printf("%-28s %6zu %8d %9.3f %9.3f %9.3f %14.3f\n", labels[k], lat.size(), p.missing[k],
+                Percentile(lat, 0.5), Percentile(lat, 0.99), Percentile(lat, 1.0),
+                Percentile(req, 0.5));
+  }
+  return p;
+}
+
+// The targets' MET/MISSED lines; true when every target is met.
+bool PrintVerdicts(const Options& o, const Measurements& m, const Phases& p) {
+  const double hwmMiB = bench::MiB(m.hwmKiB), freshMiB = bench::MiB(m.freshHwmKiB);
+  const auto& lat = p.latency;
+  const bool complete = m.settled && m.failed == 0 && p.missing[0] == 0 && p.missing[2] == 0 &&
+                        !lat[0].empty() && !lat[2].empty();
+  const bool rssMet = complete && hwmMiB < o.limitMiB;
+  const double r50 = Percentile(lat[2], 0.5) / Percentile(lat[0], 0.5);
+  const double r99 = Percentile(lat[2], 0.99) / Percentile(lat[0], 0.99);
+  std::printf("  controller peak RSS < %.0f MiB: %.1f MiB  %s\n", o.limitMiB, hwmMiB,
+              MetOrMissed(rssMet));
+  const bool freshMet = m.freshSeconds >= 0 && freshMiB < o.limitMiB;
+  std::printf("  fresh controller peak RSS syncing the flood < %.0f MiB: %.1f MiB  %s\n",
+              o.limitMiB, freshMiB, MetOrMissed(freshMet));
+  std::printf("  ordinary create -> started p50 with the flood waiting <= 2x baseline: %.2fx  %s\n",
+              r50, MetOrMissed(complete && r50 <= 2));
+  std::printf("  ordinary create -> started p99 with the flood waiting <= 2x baseline: %.2fx  %s\n",
+              r99, MetOrMissed(complete && r99 <= 2));
+  std::printf(
+      "  (while the flood is being created: p50 %.2fx, p99 %.2fx the baseline; no target)\n",
+      Percentile(lat[1], 0.5) / Percentile(lat[0], 0.5),
+      Percentile(lat[1], 0.99) / Percentile(lat[0], 0.99));
+  if (!complete) {
+    std::printf("  incomplete: settled=%d, failed creates %d, ordinary Jobs not started %d + %d\n",
+                m.settled ? 1 : 0, m.failed, p.missing[0], p.missing[2]);
+  }
+  return complete && rssMet && freshMet && r50 <= 2 && r99 <= 2;
+}
+
+// Steps 1-6 of the file's comment; the report's numbers in `m`.
+bool Measure(KubeClient& client, StartWatch& watch, const Options& o, const std::string& floodNs,
+             const std::string& ordinaryNs, Measurements& m) {
+  auto c = StartController(o);
+  if (!c) return false;
+  m.readyRssKiB = bench::RssKiB(c->pid());
+  // 1. Baseline: ordinary Jobs alone.
+  OrdinaryPhase(client, watch, o, ordinaryNs, "base-");
+  m.baselineHwmKiB = bench::StatusKiB(c->pid(), "VmHWM");
+  // 2. The flood is created; ordinary Jobs at the same pace meanwhile.
+  CreateFlood(client, watch, o, floodNs, ordinaryNs, m);
+  // 3. The controller has cached the flood as waiting and drained its queue.
+  const auto settleStart = SteadyClock::now();
+  m.settled = c->WaitMetrics(Deadline(o), 200ms, [&](const std::string& text) {
+                 return FloodCached(text, m.created);
+               }).has_value();
+  m.settleSeconds = Since(settleStart);
+  m.settledRssKiB = bench::RssKiB(c->pid());
+  // 4. Ordinary Jobs again, with the flood waiting: the target's situation.
+  OrdinaryPhase(client, watch, o, ordinaryNs, "waiting-");
+  // 5. Its memory and requests.
+  MeasureController(*c, m);
+  c->Stop();
+  // 6. A fresh controller syncs the flood.
+  MeasureFresh(o, m);
+  return true;
 }
 
 }  // namespace
@@ -259,210 +495,12 @@ int main(int argc, char** argv) {
   if (!config) return 2;
   auto client = bench::NewClient(*config, o.qps, o.burst, "ayatori-flood-bench");
   auto watchClient = bench::NewClient(*config, o.qps, o.burst, "ayatori-flood-bench");
-
   const std::string floodNs = "flood-waiting", ordinaryNs = "flood-ordinary";
-  json cls = {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
-              {"kind", "JobClass"},
-              {"metadata", {{"name", kJobClass}}},
-              {"spec", {{"controllerName", "execution.ayatori.ddupan.top/test"}}}};
-  // ayatori-system: the controller's namespace, where it stores backend snapshots.
-  if (!CreateIfAbsent(*client, kNamespaces, "", Namespace("ayatori-system")) ||
-      !CreateIfAbsent(*client, kNamespaces, "", Namespace(floodNs)) ||
-      !CreateIfAbsent(*client, kNamespaces, "", Namespace(ordinaryNs)) ||
-      !CreateIfAbsent(*client, kJobClasses, "", cls)) {
-    return 1;
-  }
-
-  bench::ControllerProcess c(o.controller, {"--kubeconfig=" + o.kubeconfig, "--log-format=json"},
-                             o.logDir + "/controller-flood.log");
-  const auto deadline = [&] { return SteadyClock::now() + std::chrono::seconds(o.timeoutSeconds); };
-  for (auto until = deadline(); c.Get("/readyz").first != 200;) {
-    if (SteadyClock::now() > until || !c.Alive()) {
-      std::fprintf(stderr, "flood-bench: the controller did not become ready\n");
-      return 1;
-    }
-    std::this_thread::sleep_for(20ms);  // poll interval
-  }
+  if (!CreateFixtures(*client, floodNs, ordinaryNs)) return 1;
   StartWatch watch(*watchClient, ordinaryNs);
-  const int64_t readyRssKiB = bench::RssKiB(c.pid());
-
-  // Ordinary Jobs at the pace, then until each has started.
-  auto ordinaryPhase = [&](const std::string& prefix) {
-    std::fprintf(stderr, "flood-bench: %s: %d ordinary Jobs, one every %d ms\n", prefix.c_str(),
-                 o.ordinary, o.intervalMs);
-    CreateOrdinary(*client, watch, o, ordinaryNs, prefix, o.ordinary);
-    for (auto until = deadline();
-         watch.Started(prefix) < o.ordinary && SteadyClock::now() < until;) {
-      std::this_thread::sleep_for(100ms);  // poll interval
-    }
-  };
-
-  // 1. Baseline: ordinary Jobs alone.
-  ordinaryPhase("base-");
-  const int64_t baselineHwmKiB = bench::StatusKiB(c.pid(), "VmHWM");
-
-  // 2. The flood is created; ordinary Jobs at the same pace meanwhile.
-  std::string pool(1 << 20, ' ');
-  {
-    std::mt19937_64 rng(26);
-    static constexpr std::string_view kChars =
-        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_";
-    for (char& ch : pool) ch = kChars[rng() % kChars.size()];
-  }
-  const size_t jobBytes = MaximalJob(floodNs, 0, pool).dump().size();
-  std::fprintf(stderr, "flood-bench: flood: %d maximal Jobs (%zu bytes of JSON each)\n", o.jobs,
-               jobBytes);
-  std::atomic<int> next{0}, created{0}, failed{0};
-  std::atomic<bool> flooding{true};
-  const auto floodStart = SteadyClock::now();
-  double floodSeconds = -1;
-  {
-    std::vector<std::jthread> creators;
-    creators.reserve(static_cast<size_t>(o.creators));
-    for (int w = 0; w < o.creators; ++w) {
-      creators.emplace_back([&] {
-        for (int i = next++; i < o.jobs; i = next++) {
-          auto r = client->Create(kJobs, floodNs, MaximalJob(floodNs, i, pool), {});
-          if (r.ok() || r.status().code() == StatusCode::kAlreadyExists) {
-            if (++created % 200 == 0) {
-              std::fprintf(stderr, "flood-bench: %d flood Jobs created (%.0f s)\n", created.load(),
-                           Since(floodStart));
-            }
-          } else if (failed++ < 5) {
-            std::fprintf(stderr, "flood-bench: create flood-%d: %s\n", i,
-                         r.status().ToString().c_str());
-          }
-        }
-      });
-    }
-    // One ordinary Job per jobs/ordinary flood Jobs created: --ordinary of them spread over the
-    // flood, at most one every interval.
-    std::jthread ordinary([&] {
-      const int every = std::max(1, o.jobs / o.ordinary);
-      for (int k = 0; flooding.load();) {
-        if (created.load() >= k * every) {
-          const std::string name = "during-" + std::to_string(k++);
-          auto at = SteadyClock::now();
-          if (CreateIfAbsent(*client, kJobs, ordinaryNs, OrdinaryJob(ordinaryNs, name))) {
-            watch.Created(name, at, Since(at));
-          }
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(o.intervalMs));  // the pace
-      }
-    });
-    for (auto& t : creators) t.join();
-    floodSeconds = Since(floodStart);
-    flooding = false;
-  }
-  std::fprintf(stderr, "flood-bench: %d flood Jobs created in %.1f s (%d failed)\n", created.load(),
-               floodSeconds, failed.load());
-
-  // 3. The controller has cached the flood as waiting and drained its queue.
-  bool settled = false;
-  const auto settleStart = SteadyClock::now();
-  for (auto until = deadline(); SteadyClock::now() < until && c.Alive();) {
-    auto [code, text] = c.Get("/metrics");
-    if (code == 200 && Waiting(text) >= created.load() &&
-        Sum(text, "ayatori_workqueue_depth") == 0) {
-      settled = true;
-      break;
-    }
-    std::this_thread::sleep_for(200ms);  // poll interval
-  }
-  const double settleSeconds = Since(settleStart);
-  const int64_t settledRssKiB = bench::RssKiB(c.pid());
-
-  // 4. Ordinary Jobs again, with the flood waiting: the target's situation.
-  ordinaryPhase("waiting-");
-  const int64_t rssKiB = bench::RssKiB(c.pid());
-  const int64_t hwmKiB = bench::StatusKiB(c.pid(), "VmHWM");
-  auto [mcode, metrics] = c.Get("/metrics");
-  const double compactReads = mcode == 200 ? Sum(metrics, "ayatori_compact_job_reads_total") : -1;
-  std::string requests;
-  if (mcode == 200) {
-    std::map<std::string, double> byVerb;
-    for (const auto& m : bench::ParseMetric(metrics, "ayatori_api_requests_total")) {
-      auto v = m.labels.find("verb");
-      if (v != m.labels.end()) byVerb[v->second] += m.value;
-    }
-    for (const auto& [verb, n] : byVerb) {
-      requests +=
-          (requests.empty() ? "" : ", ") + verb + " " + std::to_string(static_cast<int64_t>(n));
-    }
-  }
-
-  // 6. A fresh controller syncs the flood: its informers list every Job, page by page.
-  c.Stop();
-  bench::ControllerProcess fresh(o.controller,
-                                 {"--kubeconfig=" + o.kubeconfig, "--log-format=json"},
-                                 o.logDir + "/controller-flood-fresh.log");
-  double freshSeconds = -1;
-  for (auto until = deadline(); SteadyClock::now() < until && fresh.Alive();) {
-    auto [code, text] = fresh.Get("/metrics");
-    if (code == 200 && Waiting(text) >= created.load() &&
-        Sum(text, "ayatori_workqueue_depth") == 0) {
-      freshSeconds = Since(fresh.started());
-      break;
-    }
-    std::this_thread::sleep_for(200ms);  // poll interval
-  }
-  const int64_t freshHwmKiB = bench::StatusKiB(fresh.pid(), "VmHWM");
-  fresh.Stop();
-
-  auto mib = [](int64_t kib) { return static_cast<double>(kib) / 1024.0; };
-  std::printf(
-      "\nflood: %d maximal Jobs (%zu bytes of JSON each: argv and env at their 256 KiB caps) "
-      "waiting in %s on an absent JobClass, created in %.1f s by %d threads, cached as waiting "
-      "%.1f s later; ordinary Jobs in %s on the in-process test backend, one every %d ms; %u "
-      "CPUs\n",
-      created.load(), jobBytes, floodNs.c_str(), floodSeconds, o.creators, settleSeconds,
-      ordinaryNs.c_str(), o.intervalMs, std::thread::hardware_concurrency());
-  std::printf(
-      "controller RSS: %.1f MiB ready, peak %.1f MiB after the baseline, %.1f MiB with "
-      "the flood cached, %.1f MiB at the end, peak %.1f MiB (limit %.0f MiB)\n",
-      mib(readyRssKiB), mib(baselineHwmKiB), mib(settledRssKiB), mib(rssKiB), mib(hwmKiB),
-      o.limitMiB);
-  std::printf("controller API requests: %s; compact Jobs read whole: %.0f\n", requests.c_str(),
-              compactReads);
-  std::printf(
-      "a fresh controller syncing the flood: %.1f s to every Job cached and queue empty, "
-      "peak RSS %.1f MiB\n",
-      freshSeconds, mib(freshHwmKiB));
-  std::printf("%-28s %6s %8s %9s %9s %9s %14s\n", "ordinary Jobs, create ->", "Jobs", "missing",
-              "p50 s", "p99 s", "max s", "create p50 s");
-  int missing[3] = {0, 0, 0};
-  std::vector<double> lat[3];
-  const char* prefixes[3] = {"base-", "during-", "waiting-"};
-  const char* labels[3] = {"started: baseline", "started: flood being made",
-                           "started: flood waiting"};
-  for (int k = 0; k < 3; ++k) {
-    lat[k] = watch.Latencies(prefixes[k], &missing[k]);
-    auto req = watch.Requests(prefixes[k]);
-    std::printf("%-28s %6zu %8d %9.3f %9.3f %9.3f %14.3f\n", labels[k], lat[k].size(), missing[k],
-                Percentile(lat[k], 0.5), Percentile(lat[k], 0.99), Percentile(lat[k], 1.0),
-                Percentile(req, 0.5));
-  }
-  const bool complete = settled && failed.load() == 0 && missing[0] == 0 && missing[2] == 0 &&
-                        !lat[0].empty() && !lat[2].empty();
-  const bool rssMet = complete && mib(hwmKiB) < o.limitMiB;
-  const double r50 = Percentile(lat[2], 0.5) / Percentile(lat[0], 0.5);
-  const double r99 = Percentile(lat[2], 0.99) / Percentile(lat[0], 0.99);
-  std::printf("  controller peak RSS < %.0f MiB: %.1f MiB  %s\n", o.limitMiB, mib(hwmKiB),
-              rssMet ? "MET" : "MISSED");
-  const bool freshMet = freshSeconds >= 0 && mib(freshHwmKiB) < o.limitMiB;
-  std::printf("  fresh controller peak RSS syncing the flood < %.0f MiB: %.1f MiB  %s\n",
-              o.limitMiB, mib(freshHwmKiB), freshMet ? "MET" : "MISSED");
-  std::printf("  ordinary create -> started p50 with the flood waiting <= 2x baseline: %.2fx  %s\n",
-              r50, complete && r50 <= 2 ? "MET" : "MISSED");
-  std::printf("  ordinary create -> started p99 with the flood waiting <= 2x baseline: %.2fx  %s\n",
-              r99, complete && r99 <= 2 ? "MET" : "MISSED");
-  std::printf(
-      "  (while the flood is being created: p50 %.2fx, p99 %.2fx the baseline; no target)\n",
-      Percentile(lat[1], 0.5) / Percentile(lat[0], 0.5),
-      Percentile(lat[1], 0.99) / Percentile(lat[0], 0.99));
-  if (!complete) {
-    std::printf("  incomplete: settled=%d, failed creates %d, ordinary Jobs not started %d + %d\n",
-                settled ? 1 : 0, failed.load(), missing[0], missing[2]);
-  }
-  return complete && rssMet && freshMet && r50 <= 2 && r99 <= 2 ? 0 : 1;
+  Measurements m;
+  if (!Measure(*client, watch, o, floodNs, ordinaryNs, m)) return 1;
+  PrintSummary(o, m, floodNs, ordinaryNs);
+  const Phases phases = PrintPhases(watch);
+  return PrintVerdicts(o, m, phases) ? 0 : 1;
 }

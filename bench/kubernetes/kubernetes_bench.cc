@@ -57,8 +57,10 @@
 
 #include "ayatori/kube_client.h"
 #include "bench/common/api_client.h"
+#include "bench/common/parallel.h"
 #include "bench/common/process_stats.h"
 #include "bench/common/prometheus_text.h"
+#include "bench/common/report.h"
 #include "controller/kinds.h"
 #include "kube/config.h"
 #include "kube/http.h"
@@ -73,7 +75,9 @@ using namespace ayatori;               // NOLINT(google-build-using-namespace)
 using namespace std::chrono_literals;  // NOLINT(google-build-using-namespace)
 using bench::CpuSeconds;
 using bench::MachineCpu;
+using bench::MetOrMissed;
 using bench::ParseMetric;
+using bench::Percentile;
 using bench::RssKiB;
 
 const ResourceRef& kAyatoriJobs = controller::kJobs;
@@ -456,23 +460,6 @@ struct SideResult {
   double reconciles = 0, reconcileSeconds = 0;
 };
 
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return -1;
-  std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(std::lround(p * static_cast<double>(v.size() - 1)));
-  return v[std::min(i, v.size() - 1)];
-}
-
-std::map<std::string, double> ControllerSamples(const std::string& text, const std::string& metric,
-                                                const std::string& label) {
-  std::map<std::string, double> out;
-  for (const auto& s : ParseMetric(text, metric)) {
-    auto it = s.labels.find(label);
-    out[it == s.labels.end() ? "" : it->second] += s.value;
-  }
-  return out;
-}
-
 std::map<std::string, double> Delta(const std::map<std::string, double>& before,
                                     const std::map<std::string, double>& after) {
   std::map<std::string, double> d;
@@ -545,6 +532,179 @@ std::vector<std::pair<std::string, int>> Processes(const Options& o) {
   return out;
 }
 
+// The watches of a side: its Jobs, their pods and (Ayatori) the batch Jobs the controller makes,
+// each counting `listed` down after its first list.
+std::vector<std::jthread> StartWatches(KubeClient& watcher, bool ayatori, const std::string& ns,
+                                       Tracker& tracker, std::latch& listed) {
+  std::vector<std::jthread> watches;
+  watches.emplace_back([&watcher, &ns, &tracker, &listed, ayatori](const std::stop_token& stop) {
+    WatchLoop(
+        watcher, ayatori ? kAyatoriJobs : kBatchJobs, ns, stop,
+        [&](const json& j) { tracker.OnJob(j, ayatori); }, listed);
+  });
+  watches.emplace_back([&watcher, &ns, &tracker, &listed, ayatori](const std::stop_token& stop) {
+    WatchLoop(
+        watcher, kPods, ns, stop, [&](const json& p) { tracker.OnPod(p, ayatori); }, listed);
+  });
+  if (ayatori) {  // where the time before the start goes: until the batch Job exists
+    watches.emplace_back([&watcher, &ns, &tracker, &listed](const std::stop_token& stop) {
+      WatchLoop(
+          watcher, kBatchJobs, ns, stop, [&](const json& j) { tracker.OnBatchJobOfAyatori(j); },
+          listed);
+    });
+  }
+  return watches;
+}
+
+// Waits until every watch has its first list, at most 60 s (a list that keeps failing must not
+// hang the benchmark); false on timeout.
+bool WaitListed(std::latch& listed) {
+  const auto listDeadline = std::chrono::steady_clock::now() + 60s;
+  while (!listed.try_wait()) {
+    if (std::chrono::steady_clock::now() >= listDeadline) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+  return true;
+}
+
+// CPU seconds used so far by each --processes process and by the machine.
+struct CpuUse {
+  std::map<std::string, double> processes;
+  std::pair<double, double> machine;  // busy, total
+};
+
+CpuUse ReadCpuUse(const Options& o) {
+  CpuUse u;
+  for (const auto& [name, pid] : Processes(o)) u.processes[name] = CpuSeconds(pid);
+  u.machine = MachineCpu();
+  return u;
+}
+
+// The CPU seconds used since `before`, into `r`.
+void AddCpuSince(const Options& o, CpuUse before, SideResult& r) {
+  for (const auto& [name, pid] : Processes(o)) {
+    r.cpuSeconds[name] = CpuSeconds(pid) - before.processes[name];
+  }
+  auto machineAfter = MachineCpu();
+  r.machineBusy = machineAfter.first - before.machine.first;
+  r.machineTotal = machineAfter.second - before.machine.second;
+}
+
+// Creates Job `name` (5 attempts); on success records its times in `tracker` and moves
+// `lastCreated` up to the answer's time; counts failed attempts in `errors`.
+void CreateJob(KubeClient& creator, const ResourceRef& ref, const std::string& ns,
+               const std::string& name, const json& object, Tracker& tracker,
+               std::atomic<int64_t>& lastCreated, std::atomic<int>& errors) {
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    int64_t sent = NowMs();
+    auto created = creator.Create(ref, ns, object, {});
+    int64_t done = NowMs();
+    if (created.ok() || created.status().code() == StatusCode::kAlreadyExists) {
+      tracker.Sent(name, sent, done);
+      int64_t prev = lastCreated.load();
+      while (done > prev && !lastCreated.compare_exchange_weak(prev, done)) {
+      }
+      return;
+    }
+    ++errors;
+    std::fprintf(stderr, "bench: create %s: %s\n", name.c_str(),
+                 created.status().ToString().c_str());
+    std::this_thread::sleep_for(200ms);
+  }
+}
+
+// Creates the side's N Jobs b-0 .. b-(N-1) with --creators threads; firstSent: when it began.
+void CreateJobs(const Options& o, bool ayatori, KubeClient& creator, Tracker& tracker,
+                const std::string& ns, int64_t firstSent, SideResult& r) {
+  std::atomic<int> errors{0};
+  std::atomic<int64_t> lastCreated{0};
+  bench::ParallelFor(o.n, o.creators, [&](int i) {
+    const std::string name = "b-" + std::to_string(i);
+    json object = ayatori ? AyatoriJob(o, ns, name) : NativeJob(o, ns, name);
+    CreateJob(creator, ayatori ? kAyatoriJobs : kBatchJobs, ns, name, object, tracker, lastCreated,
+              errors);
+  });
+  r.createErrors = errors.load();
+  r.createSeconds = static_cast<double>(lastCreated.load() - firstSent) / 1000.0;
+  std::fprintf(stderr, "bench: %s: created in %.1f s, waiting for completion\n", r.name.c_str(),
+               r.createSeconds);
+}
+
+// Waits until every Job finished or --timeout passed, saying the count every 10 s.
+void WaitFinished(const Options& o, Tracker& tracker, SideResult& r) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.timeoutSeconds);
+  int finished = 0;
+  while (!tracker.WaitAll(std::min(deadline, std::chrono::steady_clock::now() + 10s), &finished)) {
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::fprintf(stderr, "bench: %s: %d/%d finished\n", r.name.c_str(), finished, o.n);
+  }
+  r.finished = finished;
+  r.failed = tracker.failed();
+}
+
+// Appends to.ms - from.ms to `out` when both were seen.
+void AddGap(std::vector<double>& out, int64_t from, int64_t to) {
+  if (from >= 0 && to >= 0) out.push_back(static_cast<double>(to - from));
+}
+
+// The latencies of every Job and the side's throughput, from the watches' times.
+void CollectLatencies(const std::unordered_map<std::string, JobTimes>& jobs, bool ayatori,
+                      int64_t firstSent, SideResult& r) {
+  int64_t lastDone = firstSent;
+  for (const auto& [name, t] : jobs) {
+    if (t.doneSeenMs > lastDone) lastDone = t.doneSeenMs;
+    AddGap(r.startServerS, t.creationTs, t.startTs);
+    AddGap(r.startWatchMs, t.createdMs, t.startSeenMs);
+    AddGap(r.doneWatchMs, t.createdMs, t.doneSeenMs);
+    if (ayatori) AddGap(r.podToStatusMs, t.podRunningMs, t.startSeenMs);
+    AddGap(r.podRunningMs, t.createdMs, t.podRunningMs);
+    AddGap(r.batchSeenMs, t.createdMs, t.batchSeenMs);
+    AddGap(r.scheduledSeenMs, t.createdMs, t.scheduledSeenMs);
+  }
+  r.wallSeconds = static_cast<double>(lastDone - firstSent) / 1000.0;
+  r.jobsPerSecond = r.wallSeconds > 0 ? r.finished / r.wallSeconds : 0;
+}
+
+// The value of the first sample of `metric` (0 without one).
+double FirstValue(const std::string& text, const char* metric) {
+  auto samples = ParseMetric(text, metric);
+  return samples.empty() ? 0.0 : samples[0].value;
+}
+
+// The controller's requests, Job writes and reconciles between its two /metrics texts.
+void CountControllerRequests(const std::string& before, const std::string& after, SideResult& r) {
+  const char* requests = "ayatori_api_requests_total";
+  const char* jobWrites = "ayatori_job_api_writes_total";
+  r.controllerByVerb = Delta(bench::SumByLabel(before, requests, "verb"),
+                             bench::SumByLabel(after, requests, "verb"));
+  for (const auto& [verb, v] : r.controllerByVerb) {
+    r.controllerRequests += v;
+    (bench::IsControllerWriteVerb(verb) ? r.controllerWrites : r.controllerReads) += v;
+  }
+  r.jobWritesByKind = Delta(bench::SumByLabel(before, jobWrites, "kind"),
+                            bench::SumByLabel(after, jobWrites, "kind"));
+  for (const auto& [kind, v] : r.jobWritesByKind) r.jobWrites += v;
+  auto growth = [&](const char* metric) {
+    return FirstValue(after, metric) - FirstValue(before, metric);
+  };
+  r.reconciles = growth("ayatori_reconcile_duration_seconds_count");
+  r.reconcileSeconds = growth("ayatori_reconcile_duration_seconds_sum");
+  r.reportsDeferred = growth("ayatori_execution_reports_deferred_total");
+  r.acceptancesDeferred = growth("ayatori_acceptances_deferred_total");
+}
+
+// The API server's requests (all clients) and the controller's between the two scrapes.
+void CountRequests(const Scrapes& before, const Scrapes& after, SideResult& r) {
+  r.apiDelta = Delta(before.apiserver, after.apiserver);
+  for (const auto& [key, v] : r.apiDelta) {
+    std::string verb = key.substr(0, key.find(' '));
+    (IsWriteVerb(verb) ? r.writes : r.reads) += v;
+  }
+  if (!before.controller.empty() && !after.controller.empty()) {
+    CountControllerRequests(before.controller, after.controller, r);
+  }
+}
+
 SideResult RunSide(const Options& o, bool ayatori, KubeClient& creator, KubeClient& watcher,
                    Probe& probe, const std::string& ns) {
   SideResult r;
@@ -558,93 +718,23 @@ SideResult RunSide(const Options& o, bool ayatori, KubeClient& creator, KubeClie
   }
   Tracker tracker(o.n);
   std::latch listed(ayatori ? 3 : 2);  // before the threads that count it down: it outlives them
-  std::vector<std::jthread> watches;
-  watches.emplace_back([&](const std::stop_token& stop) {
-    WatchLoop(
-        watcher, ayatori ? kAyatoriJobs : kBatchJobs, ns, stop,
-        [&](const json& j) { tracker.OnJob(j, ayatori); }, listed);
-  });
-  watches.emplace_back([&](const std::stop_token& stop) {
-    WatchLoop(
-        watcher, kPods, ns, stop, [&](const json& p) { tracker.OnPod(p, ayatori); }, listed);
-  });
-  if (ayatori) {  // where the time before the start goes: until the batch Job exists
-    watches.emplace_back([&](const std::stop_token& stop) {
-      WatchLoop(
-          watcher, kBatchJobs, ns, stop, [&](const json& j) { tracker.OnBatchJobOfAyatori(j); },
-          listed);
-    });
+  std::vector<std::jthread> watches = StartWatches(watcher, ayatori, ns, tracker, listed);
+  // Every watch has its first list before the first create.
+  if (!WaitListed(listed)) {
+    std::fprintf(stderr, "bench: %s: the watches could not list %s within 60 s\n", r.name.c_str(),
+                 ns.c_str());
+    return r;
   }
-  // Both watches have their first list before the first create (a deadline-bound wait: a list
-  // that keeps failing must not hang the benchmark).
-  const auto listDeadline = std::chrono::steady_clock::now() + 60s;
-  while (!listed.try_wait()) {
-    if (std::chrono::steady_clock::now() >= listDeadline) {
-      std::fprintf(stderr, "bench: %s: the watches could not list %s within 60 s\n", r.name.c_str(),
-                   ns.c_str());
-      return r;
-    }
-    std::this_thread::sleep_for(10ms);
-  }
-
   WaitControllerIdle(probe, o);
   r.controllerRssBefore = RssKiB(o.controllerPid);
   r.kcmRssBefore = RssKiB(o.kcmPid);
   Scrapes before = probe.Scrape();
-  std::map<std::string, double> cpuBefore;
-  for (const auto& [name, pid] : Processes(o)) cpuBefore[name] = CpuSeconds(pid);
-  auto machineBefore = MachineCpu();
+  const CpuUse cpuBefore = ReadCpuUse(o);
   RssSampler controllerRss(o.controllerPid), kcmRss(o.kcmPid);
-
-  std::atomic<int> next{0}, errors{0};
-  std::atomic<int64_t> lastCreated{0};
   const int64_t firstSent = NowMs();
-  {
-    std::vector<std::jthread> creators;
-    creators.reserve(static_cast<size_t>(o.creators));
-    for (int w = 0; w < o.creators; ++w) {
-      creators.emplace_back([&] {
-        for (int i = next++; i < o.n; i = next++) {
-          const std::string name = "b-" + std::to_string(i);
-          json object = ayatori ? AyatoriJob(o, ns, name) : NativeJob(o, ns, name);
-          for (int attempt = 0; attempt < 5; ++attempt) {
-            int64_t sent = NowMs();
-            auto created = creator.Create(ayatori ? kAyatoriJobs : kBatchJobs, ns, object, {});
-            int64_t done = NowMs();
-            if (created.ok() || created.status().code() == StatusCode::kAlreadyExists) {
-              tracker.Sent(name, sent, done);
-              int64_t prev = lastCreated.load();
-              while (done > prev && !lastCreated.compare_exchange_weak(prev, done)) {
-              }
-              break;
-            }
-            ++errors;
-            std::fprintf(stderr, "bench: create %s: %s\n", name.c_str(),
-                         created.status().ToString().c_str());
-            std::this_thread::sleep_for(200ms);
-          }
-        }
-      });
-    }
-  }
-  r.createErrors = errors.load();
-  r.createSeconds = static_cast<double>(lastCreated.load() - firstSent) / 1000.0;
-  std::fprintf(stderr, "bench: %s: created in %.1f s, waiting for completion\n", r.name.c_str(),
-               r.createSeconds);
-
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.timeoutSeconds);
-  int finished = 0;
-  while (!tracker.WaitAll(std::min(deadline, std::chrono::steady_clock::now() + 10s), &finished)) {
-    if (std::chrono::steady_clock::now() >= deadline) break;
-    std::fprintf(stderr, "bench: %s: %d/%d finished\n", r.name.c_str(), finished, o.n);
-  }
-  r.finished = finished;
-  r.failed = tracker.failed();
-  for (const auto& [name, pid] : Processes(o))
-    r.cpuSeconds[name] = CpuSeconds(pid) - cpuBefore[name];
-  auto machineAfter = MachineCpu();
-  r.machineBusy = machineAfter.first - machineBefore.first;
-  r.machineTotal = machineAfter.second - machineBefore.second;
+  CreateJobs(o, ayatori, creator, tracker, ns, firstSent, r);
+  WaitFinished(o, tracker, r);
+  AddCpuSince(o, cpuBefore, r);
   for (auto& w : watches) w.request_stop();
   watches.clear();
 
@@ -655,68 +745,9 @@ SideResult RunSide(const Options& o, bool ayatori, KubeClient& creator, KubeClie
   r.controllerRssPeak = std::max(controllerRss.peak(), r.controllerRssAfter);
   r.kcmRssAfter = RssKiB(o.kcmPid);
   r.kcmRssPeak = std::max(kcmRss.peak(), r.kcmRssAfter);
-
-  auto jobs = tracker.Snapshot();
-  int64_t lastDone = firstSent;
-  for (const auto& [name, t] : jobs) {
-    if (t.doneSeenMs > lastDone) lastDone = t.doneSeenMs;
-    if (t.startTs >= 0 && t.creationTs >= 0) {
-      r.startServerS.push_back(static_cast<double>(t.startTs - t.creationTs));
-    }
-    if (t.startSeenMs >= 0 && t.createdMs >= 0) {
-      r.startWatchMs.push_back(static_cast<double>(t.startSeenMs - t.createdMs));
-    }
-    if (t.doneSeenMs >= 0 && t.createdMs >= 0) {
-      r.doneWatchMs.push_back(static_cast<double>(t.doneSeenMs - t.createdMs));
-    }
-    if (ayatori && t.startSeenMs >= 0 && t.podRunningMs >= 0) {
-      r.podToStatusMs.push_back(static_cast<double>(t.startSeenMs - t.podRunningMs));
-    }
-    if (t.podRunningMs >= 0 && t.createdMs >= 0) {
-      r.podRunningMs.push_back(static_cast<double>(t.podRunningMs - t.createdMs));
-    }
-    if (t.batchSeenMs >= 0 && t.createdMs >= 0) {
-      r.batchSeenMs.push_back(static_cast<double>(t.batchSeenMs - t.createdMs));
-    }
-    if (t.scheduledSeenMs >= 0 && t.createdMs >= 0) {
-      r.scheduledSeenMs.push_back(static_cast<double>(t.scheduledSeenMs - t.createdMs));
-    }
-  }
-  r.wallSeconds = static_cast<double>(lastDone - firstSent) / 1000.0;
-  r.jobsPerSecond = r.wallSeconds > 0 ? r.finished / r.wallSeconds : 0;
-
+  CollectLatencies(tracker.Snapshot(), ayatori, firstSent, r);
   r.eventsByReporter = EventsByReporter(watcher, ns);
-  r.apiDelta = Delta(before.apiserver, after.apiserver);
-  for (const auto& [key, v] : r.apiDelta) {
-    std::string verb = key.substr(0, key.find(' '));
-    (IsWriteVerb(verb) ? r.writes : r.reads) += v;
-  }
-  if (!before.controller.empty() && !after.controller.empty()) {
-    r.controllerByVerb =
-        Delta(ControllerSamples(before.controller, "ayatori_api_requests_total", "verb"),
-              ControllerSamples(after.controller, "ayatori_api_requests_total", "verb"));
-    for (const auto& [verb, v] : r.controllerByVerb) {
-      r.controllerRequests += v;
-      bool write = verb == "create" || verb == "update" || verb == "patch" || verb == "delete";
-      (write ? r.controllerWrites : r.controllerReads) += v;
-    }
-    r.jobWritesByKind =
-        Delta(ControllerSamples(before.controller, "ayatori_job_api_writes_total", "kind"),
-              ControllerSamples(after.controller, "ayatori_job_api_writes_total", "kind"));
-    for (const auto& [kind, v] : r.jobWritesByKind) r.jobWrites += v;
-    auto sum = [](const std::string& text, const char* metric) {
-      auto samples = ParseMetric(text, metric);
-      return samples.empty() ? 0.0 : samples[0].value;
-    };
-    r.reconciles = sum(after.controller, "ayatori_reconcile_duration_seconds_count") -
-                   sum(before.controller, "ayatori_reconcile_duration_seconds_count");
-    r.reconcileSeconds = sum(after.controller, "ayatori_reconcile_duration_seconds_sum") -
-                         sum(before.controller, "ayatori_reconcile_duration_seconds_sum");
-    r.reportsDeferred = sum(after.controller, "ayatori_execution_reports_deferred_total") -
-                        sum(before.controller, "ayatori_execution_reports_deferred_total");
-    r.acceptancesDeferred = sum(after.controller, "ayatori_acceptances_deferred_total") -
-                            sum(before.controller, "ayatori_acceptances_deferred_total");
-  }
+  CountRequests(before, after, r);
   return r;
 }
 
@@ -732,6 +763,11 @@ std::string Fixed(double v, int digits = 1) {
 
 std::string Kib(int64_t kib) { return kib < 0 ? "-" : std::to_string(kib / 1024) + " MiB"; }
 
+// "p50 / p99" of `v`, whole numbers.
+std::string P50P99(const std::vector<double>& v) {
+  return Fixed(Percentile(v, 0.5), 0) + " / " + Fixed(Percentile(v, 0.99), 0);
+}
+
 void PrintBreakdown(const SideResult& r, int n) {
   std::vector<std::pair<double, std::string>> rows;
   for (const auto& [k, v] : r.apiDelta) rows.emplace_back(v, k);
@@ -742,10 +778,44 @@ void PrintBreakdown(const SideResult& r, int n) {
   }
 }
 
-void Report(const Options& o, const std::vector<SideResult>& sides) {
-  const SideResult* native = nullptr;
-  const SideResult* ayatori = nullptr;
-  for (const auto& s : sides) (s.ayatori ? ayatori : native) = &s;
+// The report's table: a row per measurement with the native side's value, the Ayatori side's
+// and, for rows that compare, their ratio.
+class Table {
+ public:
+  explicit Table(const std::vector<SideResult>& sides) {
+    for (const auto& s : sides) (s.ayatori ? ayatori_ : native_) = &s;
+  }
+  const SideResult* native() const { return native_; }
+  const SideResult* ayatori() const { return ayatori_; }
+
+  // `value` of each side, no ratio.
+  template <typename Value>
+  void Row(const std::string& label, Value value) const {
+    Print(label, value, "");
+  }
+  // `value` of each side and the ratio of `number` of the Ayatori side to the native side's.
+  template <typename Value, typename Number>
+  void Compare(const std::string& label, Value value, Number number) const {
+    std::string ratio;
+    if (native_ && ayatori_ && number(*native_) > 0) {
+      ratio = Fixed(number(*ayatori_) / number(*native_), 2) + "x";
+    }
+    Print(label, value, ratio);
+  }
+
+ private:
+  template <typename Value>
+  void Print(const std::string& label, Value value, const std::string& ratio) const {
+    std::string ns = native_ ? value(*native_) : "-";
+    std::string as = ayatori_ ? value(*ayatori_) : "-";
+    std::printf("%-44s %18s %22s %8s\n", label.c_str(), ns.c_str(), as.c_str(), ratio.c_str());
+  }
+
+  const SideResult* native_ = nullptr;
+  const SideResult* ayatori_ = nullptr;
+};
+
+void PrintHeader(const Options& o) {
   std::printf(
       "\nkubernetes bench: N=%d (after an unmeasured warm-up round of %d per side), "
       "TESTENV_RUN_FOR=%s, creator client qps %.0f burst %d (%d threads)\n",
@@ -754,185 +824,110 @@ void Report(const Options& o, const std::vector<SideResult>& sides) {
     std::printf("  ayatori-controller %s\n", o.controllerFlags.c_str());
   if (!o.kcmFlags.empty()) std::printf("  kube-controller-manager %s\n", o.kcmFlags.c_str());
   std::printf("\n%-44s %18s %22s %8s\n", "", "native batch/v1", "Ayatori (kubernetes)", "ratio");
-  auto row = [&](const char* label, auto value, double nv, double av, bool ratio) {
-    std::string ns = native ? value(*native) : "-";
-    std::string as = ayatori ? value(*ayatori) : "-";
-    std::string rs = ratio && native && ayatori && nv > 0 ? Fixed(av / nv, 2) + "x" : "";
-    std::printf("%-44s %18s %22s %8s\n", label, ns.c_str(), as.c_str(), rs.c_str());
-  };
-  auto val = [](const SideResult* s, double SideResult::*f) { return s ? s->*f : 0.0; };
-  row(
-      "Jobs finished / failed / create errors",
-      [](const SideResult& s) {
-        return std::to_string(s.finished) + "/" + std::to_string(s.failed) + "/" +
-               std::to_string(s.createErrors);
-      },
-      0, 0, false);
-  row(
-      "all created after (s)", [](const SideResult& s) { return Fixed(s.createSeconds); }, 0, 0,
-      false);
-  row(
+}
+
+void PrintThroughputRows(const Table& t) {
+  t.Row("Jobs finished / failed / create errors", [](const SideResult& s) {
+    return std::to_string(s.finished) + "/" + std::to_string(s.failed) + "/" +
+           std::to_string(s.createErrors);
+  });
+  t.Row("all created after (s)", [](const SideResult& s) { return Fixed(s.createSeconds); });
+  t.Compare(
       "first create -> last finished (s)", [](const SideResult& s) { return Fixed(s.wallSeconds); },
-      val(native, &SideResult::wallSeconds), val(ayatori, &SideResult::wallSeconds), true);
-  row(
+      [](const SideResult& s) { return s.wallSeconds; });
+  t.Compare(
       "Jobs/s to completion", [](const SideResult& s) { return Fixed(s.jobsPerSecond, 2); },
-      val(native, &SideResult::jobsPerSecond), val(ayatori, &SideResult::jobsPerSecond), true);
-  row(
-      "create->start p50 / p99 (s, server times)",
-      [](const SideResult& s) {
-        return Fixed(Percentile(s.startServerS, 0.5), 0) + " / " +
-               Fixed(Percentile(s.startServerS, 0.99), 0);
-      },
-      0, 0, false);
-  row(
+      [](const SideResult& s) { return s.jobsPerSecond; });
+}
+
+void PrintLatencyRows(const Table& t) {
+  auto ayatoriOnly = [](std::vector<double> SideResult::*f) {
+    return [f](const SideResult& s) { return s.ayatori ? P50P99(s.*f) : std::string("-"); };
+  };
+  t.Row("create->start p50 / p99 (s, server times)",
+        [](const SideResult& s) { return P50P99(s.startServerS); });
+  t.Compare(
       "create->start p50 / p99 (ms, watch)",
-      [](const SideResult& s) {
-        return Fixed(Percentile(s.startWatchMs, 0.5), 0) + " / " +
-               Fixed(Percentile(s.startWatchMs, 0.99), 0);
-      },
-      native ? Percentile(native->startWatchMs, 0.5) : 0,
-      ayatori ? Percentile(ayatori->startWatchMs, 0.5) : 0, true);
-  row(
+      [](const SideResult& s) { return P50P99(s.startWatchMs); },
+      [](const SideResult& s) { return Percentile(s.startWatchMs, 0.5); });
+  t.Compare(
       "  p99 ratio", [](const SideResult&) { return std::string(); },
-      native ? Percentile(native->startWatchMs, 0.99) : 0,
-      ayatori ? Percentile(ayatori->startWatchMs, 0.99) : 0, true);
+      [](const SideResult& s) { return Percentile(s.startWatchMs, 0.99); });
   // The status says the execution exists in the round of its create (spec; issue 24): this row
   // stays close to the one below it.
-  row(
-      "  create->Scheduled=True written p50 / p99 (ms)",
-      [](const SideResult& s) {
-        if (!s.ayatori) return std::string("-");
-        return Fixed(Percentile(s.scheduledSeenMs, 0.5), 0) + " / " +
-               Fixed(Percentile(s.scheduledSeenMs, 0.99), 0);
-      },
-      0, 0, false);
-  row(
-      "  create->batch Job seen p50 / p99 (ms)",
-      [](const SideResult& s) {
-        if (!s.ayatori) return std::string("-");
-        return Fixed(Percentile(s.batchSeenMs, 0.5), 0) + " / " +
-               Fixed(Percentile(s.batchSeenMs, 0.99), 0);
-      },
-      0, 0, false);
-  row(
+  t.Row("  create->Scheduled=True written p50 / p99 (ms)",
+        ayatoriOnly(&SideResult::scheduledSeenMs));
+  t.Row("  create->batch Job seen p50 / p99 (ms)", ayatoriOnly(&SideResult::batchSeenMs));
+  t.Compare(
       "  create->pod running seen p50 / p99 (ms)",
-      [](const SideResult& s) {
-        return Fixed(Percentile(s.podRunningMs, 0.5), 0) + " / " +
-               Fixed(Percentile(s.podRunningMs, 0.99), 0);
-      },
-      native ? Percentile(native->podRunningMs, 0.5) : 0,
-      ayatori ? Percentile(ayatori->podRunningMs, 0.5) : 0, true);
-  row(
-      "  pod running -> Job startTime p50/p99 (ms)",
-      [](const SideResult& s) {
-        if (!s.ayatori) return std::string("-");
-        return Fixed(Percentile(s.podToStatusMs, 0.5), 0) + " / " +
-               Fixed(Percentile(s.podToStatusMs, 0.99), 0);
-      },
-      0, 0, false);
-  row(
-      "apiserver requests per Job (all clients)",
-      [&](const SideResult& s) { return Fixed((s.writes + s.reads) / o.n, 2); }, 0, 0, false);
-  row(
-      "  writes per Job", [&](const SideResult& s) { return Fixed(s.writes / o.n, 2); },
-      val(native, &SideResult::writes), val(ayatori, &SideResult::writes), true);
-  row(
-      "  reads per Job", [&](const SideResult& s) { return Fixed(s.reads / o.n, 2); }, 0, 0, false);
-  row(
-      "controller requests per Job",
-      [&](const SideResult& s) {
-        return s.ayatori ? Fixed(s.controllerRequests / o.n, 2) : std::string("-");
-      },
-      0, 0, false);
-  row(
-      "  controller writes per Job",
-      [&](const SideResult& s) {
-        return s.ayatori ? Fixed(s.controllerWrites / o.n, 2) : std::string("-");
-      },
-      0, 0, false);
-  row(
-      "  controller reads per Job",
-      [&](const SideResult& s) {
-        return s.ayatori ? Fixed(s.controllerReads / o.n, 2) : std::string("-");
-      },
-      0, 0, false);
-  row(
-      "  ayatori_job_api_writes_total per Job",
-      [&](const SideResult& s) {
-        return s.ayatori ? Fixed(s.jobWrites / o.n, 2) : std::string("-");
-      },
-      0, 0, false);
-  row(
-      "  executions reported with a later write",
-      [&](const SideResult& s) {
-        return s.ayatori ? Fixed(s.reportsDeferred / o.n, 2) : std::string("-");
-      },
-      0, 0, false);
-  row(
-      "  acceptances carried by the create",
-      [&](const SideResult& s) {
-        return s.ayatori ? Fixed(s.acceptancesDeferred / o.n, 2) : std::string("-");
-      },
-      0, 0, false);
-  row(
-      "controller RSS before / after",
-      [](const SideResult& s) {
-        return Kib(s.controllerRssBefore) + " / " + Kib(s.controllerRssAfter);
-      },
-      0, 0, false);
-  row(
-      "controller RSS peak", [](const SideResult& s) { return Kib(s.controllerRssPeak); }, 0, 0,
-      false);
-  row(
-      "kube-controller-manager RSS before / peak",
-      [](const SideResult& s) { return Kib(s.kcmRssBefore) + " / " + Kib(s.kcmRssPeak); }, 0, 0,
-      false);
+      [](const SideResult& s) { return P50P99(s.podRunningMs); },
+      [](const SideResult& s) { return Percentile(s.podRunningMs, 0.5); });
+  t.Row("  pod running -> Job startTime p50/p99 (ms)", ayatoriOnly(&SideResult::podToStatusMs));
+}
 
-  row(
-      "controller reconciles per Job, mean (ms)",
-      [&](const SideResult& s) {
-        if (!s.ayatori || s.reconciles <= 0) return std::string("-");
-        return Fixed(s.reconciles / o.n, 2) + ", " +
-               Fixed(1000 * s.reconcileSeconds / s.reconciles, 1);
-      },
-      0, 0, false);
-  row(
-      "machine CPU busy (all cores)",
-      [](const SideResult& s) {
-        return s.machineTotal > 0 ? Fixed(100 * s.machineBusy / s.machineTotal, 0) + " %"
-                                  : std::string("-");
-      },
-      0, 0, false);
-  row(
-      "  CPU s of other processes (not listed)",
-      [](const SideResult& s) {
-        double listed = 0;
-        for (const auto& [name, v] : s.cpuSeconds) listed += v;
-        return s.machineTotal > 0 ? Fixed(s.machineBusy - listed, 1) : std::string("-");
-      },
-      0, 0, false);
+void PrintRequestRows(const Table& t, int n) {
+  auto ayatoriPerJob = [n](double SideResult::*f) {
+    return
+        [f, n](const SideResult& s) { return s.ayatori ? Fixed(s.*f / n, 2) : std::string("-"); };
+  };
+  t.Row("apiserver requests per Job (all clients)",
+        [n](const SideResult& s) { return Fixed((s.writes + s.reads) / n, 2); });
+  t.Compare(
+      "  writes per Job", [n](const SideResult& s) { return Fixed(s.writes / n, 2); },
+      [](const SideResult& s) { return s.writes; });
+  t.Row("  reads per Job", [n](const SideResult& s) { return Fixed(s.reads / n, 2); });
+  t.Row("controller requests per Job", ayatoriPerJob(&SideResult::controllerRequests));
+  t.Row("  controller writes per Job", ayatoriPerJob(&SideResult::controllerWrites));
+  t.Row("  controller reads per Job", ayatoriPerJob(&SideResult::controllerReads));
+  t.Row("  ayatori_job_api_writes_total per Job", ayatoriPerJob(&SideResult::jobWrites));
+  t.Row("  executions reported with a later write", ayatoriPerJob(&SideResult::reportsDeferred));
+  t.Row("  acceptances carried by the create", ayatoriPerJob(&SideResult::acceptancesDeferred));
+}
+
+void PrintMemoryRows(const Table& t, int n) {
+  t.Row("controller RSS before / after", [](const SideResult& s) {
+    return Kib(s.controllerRssBefore) + " / " + Kib(s.controllerRssAfter);
+  });
+  t.Row("controller RSS peak", [](const SideResult& s) { return Kib(s.controllerRssPeak); });
+  t.Row("kube-controller-manager RSS before / peak",
+        [](const SideResult& s) { return Kib(s.kcmRssBefore) + " / " + Kib(s.kcmRssPeak); });
+  t.Row("controller reconciles per Job, mean (ms)", [n](const SideResult& s) {
+    if (!s.ayatori || s.reconciles <= 0) return std::string("-");
+    return Fixed(s.reconciles / n, 2) + ", " + Fixed(1000 * s.reconcileSeconds / s.reconciles, 1);
+  });
+}
+
+void PrintCpuRows(const Table& t, const Options& o) {
+  t.Row("machine CPU busy (all cores)", [](const SideResult& s) {
+    return s.machineTotal > 0 ? Fixed(100 * s.machineBusy / s.machineTotal, 0) + " %"
+                              : std::string("-");
+  });
+  t.Row("  CPU s of other processes (not listed)", [](const SideResult& s) {
+    double listed = 0;
+    for (const auto& [name, v] : s.cpuSeconds) listed += v;
+    return s.machineTotal > 0 ? Fixed(s.machineBusy - listed, 1) : std::string("-");
+  });
   for (const auto& process : Processes(o)) {
     const std::string& name = process.first;  // not a structured binding: the lambda captures it
-    std::string label = "  CPU s of " + name;
-    row(
-        label.c_str(),
-        [&](const SideResult& s) {
-          auto it = s.cpuSeconds.find(name);
-          return it == s.cpuSeconds.end() ? std::string("-") : Fixed(it->second, 1);
-        },
-        0, 0, false);
+    t.Row("  CPU s of " + name, [&](const SideResult& s) {
+      auto it = s.cpuSeconds.find(name);
+      return it == s.cpuSeconds.end() ? std::string("-") : Fixed(it->second, 1);
+    });
   }
   // On a machine whose cores are shared, the API server's CPU per Job is what a side costs the
   // control plane: when the API server is CPU-bound, it sets the pace of everything after it.
-  auto apiserverMsPerJob = [&](const SideResult* s) {
-    if (s == nullptr) return -1.0;
-    auto it = s->cpuSeconds.find("kube-apiserver");
-    return it == s->cpuSeconds.end() ? -1.0 : 1000 * it->second / o.n;
+  auto apiserverMsPerJob = [&](const SideResult& s) {
+    auto it = s.cpuSeconds.find("kube-apiserver");
+    return it == s.cpuSeconds.end() ? -1.0 : 1000 * it->second / o.n;
   };
-  row(
+  t.Compare(
       "kube-apiserver CPU ms per Job",
-      [&](const SideResult& s) { return Fixed(apiserverMsPerJob(&s), 1); },
-      apiserverMsPerJob(native), apiserverMsPerJob(ayatori), true);
+      [&](const SideResult& s) { return Fixed(apiserverMsPerJob(s), 1); }, apiserverMsPerJob);
+}
+
+// The controller's requests and Job writes by kind, the Events, the API server's top requests.
+void PrintBreakdowns(const Options& o, const std::vector<SideResult>& sides,
+                     const SideResult* ayatori) {
   if (ayatori) {
     std::printf("\n  controller requests by verb: ");
     for (const auto& [verb, v] : ayatori->controllerByVerb) {
@@ -950,59 +945,105 @@ void Report(const Options& o, const std::vector<SideResult>& sides) {
     std::printf("\n");
   }
   for (const auto& s : sides) PrintBreakdown(s, o.n);
+}
 
+// "create-><what> p50 and p99 <= <limit>x native (<how>)", from each side's latencies (ms).
+void PrintPercentileTargets(const char* what, double limit, const char* how,
+                            const std::vector<double>& native, const std::vector<double>& ayatori) {
+  for (double p : {0.5, 0.99}) {
+    const double nv = Percentile(native, p);
+    const double av = Percentile(ayatori, p);
+    if (nv <= 0 || av < 0) continue;
+    const double ratio = av / nv;
+    std::printf("  create->%s p%.0f <= %.1fx native (%s): %.2fx  %s  (%.1f s vs %.1f s)\n", what,
+                p * 100, limit, how, ratio, MetOrMissed(ratio <= limit), av / 1000, nv / 1000);
+  }
+}
+
+// The targets of the controller's writes and memory (the Ayatori side only).
+void PrintControllerTargets(const Options& o, const SideResult& ayatori, const SideResult* native) {
+  // The target (docs/design.md) counts what the controller writes through its API client:
+  // Job status and finalizer, the batch Job, deletions. Its Events go through the recorder's
+  // own client and rate limit; they are counted from the Events the API server holds and shown
+  // beside it.
+  const double w = ayatori.controllerWrites / o.n;
+  auto ev = ayatori.eventsByReporter.find(kControllerReporter);
+  const double events = ev == ayatori.eventsByReporter.end() ? 0 : ev->second / o.n;
+  std::printf("  <= 6 writes per Job (controller's API client): %.2f  %s  (+ %.2f Events)\n", w,
+              MetOrMissed(w <= 6), events);
+  if (native) {
+    std::printf("     apiserver-wide writes per Job: %.2f vs native %.2f (+%.2f)\n",
+                ayatori.writes / o.n, native->writes / o.n,
+                (ayatori.writes - native->writes) / o.n);
+  }
+  if (ayatori.controllerRssBefore > 0 && ayatori.controllerRssAfter > 0) {
+    double perJob =
+        static_cast<double>(ayatori.controllerRssAfter - ayatori.controllerRssBefore) / o.n;
+    std::printf(
+        "  <= 3 KiB controller RSS per cached Job: %.2f KiB  %s  (cache holds the Job, "
+        "its batch Job and its pod)\n",
+        perJob, MetOrMissed(perJob <= 3));
+  }
+}
+
+void PrintTargets(const Options& o, const SideResult* native, const SideResult* ayatori) {
   std::printf("\ntargets (docs/design.md):\n");
   if (native && ayatori && native->jobsPerSecond > 0) {
     double ratio = ayatori->jobsPerSecond / native->jobsPerSecond;
     std::printf("  throughput >= 1.0x native:        %.2fx  %s\n", ratio,
-                ratio >= 1.0 ? "MET" : "MISSED");
+                MetOrMissed(ratio >= 1.0));
   }
   if (native && ayatori) {
-    for (double p : {0.5, 0.99}) {
-      const double nv = Percentile(native->startWatchMs, p);
-      const double av = Percentile(ayatori->startWatchMs, p);
-      if (nv <= 0 || av < 0) continue;
-      const double ratio = av / nv;
-      std::printf("  create->started p%.0f <= 1.5x native (watch): %.2fx  %s  (%.1f s vs %.1f s)\n",
-                  p * 100, ratio, ratio <= 1.5 ? "MET" : "MISSED", av / 1000, nv / 1000);
-    }
+    PrintPercentileTargets("started", 1.5, "watch", native->startWatchMs, ayatori->startWatchMs);
   }
   // On a real node the pods really run: the whole life of a Job, create -> finished (Succeeded).
   if (native && ayatori && !o.nodeSelector.empty()) {
-    for (double p : {0.5, 0.99}) {
-      const double nv = Percentile(native->doneWatchMs, p);
-      const double av = Percentile(ayatori->doneWatchMs, p);
-      if (nv <= 0 || av < 0) continue;
-      const double ratio = av / nv;
-      std::printf(
-          "  create->finished p%.0f <= 1.2x native (real node, watch): %.2fx  %s  (%.1f s vs "
-          "%.1f s)\n",
-          p * 100, ratio, ratio <= 1.2 ? "MET" : "MISSED", av / 1000, nv / 1000);
-    }
+    PrintPercentileTargets("finished", 1.2, "real node, watch", native->doneWatchMs,
+                           ayatori->doneWatchMs);
   }
-  if (ayatori) {
-    // The target (docs/design.md) counts what the controller writes through its API client:
-    // Job status and finalizer, the batch Job, deletions. Its Events go through the recorder's
-    // own client and rate limit; they are counted from the Events the API server holds and shown
-    // beside it.
-    const double w = ayatori->controllerWrites / o.n;
-    auto ev = ayatori->eventsByReporter.find(kControllerReporter);
-    const double events = ev == ayatori->eventsByReporter.end() ? 0 : ev->second / o.n;
-    std::printf("  <= 6 writes per Job (controller's API client): %.2f  %s  (+ %.2f Events)\n", w,
-                w <= 6 ? "MET" : "MISSED", events);
-    if (native) {
-      std::printf("     apiserver-wide writes per Job: %.2f vs native %.2f (+%.2f)\n",
-                  ayatori->writes / o.n, native->writes / o.n,
-                  (ayatori->writes - native->writes) / o.n);
+  if (ayatori) PrintControllerTargets(o, *ayatori, native);
+}
+
+void Report(const Options& o, const std::vector<SideResult>& sides) {
+  const Table t(sides);
+  PrintHeader(o);
+  PrintThroughputRows(t);
+  PrintLatencyRows(t);
+  PrintRequestRows(t, o.n);
+  PrintMemoryRows(t, o.n);
+  PrintCpuRows(t, o);
+  PrintBreakdowns(o, sides, t.ayatori());
+  PrintTargets(o, t.native(), t.ayatori());
+}
+
+// The sides --sides names, in order; nullopt (said on stderr) when it names an unknown one.
+std::optional<std::vector<std::string>> ParseSides(const std::string& list) {
+  std::vector<std::string> sideNames;
+  std::stringstream sides(list);
+  for (std::string side; std::getline(sides, side, ',');) {
+    if (side != "native" && side != "ayatori") {
+      std::fprintf(stderr, "bench: unknown side %s\n", side.c_str());
+      return std::nullopt;
     }
-    if (ayatori->controllerRssBefore > 0 && ayatori->controllerRssAfter > 0) {
-      double perJob =
-          static_cast<double>(ayatori->controllerRssAfter - ayatori->controllerRssBefore) / o.n;
-      std::printf(
-          "  <= 3 KiB controller RSS per cached Job: %.2f KiB  %s  (cache holds the Job, "
-          "its batch Job and its pod)\n",
-          perJob, perJob <= 3 ? "MET" : "MISSED");
-    }
+    sideNames.push_back(side);
+  }
+  return sideNames;
+}
+
+// Warm-up, as any benchmark does: one-time costs (TLS connections filling the clients' pools,
+// malloc arenas, informer and workqueue tables growing to their working size, the control
+// plane's own caches) are paid here, not charged to the measured Jobs. Its Jobs stay in the
+// cluster, so the measured round's cache sizes start from them.
+void WarmUp(const Options& o, const std::vector<std::string>& sideNames, KubeClient& creator,
+            KubeClient& watcher, Probe& probe, const std::string& suffix) {
+  if (o.warmup <= 0) return;
+  Options w = o;
+  w.n = o.warmup;
+  for (const auto& side : sideNames) {
+    SideResult r = RunSide(w, side == "ayatori", creator, watcher, probe,
+                           "bench-" + side + "-warmup-" + suffix);
+    std::fprintf(stderr, "bench: warm-up %s: %d/%d finished in %.1f s (not measured)\n",
+                 r.name.c_str(), r.finished, w.n, r.wallSeconds);
   }
 }
 
@@ -1042,33 +1083,13 @@ int main(int argc, char** argv) {
   auto watcher = bench::NewClient(*config, 1000, 1000, "ayatori-bench-watch");
   Probe probe(*config, o);
 
+  const auto sideNames = ParseSides(o.sides);
+  if (!sideNames) return 2;
   const std::string suffix = std::to_string(getpid());
-  std::vector<std::string> sideNames;
-  std::stringstream sides(o.sides);
-  for (std::string side; std::getline(sides, side, ',');) {
-    if (side != "native" && side != "ayatori") {
-      std::fprintf(stderr, "bench: unknown side %s\n", side.c_str());
-      return 2;
-    }
-    sideNames.push_back(side);
-  }
-  // Warm-up, as any benchmark does: one-time costs (TLS connections filling the clients' pools,
-  // malloc arenas, informer and workqueue tables growing to their working size, the control
-  // plane's own caches) are paid here, not charged to the measured Jobs. Its Jobs stay in the
-  // cluster, so the measured round's cache sizes start from them.
-  if (o.warmup > 0) {
-    Options w = o;
-    w.n = o.warmup;
-    for (const auto& side : sideNames) {
-      SideResult r = RunSide(w, side == "ayatori", *creator, *watcher, probe,
-                             "bench-" + side + "-warmup-" + suffix);
-      std::fprintf(stderr, "bench: warm-up %s: %d/%d finished in %.1f s (not measured)\n",
-                   r.name.c_str(), r.finished, w.n, r.wallSeconds);
-    }
-  }
+  WarmUp(o, *sideNames, *creator, *watcher, probe, suffix);
   std::vector<SideResult> results;
-  results.reserve(sideNames.size());
-  for (const auto& side : sideNames) {
+  results.reserve(sideNames->size());
+  for (const auto& side : *sideNames) {
     results.push_back(
         RunSide(o, side == "ayatori", *creator, *watcher, probe, "bench-" + side + "-" + suffix));
   }

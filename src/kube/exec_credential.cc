@@ -133,41 +133,66 @@ StatusOr<ExecCredential> ParseExecCredential(std::string_view stdoutText,
   return cred;
 }
 
-StatusOr<ExecCredential> RunExecPlugin(const ExecConfig& c, const ExecLimits& limits) {
+namespace {
+
+// Whether the plugin gets the terminal (stdin and stderr), from its interactiveMode.
+StatusOr<bool> Interactive(const ExecConfig& c) {
   const bool terminal = isatty(STDIN_FILENO) == 1;
-  bool interactive = false;
   switch (c.interactiveMode) {
     case ExecInteractiveMode::kNever:
-      break;
+      return false;
     case ExecInteractiveMode::kIfAvailable:
-      interactive = terminal;
-      break;
+      return terminal;
     case ExecInteractiveMode::kAlways:
       if (!terminal) {
         return Status(StatusCode::kFailedPrecondition,
                       Where(c) + ": interactiveMode is Always but stdin is not a terminal");
       }
-      interactive = true;
-      break;
+      return true;
   }
+  return false;
+}
+
+// Pointers into `strings`, ending with nullptr, for argv and envp.
+std::vector<char*> NullTerminated(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+// The plugin's stdout and stderr, each a pipe whose write end the child gets.
+struct PluginPipes {
+  Fd outR, outW, errR, errW;
+};
+
+Status OpenPipes(const ExecConfig& c, PluginPipes& p) {
   int outPipe[2], errPipe[2];
   if (pipe2(outPipe, O_CLOEXEC) != 0) {
     return Status(StatusCode::kInternal, Where(c) + ": pipe: " + std::strerror(errno));
   }
-  Fd outR(outPipe[0]), outW(outPipe[1]);
+  p.outR.fd = outPipe[0];
+  p.outW.fd = outPipe[1];
   if (pipe2(errPipe, O_CLOEXEC) != 0) {
     return Status(StatusCode::kInternal, Where(c) + ": pipe: " + std::strerror(errno));
   }
-  Fd errR(errPipe[0]), errW(errPipe[1]);
+  p.errR.fd = errPipe[0];
+  p.errW.fd = errPipe[1];
+  return Status::Ok();
+}
 
+// Starts the plugin with its stdout (and, unless interactive, stdin from /dev/null and stderr)
+// on `pipes`; closes the write ends in this process.
+StatusOr<pid_t> SpawnPlugin(const ExecConfig& c, bool interactive, PluginPipes& pipes) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   if (!interactive) {
     posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   }
-  posix_spawn_file_actions_adddup2(&fa, outW.fd, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&fa, pipes.outW.fd, STDOUT_FILENO);
   // An interactive plugin talks to the user on stderr; otherwise it is kept for the error.
-  if (!interactive) posix_spawn_file_actions_adddup2(&fa, errW.fd, STDERR_FILENO);
+  if (!interactive) posix_spawn_file_actions_adddup2(&fa, pipes.errW.fd, STDERR_FILENO);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   // Its own process group, so a timeout ends its children too; not when interactive, where it
@@ -176,19 +201,10 @@ StatusOr<ExecCredential> RunExecPlugin(const ExecConfig& c, const ExecLimits& li
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
     posix_spawnattr_setpgroup(&attr, 0);
   }
-
   std::vector<std::string> argvS{c.command};
   argvS.insert(argvS.end(), c.args.begin(), c.args.end());
-  std::vector<char*> argv;
-  argv.reserve(argvS.size() + 1);
-  for (auto& a : argvS) argv.push_back(a.data());
-  argv.push_back(nullptr);
   std::vector<std::string> envS = PluginEnv(c, interactive);
-  std::vector<char*> envp;
-  envp.reserve(envS.size() + 1);
-  for (auto& e : envS) envp.push_back(e.data());
-  envp.push_back(nullptr);
-
+  std::vector<char*> argv = NullTerminated(argvS), envp = NullTerminated(envS);
   pid_t pid = -1;
   int rc = posix_spawnp(&pid, c.command.c_str(), &fa, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
@@ -198,21 +214,31 @@ StatusOr<ExecCredential> RunExecPlugin(const ExecConfig& c, const ExecLimits& li
                   Where(c) + ": cannot run it: " + std::strerror(rc) +
                       (c.installHint.empty() ? "" : "\n" + c.installHint));
   }
-  outW.Close();
-  errW.Close();
+  pipes.outW.Close();
+  pipes.errW.Close();
+  return pid;
+}
 
+// What the plugin printed, and why reading stopped early (if it did).
+struct PluginOutput {
   std::string out, err;
   bool tooLarge = false, timedOut = false;
+};
+
+// Reads the plugin's stdout (all of it, up to maxStdoutBytes) and the start of its stderr until
+// both close or limits.timeout passes.
+PluginOutput ReadPluginOutput(PluginPipes& pipes, const ExecLimits& limits) {
+  PluginOutput o;
   const auto deadline = std::chrono::steady_clock::now() + limits.timeout;
   char buf[65536];
-  while (outR.fd >= 0 || errR.fd >= 0) {
+  while (pipes.outR.fd >= 0 || pipes.errR.fd >= 0) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
-      timedOut = true;
+      o.timedOut = true;
       break;
     }
-    pollfd fds[2] = {{outR.fd, POLLIN, 0}, {errR.fd, POLLIN, 0}};
+    pollfd fds[2] = {{pipes.outR.fd, POLLIN, 0}, {pipes.errR.fd, POLLIN, 0}};
     int n = poll(fds, 2, static_cast<int>(left.count()));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) break;
@@ -220,31 +246,32 @@ StatusOr<ExecCredential> RunExecPlugin(const ExecConfig& c, const ExecLimits& li
       if (fds[i].fd < 0 || fds[i].revents == 0) continue;
       ssize_t got = read(fds[i].fd, buf, sizeof buf);
       if (got <= 0) {
-        (i == 0 ? outR : errR).Close();
+        (i == 0 ? pipes.outR : pipes.errR).Close();
         continue;
       }
       if (i == 0) {
-        out.append(buf, static_cast<size_t>(got));
-      } else if (err.size() < limits.maxQuotedStderrBytes + 1) {
-        err.append(buf, std::min(static_cast<size_t>(got), limits.maxQuotedStderrBytes + 1));
+        o.out.append(buf, static_cast<size_t>(got));
+      } else if (o.err.size() < limits.maxQuotedStderrBytes + 1) {
+        o.err.append(buf, std::min(static_cast<size_t>(got), limits.maxQuotedStderrBytes + 1));
       }
     }
-    if (out.size() > limits.maxStdoutBytes) {
-      tooLarge = true;
+    if (o.out.size() > limits.maxStdoutBytes) {
+      o.tooLarge = true;
       break;
     }
   }
-  if (tooLarge || timedOut) kill(interactive ? pid : -pid, SIGKILL);
-  int wstatus = 0;
-  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-  }
-  const std::string quoted = Quote(err, limits.maxQuotedStderrBytes);
-  if (timedOut) {
+  return o;
+}
+
+// The error for a plugin that was stopped or did not exit 0 (wstatus from waitpid), ok otherwise.
+Status PluginFailure(const ExecConfig& c, const ExecLimits& limits, const PluginOutput& o,
+                     int wstatus, const std::string& quoted) {
+  if (o.timedOut) {
     return Status(StatusCode::kFailedPrecondition,
                   Where(c) + ": gave no answer within " +
                       std::to_string(limits.timeout.count() / 1000) + "s; stopped" + quoted);
   }
-  if (tooLarge) {
+  if (o.tooLarge) {
     return Status(StatusCode::kFailedPrecondition, Where(c) + ": printed more than " +
                                                        std::to_string(limits.maxStdoutBytes) +
                                                        " bytes; stopped" + quoted);
@@ -259,7 +286,26 @@ StatusOr<ExecCredential> RunExecPlugin(const ExecConfig& c, const ExecLimits& li
                            ? "\n" + c.installHint
                            : ""));
   }
-  auto cred = ParseExecCredential(out, c.apiVersion);
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<ExecCredential> RunExecPlugin(const ExecConfig& c, const ExecLimits& limits) {
+  auto interactive = Interactive(c);
+  if (!interactive.ok()) return interactive.status();
+  PluginPipes pipes;
+  if (Status s = OpenPipes(c, pipes); !s.ok()) return s;
+  auto pid = SpawnPlugin(c, *interactive, pipes);
+  if (!pid.ok()) return pid.status();
+  const PluginOutput o = ReadPluginOutput(pipes, limits);
+  if (o.tooLarge || o.timedOut) kill(*interactive ? *pid : -*pid, SIGKILL);
+  int wstatus = 0;
+  while (waitpid(*pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  const std::string quoted = Quote(o.err, limits.maxQuotedStderrBytes);
+  if (Status s = PluginFailure(c, limits, o, wstatus, quoted); !s.ok()) return s;
+  auto cred = ParseExecCredential(o.out, c.apiVersion);
   if (!cred.ok()) {
     return Status(StatusCode::kFailedPrecondition,
                   Where(c) + ": " + cred.status().message() + quoted);

@@ -153,42 +153,54 @@ void Server::Route() {
                               {"Cache-Control", "no-store"},
                               {"Cross-Origin-Resource-Policy", "same-origin"}});
   http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    using Handled = httplib::Server::HandlerResponse;
-    if (req.method != "GET" && req.method != "HEAD" && req.method != "POST") {
-      res.set_header("Allow", "GET, HEAD, POST");
-      Reply(res, 405,
-            {{"error",
-              {{"code", 405},
-               {"reason", "MethodNotAllowed"},
-               {"message", "method " + req.method + " is not served"}}}});
-      return Handled::Handled;
-    }
-    RequestFacts facts{
-        req.method,
-        req.path,
-        Header(req, "Host"),
-        Header(req, "Origin"),
-        Header(req, "Cookie"),
-        Header(req, kApiHeader),
-        req.has_param("token") ? std::optional(req.get_param_value("token")) : std::nullopt};
-    const Verdict verdict = Check(guard_, facts);
-    switch (verdict.kind) {
-      case Verdict::Kind::kAllow:
-        return Handled::Unhandled;
-      case Verdict::Kind::kExchange:
-        // The token leaves the address bar (and the history) at once.
-        res.set_header("Set-Cookie", SetCookieHeader(guard_));
-        res.set_redirect(req.path, 303);
-        return Handled::Handled;
-      case Verdict::Kind::kRefuse:
-        break;
-    }
-    Reply(
-        res, verdict.code,
-        {{"error", {{"code", verdict.code}, {"reason", "Refused"}, {"message", verdict.reason}}}});
-    return Handled::Handled;
+    return Admit(req, res) ? httplib::Server::HandlerResponse::Unhandled
+                           : httplib::Server::HandlerResponse::Handled;
   });
+  RouteStatic();
+  RouteApi();
+  http_->set_exception_handler(
+      [this](const httplib::Request&, httplib::Response& res, const std::exception_ptr&) {
+        Reply(res, 500,
+              {{"error", {{"code", 500}, {"reason", "Internal"}, {"message", "internal error"}}}});
+      });
+}
 
+bool Server::Admit(const httplib::Request& req, httplib::Response& res) {
+  if (req.method != "GET" && req.method != "HEAD" && req.method != "POST") {
+    res.set_header("Allow", "GET, HEAD, POST");
+    Reply(res, 405,
+          {{"error",
+            {{"code", 405},
+             {"reason", "MethodNotAllowed"},
+             {"message", "method " + req.method + " is not served"}}}});
+    return false;
+  }
+  RequestFacts facts{
+      req.method,
+      req.path,
+      Header(req, "Host"),
+      Header(req, "Origin"),
+      Header(req, "Cookie"),
+      Header(req, kApiHeader),
+      req.has_param("token") ? std::optional(req.get_param_value("token")) : std::nullopt};
+  const Verdict verdict = Check(guard_, facts);
+  switch (verdict.kind) {
+    case Verdict::Kind::kAllow:
+      return true;
+    case Verdict::Kind::kExchange:
+      // The token leaves the address bar (and the history) at once.
+      res.set_header("Set-Cookie", SetCookieHeader(guard_));
+      res.set_redirect(req.path, 303);
+      return false;
+    case Verdict::Kind::kRefuse:
+      break;
+  }
+  Reply(res, verdict.code,
+        {{"error", {{"code", verdict.code}, {"reason", "Refused"}, {"message", verdict.reason}}}});
+  return false;
+}
+
+void Server::RouteStatic() {
   auto serveAsset = [](std::string_view path, httplib::Response& res) {
     const Asset* asset = FindAsset(path);
     if (asset == nullptr) {
@@ -205,7 +217,9 @@ void Server::Route() {
              [serveAsset](const httplib::Request& req, httplib::Response& res) {
                serveAsset("/" + req.matches[1].str(), res);
              });
+}
 
+void Server::RouteApi() {
   http_->Get("/api/config", [this](const httplib::Request&, httplib::Response& res) {
     Reply(res, 200,
           {{"namespace", options_.allNamespaces ? "" : options_.namespace_},
@@ -230,6 +244,10 @@ void Server::Route() {
     const ApiAnswer a = JobsAnswer(client_, ns, Now());
     Reply(res, a.code, a.body);
   });
+  RouteJobApi();
+}
+
+void Server::RouteJobApi() {
   // /api/namespaces/NS/jobs/NAME[/events|/log|/cancel]; NS and NAME are checked names.
   const std::string job = R"(/api/namespaces/([a-z0-9.-]{1,253})/jobs/([a-z0-9.-]{1,253}))";
   http_->Get(job, [this](const httplib::Request& req, httplib::Response& res) {
@@ -246,34 +264,34 @@ void Server::Route() {
     const ApiAnswer a = CancelAnswer(client_, req.matches[1], req.matches[2]);
     Reply(res, a.code, a.body);
   });
-  http_->set_exception_handler(
-      [this](const httplib::Request&, httplib::Response& res, const std::exception_ptr&) {
-        Reply(res, 500,
-              {{"error", {{"code", 500}, {"reason", "Internal"}, {"message", "internal error"}}}});
-      });
+}
+
+bool Server::ParseLogOptions(const httplib::Request& req, httplib::Response& res,
+                             LogOptions& options) const {
+  options.follow = req.get_param_value("follow") == "true";
+  if (!req.has_param("tailLines")) return true;
+  const std::string text = req.get_param_value("tailLines");
+  char* end = nullptr;
+  errno = 0;
+  const long long n = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 || n < 0 || n > kMaxTailLines) {
+    Reply(res, 400,
+          ErrorAnswer({StatusCode::kInvalidArgument, "tailLines \"" + text +
+                                                         "\" must be a number from 0 to " +
+                                                         std::to_string(kMaxTailLines)},
+                      "read the log")
+              .body);
+    return false;
+  }
+  options.tailLines = n;
+  return true;
 }
 
 void Server::ServeLog(const httplib::Request& req, httplib::Response& res) {
   const std::string ns = req.matches[1];
   const std::string name = req.matches[2];
   LogOptions options;
-  options.follow = req.get_param_value("follow") == "true";
-  if (req.has_param("tailLines")) {
-    const std::string text = req.get_param_value("tailLines");
-    char* end = nullptr;
-    errno = 0;
-    const long long n = std::strtoll(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0' || errno != 0 || n < 0 || n > kMaxTailLines) {
-      Reply(res, 400,
-            ErrorAnswer({StatusCode::kInvalidArgument, "tailLines \"" + text +
-                                                           "\" must be a number from 0 to " +
-                                                           std::to_string(kMaxTailLines)},
-                        "read the log")
-                .body);
-      return;
-    }
-    options.tailLines = n;
-  }
+  if (!ParseLogOptions(req, res, options)) return;
   // A Job that does not exist, or may not be read, is answered as JSON before the stream starts.
   if (auto got = client_.Get(controller::kJobs, ns, name); !got.ok()) {
     const ApiAnswer a = ErrorAnswer(got.status(), "get job \"" + name + "\"");
@@ -283,48 +301,51 @@ void Server::ServeLog(const httplib::Request& req, httplib::Response& res) {
   const std::string path = LogPath(ns, name, options);
   res.set_header("X-Accel-Buffering", "no");
   res.set_chunked_content_provider(
-      "text/event-stream", [this, path](size_t /*offset*/, httplib::DataSink& sink) {
-        // Ends the read of the log API when the client went away or the server stops.
-        std::stop_source ended;
-        const std::stop_callback serverStopped(stop_.get_token(), [&] { ended.request_stop(); });
-        std::mutex writing;
-        bool clientGone = false;
-        auto write = [&](const std::string& text) {
-          const std::lock_guard<std::mutex> lock(writing);
-          if (!clientGone && !sink.write(text.data(), text.size())) {
-            clientGone = true;
-            ended.request_stop();
-          }
-          return !clientGone;
-        };
-        std::jthread heartbeat([&, interval = options_.logHeartbeat](const std::stop_token& stop) {
-          std::mutex m;
-          std::condition_variable_any wake;
-          std::unique_lock<std::mutex> lock(m);
-          while (true) {
-            (void)wake.wait_for(lock, stop, interval, [] { return false; });
-            if (stop.stop_requested() || !write(": keep-alive\n\n")) return;
-          }
-        });
-        std::string carry;
-        const Status streamed = streamer_(path, ended.get_token(), [&](std::string_view data) {
-          const std::string text = TakeCompleteUtf8(carry, data);
-          return text.empty() || write(Event("log", text));
-        });
-        heartbeat.request_stop();
-        heartbeat.join();
-        if (clientGone) return false;
-        std::string last;
-        if (!carry.empty()) last += Event("log", carry);
-        if (!streamed.ok() && !stop_.stop_requested()) {
-          last += Event("error", ErrorAnswer(streamed, "read the log").body["error"]);
-        } else {
-          last += Event("end", json::object());
-        }
-        write(last);
-        sink.done();
-        return true;
-      });
+      "text/event-stream",
+      [this, path](size_t /*offset*/, httplib::DataSink& sink) { return StreamLog(path, sink); });
+}
+
+bool Server::StreamLog(const std::string& path, httplib::DataSink& sink) {
+  // Ends the read of the log API when the client went away or the server stops.
+  std::stop_source ended;
+  const std::stop_callback serverStopped(stop_.get_token(), [&] { ended.request_stop(); });
+  std::mutex writing;
+  bool clientGone = false;
+  auto write = [&](const std::string& text) {
+    const std::lock_guard<std::mutex> lock(writing);
+    if (!clientGone && !sink.write(text.data(), text.size())) {
+      clientGone = true;
+      ended.request_stop();
+    }
+    return !clientGone;
+  };
+  std::jthread heartbeat([&, interval = options_.logHeartbeat](const std::stop_token& stop) {
+    std::mutex m;
+    std::condition_variable_any wake;
+    std::unique_lock<std::mutex> lock(m);
+    while (true) {
+      (void)wake.wait_for(lock, stop, interval, [] { return false; });
+      if (stop.stop_requested() || !write(": keep-alive\n\n")) return;
+    }
+  });
+  std::string carry;
+  const Status streamed = streamer_(path, ended.get_token(), [&](std::string_view data) {
+    const std::string text = TakeCompleteUtf8(carry, data);
+    return text.empty() || write(Event("log", text));
+  });
+  heartbeat.request_stop();
+  heartbeat.join();
+  if (clientGone) return false;
+  std::string last;
+  if (!carry.empty()) last += Event("log", carry);
+  if (!streamed.ok() && !stop_.stop_requested()) {
+    last += Event("error", ErrorAnswer(streamed, "read the log").body["error"]);
+  } else {
+    last += Event("end", json::object());
+  }
+  write(last);
+  sink.done();
+  return true;
 }
 
 }  // namespace ayatori::plugin::ui

@@ -19,6 +19,7 @@
 #include "guard.h"
 
 namespace httplib {
+class DataSink;
 class Server;
 struct Request;
 struct Response;
@@ -61,8 +62,18 @@ class Server {
 
  private:
   void Route();
+  // Whether the guard lets `req` through to its route; if not, `res` is its answer.
+  bool Admit(const httplib::Request& req, httplib::Response& res);
+  void RouteStatic();
+  void RouteApi();
+  void RouteJobApi();
   void Reply(httplib::Response& res, int code, const nlohmann::json& body) const;
+  // The log request's follow and tailLines; false (and a 400 in `res`) when tailLines is bad.
+  bool ParseLogOptions(const httplib::Request& req, httplib::Response& res,
+                       LogOptions& options) const;
   void ServeLog(const httplib::Request& req, httplib::Response& res);
+  // Relays the log API's `path` to `sink` as events; false when the client went away.
+  bool StreamLog(const std::string& path, httplib::DataSink& sink);
 
   KubeClient& client_;
   PathStreamer streamer_;
