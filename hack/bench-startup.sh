@@ -47,6 +47,9 @@ log "starting the API-tier control plane in $TESTENV_DIR"
 source "$TESTENV_DIR/env.sh"
 kubectl apply -f "$ROOT/config/crd/" >/dev/null
 "$ROOT/hack/wait-crds.sh" -f "$ROOT/config/crd/"  # Established, served, admitted
+# The controller's namespace: its backend snapshot ConfigMaps live there (without it the test
+# backend's Jobs never start and the cluster never settles).
+kubectl create namespace ayatori-system --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 
 args=(--kubeconfig="$KUBECONFIG" --controller="$CONTROLLER" --log-dir="$DIR")
 [ -z "${BASELINE_CONTROLLER:-}" ] || args+=(--baseline="$BASELINE_CONTROLLER")

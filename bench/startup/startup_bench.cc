@@ -176,13 +176,9 @@ std::pair<int, int> CountSettled(KubeClient& client, const Options& o) {
 class ControllerProcess : public bench::ControllerProcess {
  public:
   ControllerProcess(const Options& o, const std::string& binary, const std::string& logFile,
-                    std::vector<std::string> extraFlags = {})
-      : bench::ControllerProcess(binary, Flags(o, std::move(extraFlags)), logFile) {}
-
- private:
-  static std::vector<std::string> Flags(const Options& o, std::vector<std::string> extra) {
-    return bench::ControllerFlags(o.kubeconfig, extra);
-  }
+                    const std::vector<std::string>& extraFlags = {})
+      : bench::ControllerProcess(binary, bench::ControllerFlags(o.kubeconfig, extraFlags),
+                                 logFile) {}
 };
 
 // Runs a controller until the cluster is settled: every finished Job Succeeded, every waiting Job
