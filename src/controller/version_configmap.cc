@@ -24,12 +24,16 @@ Status PublishVersion(KubeClient& client, const std::string& ns, const std::stri
   WriteOptions options;
   options.fieldManager = kFieldManager;
   nlohmann::json wanted = VersionConfigMap(ns, version, commit);
-  auto created = client.Create(kConfigMaps, ns, wanted, options);
-  if (created.ok() || created.status().code() != StatusCode::kAlreadyExists) {
+  // Read first: a restart of the same build writes nothing (bench/scale counts a synced
+  // controller's writes, and a restart needs none).
+  auto current = client.Get(kConfigMaps, ns, kVersionConfigMapName);
+  if (!current.ok() && current.status().code() != StatusCode::kNotFound) return current.status();
+  if (!current.ok()) {
+    auto created = client.Create(kConfigMaps, ns, wanted, options);
+    // Of two controllers starting at once, one creates it; the other's version is as true.
+    if (!created.ok() && created.status().code() == StatusCode::kAlreadyExists) return Status::Ok();
     return created.status();
   }
-  auto current = client.Get(kConfigMaps, ns, kVersionConfigMapName);
-  if (!current.ok()) return current.status();
   if (current->value("data", nlohmann::json::object()) == wanted["data"]) return Status::Ok();
   // The resourceVersion read: of two controllers starting at once, one writes and one gets a
   // conflict (and its version is then the other's, which is as true).

@@ -20,7 +20,8 @@ inline constexpr const char* kCommitKey = "commit";
 nlohmann::json VersionConfigMap(const std::string& ns, const std::string& version,
                                 const std::string& commit);
 
-// Creates the ConfigMap in `ns`, or updates it when it names another version or commit.
+// Reads the ConfigMap in `ns`; creates it when absent, updates it when it names another version or
+// commit, and writes nothing when it already says the same.
 Status PublishVersion(KubeClient& client, const std::string& ns, const std::string& version,
                       const std::string& commit);
 

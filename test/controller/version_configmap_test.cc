@@ -25,6 +25,7 @@ TEST(PublishVersionTest, CreatesThenUpdatesOnlyWhenTheVersionChanged) {
                 .value()["metadata"]["resourceVersion"],
             first);
   EXPECT_EQ(client.CountActions("update", "configmaps"), 0u);
+  EXPECT_EQ(client.CountActions("create", "configmaps"), 1u);
 
   // An upgrade names the new build.
   ASSERT_TRUE(PublishVersion(client, "ayatori-system", "0.2.0", "def").ok());
@@ -35,6 +36,9 @@ TEST(PublishVersionTest, CreatesThenUpdatesOnlyWhenTheVersionChanged) {
 TEST(PublishVersionTest, TheServersRefusalComesBack) {
   kube::testing::FakeKubeClient client;
   client.FailNext("create", "configmaps", Status(StatusCode::kForbidden, "no"));
+  EXPECT_EQ(PublishVersion(client, "ayatori-system", "0.1.0", "abc").code(),
+            StatusCode::kForbidden);
+  client.FailNext("get", "configmaps", Status(StatusCode::kForbidden, "no"));
   EXPECT_EQ(PublishVersion(client, "ayatori-system", "0.1.0", "abc").code(),
             StatusCode::kForbidden);
 }
