@@ -89,6 +89,21 @@ std::optional<json> InspectContainer(const std::string& dockerHost, const std::s
 std::string ContainerLogs(const std::string& dockerHost, const std::string& id);
 
 // ---------------------------------------------------------------------------------------------
+// The private registry of the "docker_registry" fixture (hack/registry.sh).
+
+// Its address, htpasswd user and password, and the image only it holds.
+struct PrivateRegistry {
+  std::string addr, user, password, image;
+};
+// Reads $AYATORI_REGISTRY_DIR/env.sh into `registry`; a fatal failure when a field is missing
+// (call it in ASSERT_NO_FATAL_FAILURE).
+void ReadPrivateRegistry(PrivateRegistry* registry);
+// Applies a kubernetes.io/dockerconfigjson Secret `name` in `ns` that logs in to `registry` with
+// `password` (the registry's own or a wrong one); fails the test with kubectl's message on error.
+bool ApplyPullSecret(const PrivateRegistry& registry, const std::string& ns,
+                     const std::string& name, const std::string& password);
+
+// ---------------------------------------------------------------------------------------------
 // The controller binary.
 
 // A test with its own namespace and its own ayatori-controller process. TearDown deletes the
