@@ -109,23 +109,41 @@ json JobManifest(const std::string& ns, const std::string& name, const std::stri
           {"spec", s}};
 }
 
-bool ApplyDockerClass(const std::string& name, const json& parametersSpec, const json& classSpec) {
+namespace {
+
+// `kind` (Docker or Kubernetes ExecutionParameters) named `name` with `parametersSpec`, and a
+// JobClass of that name for `controller` using it, `classSpec` merged into its spec.
+bool ApplyClass(const std::string& name, const std::string& kind, const json& parametersSpec,
+                const json& classSpec) {
   json params = {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
-                 {"kind", "DockerExecutionParameters"},
+                 {"kind", kind},
                  {"metadata", {{"name", name}}},
                  {"spec", parametersSpec}};
-  json spec = {{"controllerName", "execution.ayatori.ddupan.top/docker"},
-               {"parametersRef",
-                {{"group", "execution.ayatori.ddupan.top"},
-                 {"kind", "DockerExecutionParameters"},
-                 {"name", name}}},
-               {"secretEnvForwarding", "Allowed"}};
+  json spec = {{"parametersRef",
+                {{"group", "execution.ayatori.ddupan.top"}, {"kind", kind}, {"name", name}}}};
   spec.merge_patch(classSpec);
   json cls = {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
               {"kind", "JobClass"},
               {"metadata", {{"name", name}}},
               {"spec", spec}};
   return Apply(params) && Apply(cls);
+}
+
+}  // namespace
+
+bool ApplyDockerClass(const std::string& name, const json& parametersSpec, const json& classSpec) {
+  json spec = {{"controllerName", "execution.ayatori.ddupan.top/docker"},
+               {"secretEnvForwarding", "Allowed"}};
+  spec.merge_patch(classSpec);
+  return ApplyClass(name, "DockerExecutionParameters", parametersSpec, spec);
+}
+
+bool ApplyKubernetesClass(const std::string& name, const json& parametersSpec,
+                          const json& classSpec) {
+  json spec = {{"controllerName", "execution.ayatori.ddupan.top/kubernetes"},
+               {"secretEnvForwarding", "Denied"}};
+  spec.merge_patch(classSpec);
+  return ApplyClass(name, "KubernetesExecutionParameters", parametersSpec, spec);
 }
 
 const json* FindCondition(const json& job, const std::string& type) {

@@ -54,6 +54,11 @@ json JobManifest(const std::string& ns, const std::string& name, const std::stri
 // JobClass of the same name using it, secretEnvForwarding Allowed, `classSpec` merged in.
 bool ApplyDockerClass(const std::string& name, const json& parametersSpec,
                       const json& classSpec = json::object());
+// A KubernetesExecutionParameters named `name` with `parametersSpec` and a JobClass of the same
+// name using it (controller execution.ayatori.ddupan.top/kubernetes), secretEnvForwarding Denied
+// (the backend never needs a Secret's value), `classSpec` merged in.
+bool ApplyKubernetesClass(const std::string& name, const json& parametersSpec,
+                          const json& classSpec = json::object());
 
 // The condition of `type` in a Job's status, or nullptr.
 const json* FindCondition(const json& job, const std::string& type);

@@ -37,24 +37,11 @@ constexpr int kPodGraceSeconds = 30;
 
 // The KubernetesExecutionParameters and JobClass of the real node.
 void ApplyRealNodeClass() {
-  ASSERT_TRUE(Apply(
-      {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
-       {"kind", "KubernetesExecutionParameters"},
-       {"metadata", {{"name", kClass}}},
-       {"spec",
-        {{"nodeSelector", {{kNodeLabel, "real"}}},
-         {"tolerations", {{{"key", kNodeTaint}, {"operator", "Exists"}, {"effect", "NoSchedule"}}}},
-         {"imagePullFailureTimeoutSeconds", kPullTimeoutSeconds}}}}));
-  ASSERT_TRUE(Apply({{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
-                     {"kind", "JobClass"},
-                     {"metadata", {{"name", kClass}}},
-                     {"spec",
-                      {{"controllerName", "execution.ayatori.ddupan.top/kubernetes"},
-                       {"parametersRef",
-                        {{"group", "execution.ayatori.ddupan.top"},
-                         {"kind", "KubernetesExecutionParameters"},
-                         {"name", kClass}}},
-                       {"secretEnvForwarding", "Denied"}}}}));
+  ASSERT_TRUE(ApplyKubernetesClass(
+      kClass,
+      {{"nodeSelector", {{kNodeLabel, "real"}}},
+       {"tolerations", {{{"key", kNodeTaint}, {"operator", "Exists"}, {"effect", "NoSchedule"}}}},
+       {"imagePullFailureTimeoutSeconds", kPullTimeoutSeconds}}));
 }
 
 // Pods of the test's namespace must pass "restricted": the class's defaults are that profile.
