@@ -136,8 +136,7 @@ TEST_F(RealNodeE2ETest, ExitCodesZeroOneAnd137ComeFromTheRealProcess) {
   EXPECT_EQ(ConditionSummary(one, "Succeeded"), "False/ProcessFailed") << Describe(one);
   EXPECT_EQ(ExitCode(one), 1) << Describe(one);
 
-  // A process killed by SIGKILL (not the OOM killer): the shell reports 128 + 9. (No "$$" in
-  // the script: Kubernetes reads "$$" in a container's command as an escaped "$".)
+  // A process killed by SIGKILL (not the OOM killer): the shell reports 128 + 9.
   json killed = Run("exit137", Task("sleep 60 & kill -KILL $!; wait $!; exit $?"));
   EXPECT_EQ(ConditionSummary(killed, "Succeeded"), "False/ProcessFailed") << Describe(killed);
   EXPECT_EQ(ExitCode(killed), 137) << Describe(killed);
