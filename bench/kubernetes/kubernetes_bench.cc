@@ -56,6 +56,7 @@
 #include <vector>
 
 #include "ayatori/kube_client.h"
+#include "base/time.h"
 #include "bench/common/api_client.h"
 #include "bench/common/parallel.h"
 #include "bench/common/process_stats.h"
@@ -66,7 +67,6 @@
 #include "kube/http.h"
 #include "kube/resource.h"
 #include "kube/rest_client.h"
-#include "kube/time_format.h"
 
 namespace {
 
@@ -119,8 +119,8 @@ int64_t NowMs() {
 
 // Seconds since the epoch of an RFC 3339 time, -1 when absent or malformed.
 int64_t Seconds(const std::string& t) {
-  auto tp = kube::ParseTime(t);
-  if (!tp) return -1;
+  auto tp = base::ParseTime(t);
+  if (!tp.ok()) return -1;
   return std::chrono::duration_cast<std::chrono::seconds>(tp->time_since_epoch()).count();
 }
 

@@ -7,7 +7,6 @@
 #include <sstream>
 
 #include "api/json.h"
-#include "kube/time_format.h"
 
 namespace ayatori::plugin {
 
@@ -325,16 +324,16 @@ EventLine EventLineFromJson(const nlohmann::json& e) {
   for (const std::string& t : {str("lastTimestamp"), str("series", "lastObservedTime"),
                                str("eventTime"), str("firstTimestamp")}) {
     if (t.empty()) continue;
-    if (auto parsed = kube::ParseTime(t)) {
-      line.last = std::chrono::floor<std::chrono::seconds>(*parsed);
+    if (auto parsed = api::ParseTime(t); parsed.ok()) {
+      line.last = *parsed;
       break;
     }
   }
   if (!line.last) {
     auto meta = e.value("metadata", nlohmann::json::object());
     if (meta.contains("creationTimestamp") && meta["creationTimestamp"].is_string()) {
-      if (auto parsed = kube::ParseTime(meta["creationTimestamp"].get<std::string>())) {
-        line.last = std::chrono::floor<std::chrono::seconds>(*parsed);
+      if (auto parsed = api::ParseTime(meta["creationTimestamp"].get<std::string>()); parsed.ok()) {
+        line.last = *parsed;
       }
     }
   }

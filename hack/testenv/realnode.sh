@@ -50,44 +50,12 @@ RUNC=${REALNODE_RUNC:-/usr/sbin/runc}
 CONTAINERD=${REALNODE_CONTAINERD_BIN:-containerd}
 SHIM_DIR=${REALNODE_SHIM_DIR:-}
 CNI_BIN=${REALNODE_CNI_BIN:-/usr/lib/cni}
+DAEMON_DIR=$RN
+# shellcheck source=hack/lib/daemons.sh
+source "$T/../lib/daemons.sh"
 
 log() { printf 'realnode: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
-
-port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-
-start() {
-  local n=$1
-  shift
-  setsid nohup "$@" >"$RN/logs/$n.log" 2>&1 </dev/null &
-  echo $! >"$RN/pids/$n"
-}
-
-# stop_pid NAME: TERM, KILL after 10 s; forgets the pid.
-stop_pid() {
-  local n=$1 p i
-  [ -f "$RN/pids/$n" ] || return 0
-  p=$(cat "$RN/pids/$n")
-  kill -TERM "$p" 2>/dev/null || true
-  for i in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
-  kill -KILL "$p" 2>/dev/null || true
-  for i in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-  rm -f "$RN/pids/$n"
-}
-
-# wait_until NAME SECONDS CMD...: CMD succeeds within SECONDS while NAME's process lives.
-wait_until() {
-  local n=$1 s=$2 i
-  shift 2
-  for i in $(seq $((s * 5))); do
-    "$@" >/dev/null 2>&1 && return 0
-    kill -0 "$(cat "$RN/pids/$n")" 2>/dev/null || break
-    sleep 0.2
-  done
-  log "$n: not ready after ${s}s; last lines of its log ($RN/logs/$n.log):"
-  tail -n 30 "$RN/logs/$n.log" >&2
-  return 1
-}
 
 kubectl_() { "$BIN/kubectl" --kubeconfig="$TD/kubeconfig" "$@"; }
 ctr_() { ctr -a "$RN/containerd/containerd.sock" -n k8s.io "$@"; }

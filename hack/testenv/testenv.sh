@@ -66,6 +66,9 @@ for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 
 log() { printf 'testenv: %s\n' "$*" >&2; }
+DAEMON_DIR=$D
+# shellcheck source=hack/lib/daemons.sh
+source "$T/../lib/daemons.sh"
 
 bindir() {
   if [ -n "${TESTENV_BIN:-}" ]; then echo "$TESTENV_BIN"; return; fi
@@ -169,25 +172,11 @@ build() {
   log "binaries ready in $bin"
 }
 
-port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-
-start() {
+# wait_for NAME CMD...: CMD succeeds within 120 s, or the control plane stops (its files kept).
+wait_for() {
   local n=$1
   shift
-  setsid nohup "$@" >"$D/logs/$n.log" 2>&1 </dev/null &
-  echo $! >"$D/pids/$n"
-}
-
-wait_for() {
-  local n=$1 i
-  shift
-  for i in $(seq 600); do
-    "$@" >/dev/null 2>&1 && return 0
-    kill -0 "$(cat "$D/pids/$n")" 2>/dev/null || break
-    sleep 0.2
-  done
-  log "$n did not become ready; last lines of its log:"
-  tail -n 40 "$D/logs/$n.log" >&2
+  wait_until "$n" 120 "$@" && return 0
   TESTENV_KEEP=1 down
   exit 1
 }
@@ -314,22 +303,6 @@ start_apiserver() {
 
 apiserver_ready() { curl -sf --cacert "$PKI/ca.crt" "https://127.0.0.1:$AP/readyz"; }
 
-# stop_pid NAME [--kill]: TERM (KILL after 10 s), or KILL at once; forgets the pid.
-stop_pid() {
-  local n=$1 p i
-  [ -f "$D/pids/$n" ] || return 0
-  p=$(cat "$D/pids/$n")
-  if [ "${2:-}" = --kill ]; then
-    kill -KILL "$p" 2>/dev/null || true
-  else
-    kill -TERM "$p" 2>/dev/null || true
-  fi
-  for i in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
-  kill -KILL "$p" 2>/dev/null || true
-  for i in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-  rm -f "$D/pids/$n"
-}
-
 stop_apiserver() {
   [ -f "$D/ports" ] || { log "no control plane in $D (run: testenv.sh up)"; exit 1; }
   log "stopping kube-apiserver${1:+ ($1)}"
@@ -338,21 +311,14 @@ stop_apiserver() {
 
 # Unlike `up`, a failure leaves the rest of the control plane running.
 resume_apiserver() {
-  local i
   [ -f "$D/ports" ] || { log "no control plane in $D (run: testenv.sh up)"; exit 1; }
   if [ -f "$D/pids/kube-apiserver" ] && kill -0 "$(cat "$D/pids/kube-apiserver")" 2>/dev/null; then
     log "kube-apiserver is running already"
     return 0
   fi
   start_apiserver
-  for i in $(seq 600); do
-    apiserver_ready >/dev/null 2>&1 && { log "kube-apiserver is ready"; return 0; }
-    kill -0 "$(cat "$D/pids/kube-apiserver")" 2>/dev/null || break
-    sleep 0.2
-  done
-  log "kube-apiserver did not become ready; last lines of its log:"
-  tail -n 40 "$D/logs/kube-apiserver.log" >&2
-  exit 1
+  wait_until kube-apiserver 120 apiserver_ready || exit 1
+  log "kube-apiserver is ready"
 }
 
 up() {

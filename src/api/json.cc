@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "api/json_codec.h"
+#include "base/time.h"
 
 namespace ayatori::api {
 namespace {
@@ -33,18 +34,6 @@ constexpr EnumName<SecretEnvForwarding> kSecretEnvForwardingNames[] = {
 void Prepend(DecodeError& e, std::string_view segment) {
   if (!e.path.empty() && e.path[0] != '[') e.path.insert(0, 1, '.');
   e.path.insert(0, segment);
-}
-
-int DigitsAt(std::string_view s, size_t pos, size_t n, bool& ok) {
-  int v = 0;
-  for (size_t i = pos; i < pos + n; ++i) {
-    if (i >= s.size() || s[i] < '0' || s[i] > '9') {
-      ok = false;
-      return 0;
-    }
-    v = v * 10 + (s[i] - '0');
-  }
-  return v;
 }
 
 }  // namespace
@@ -354,49 +343,9 @@ json ParametersToJson(const char* kind, const ObjectMeta& metadata, json spec) {
 // Time
 
 StatusOr<Time> ParseTime(std::string_view text) {
-  using namespace std::chrono;
-  auto fail = [text]() {
-    return Status(StatusCode::kInvalidArgument,
-                  "invalid time \"" + std::string(text.substr(0, 64)) +
-                      "\": want RFC 3339 such as 2026-11-29T08:00:00Z");
-  };
-  // 2026-11-29T08:00:00[.fraction](Z|+hh:mm|-hh:mm)
-  bool ok = text.size() >= 20;
-  const int y = DigitsAt(text, 0, 4, ok);
-  const int mo = DigitsAt(text, 5, 2, ok);
-  const int d = DigitsAt(text, 8, 2, ok);
-  const int h = DigitsAt(text, 11, 2, ok);
-  const int mi = DigitsAt(text, 14, 2, ok);
-  const int s = DigitsAt(text, 17, 2, ok);
-  if (!ok || text[4] != '-' || text[7] != '-' || (text[10] != 'T' && text[10] != 't') ||
-      text[13] != ':' || text[16] != ':') {
-    return fail();
-  }
-  size_t pos = 19;
-  if (text[pos] == '.') {
-    const size_t first = ++pos;
-    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') ++pos;
-    if (pos == first) return fail();
-  }
-  minutes offset{0};
-  if (pos < text.size() && (text[pos] == 'Z' || text[pos] == 'z')) {
-    ++pos;
-  } else if (pos < text.size() && (text[pos] == '+' || text[pos] == '-')) {
-    const int oh = DigitsAt(text, pos + 1, 2, ok);
-    const int om = DigitsAt(text, pos + 4, 2, ok);
-    if (!ok || pos + 3 >= text.size() || text[pos + 3] != ':' || oh > 23 || om > 59) {
-      return fail();
-    }
-    offset = hours(oh) + minutes(om);
-    if (text[pos] == '-') offset = -offset;
-    pos += 6;
-  } else {
-    return fail();
-  }
-  const year_month_day date{year(y), month(static_cast<unsigned>(mo)),
-                            day(static_cast<unsigned>(d))};
-  if (pos != text.size() || !date.ok() || h > 23 || mi > 59 || s > 59) return fail();
-  return Time(sys_days(date)) + hours(h) + minutes(mi) + seconds(s) - offset;
+  auto t = base::ParseTime(text);
+  if (!t.ok()) return t.status();
+  return std::chrono::floor<std::chrono::seconds>(*t);
 }
 
 std::string FormatTime(Time t) {

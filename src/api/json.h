@@ -57,8 +57,8 @@
 
 namespace ayatori::api {
 
-// RFC 3339. Input may carry fractional seconds (truncated) and a numeric offset; output is UTC
-// with whole seconds: "2026-11-29T08:00:00Z".
+// RFC 3339 (base::ParseTime, its fraction of a second dropped). Output is UTC with whole seconds:
+// "2026-11-29T08:00:00Z".
 StatusOr<Time> ParseTime(std::string_view text);
 std::string FormatTime(Time t);
 

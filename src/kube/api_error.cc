@@ -51,6 +51,36 @@ StatusCode CodeFor(int httpCode, std::string_view reason) {
   return StatusCode::kInternal;
 }
 
+HttpError HttpErrorFor(StatusCode code) {
+  switch (code) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kFailedPrecondition:
+      return {400, "BadRequest"};
+    case StatusCode::kUnauthorized:
+      return {401, "Unauthorized"};
+    case StatusCode::kForbidden:
+      return {403, "Forbidden"};
+    case StatusCode::kNotFound:
+      return {404, "NotFound"};
+    case StatusCode::kAlreadyExists:
+      return {409, "AlreadyExists"};
+    case StatusCode::kConflict:
+      return {409, "Conflict"};
+    case StatusCode::kGone:
+      return {410, "Gone"};
+    case StatusCode::kInvalid:
+      return {422, "Invalid"};
+    case StatusCode::kTooManyRequests:
+      return {429, "TooManyRequests"};
+    case StatusCode::kUnavailable:
+    case StatusCode::kDeadlineExceeded:
+    case StatusCode::kCancelled:
+      return {503, "ServiceUnavailable"};
+    default:
+      return {};
+  }
+}
+
 ApiError DecodeStatusObject(const nlohmann::json& s) {
   ApiError e;
   // Fields of another type read as absent: the server's reply must not crash its client.

@@ -34,6 +34,19 @@ struct ApiError {
 // specific: 409 AlreadyExists vs. 409 Conflict, 504 Timeout, reason Expired/Gone -> kGone).
 StatusCode CodeFor(int httpCode, std::string_view reason);
 
+// An HTTP status code and the metav1.Status reason that goes with it.
+struct HttpError {
+  int code = 500;
+  std::string reason = "InternalError";
+  bool operator==(const HttpError&) const = default;
+};
+
+// The HTTP error that stands for `code` (CodeFor's inverse, for servers and proxies that answer
+// with an ayatori::Status): 400 BadRequest, 401, 403, 404, 409 AlreadyExists / Conflict, 410 Gone,
+// 422 Invalid, 429, 503 ServiceUnavailable (unavailable, timed out, cancelled); every other code
+// (an internal or a server error) 500 InternalError.
+HttpError HttpErrorFor(StatusCode code);
+
 // Decodes a failed response. `body` is usually a metav1.Status; anything else yields a message
 // with the HTTP code and a short excerpt of the body.
 ApiError DecodeApiError(int httpCode, std::string_view body);

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/base64.h"
-#include "kube/time_format.h"
+#include "base/time.h"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX declares it nowhere
 
@@ -127,8 +127,9 @@ StatusOr<ExecCredential> ParseExecCredential(std::string_view stdoutText,
     return bad("has neither status.token nor status.clientCertificateData");
   }
   if (!expiry.empty()) {
-    cred.expiry = ParseTime(expiry);
-    if (!cred.expiry) return bad("has a status.expirationTimestamp that is not RFC 3339");
+    auto expires = base::ParseTime(expiry);
+    if (!expires.ok()) return bad("has a status.expirationTimestamp that is not RFC 3339");
+    cred.expiry = *expires;
   }
   return cred;
 }

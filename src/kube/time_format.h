@@ -1,5 +1,5 @@
 // RFC 3339 timestamps as the API writes them: metav1.Time ("2026-01-02T03:04:05Z") and
-// metav1.MicroTime ("2026-01-02T03:04:05.123456Z").
+// metav1.MicroTime ("2026-01-02T03:04:05.123456Z"); base::ParseTime reads both.
 #pragma once
 
 #include <chrono>
@@ -11,7 +11,5 @@ namespace ayatori::kube {
 
 std::string FormatTime(std::chrono::system_clock::time_point t);
 std::string FormatMicroTime(std::chrono::system_clock::time_point t);
-// Accepts both forms (any number of fraction digits) with "Z" or a numeric offset.
-std::optional<std::chrono::system_clock::time_point> ParseTime(std::string_view s);
 
 }  // namespace ayatori::kube

@@ -168,30 +168,6 @@ Status BackendErrorForReader(const Status& adapterError, const std::string& what
                     category + "); the controller's log has the details");
 }
 
-std::pair<int, std::string> HttpCodeAndReason(StatusCode code) {
-  switch (code) {
-    case StatusCode::kInvalidArgument:
-    case StatusCode::kFailedPrecondition:
-      return {400, "BadRequest"};
-    case StatusCode::kUnauthorized:
-      return {401, "Unauthorized"};
-    case StatusCode::kForbidden:
-      return {403, "Forbidden"};
-    case StatusCode::kNotFound:
-      return {404, "NotFound"};
-    case StatusCode::kGone:
-      return {410, "Gone"};
-    case StatusCode::kTooManyRequests:
-      return {429, "TooManyRequests"};
-    case StatusCode::kUnavailable:
-    case StatusCode::kDeadlineExceeded:
-    case StatusCode::kCancelled:
-      return {503, "ServiceUnavailable"};
-    default:
-      return {500, "InternalError"};
-  }
-}
-
 json LogSubjectAccessReview(const UserInfo& user, const std::string& ns, const std::string& name) {
   json spec = {{"user", user.name},
                {"groups", user.groups},

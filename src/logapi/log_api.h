@@ -67,9 +67,6 @@ nlohmann::json StatusDocument(int code, const std::string& reason, const std::st
 Status BackendErrorForReader(const Status& adapterError, const std::string& what,
                              const std::string& backend);
 
-// The HTTP code and Status reason for a Status of this code base.
-std::pair<int, std::string> HttpCodeAndReason(StatusCode code);
-
 // The SubjectAccessReview (authorization.k8s.io/v1) asking whether `user` may get jobs/log of
 // the log API group for Job `name` in `ns`.
 nlohmann::json LogSubjectAccessReview(const UserInfo& user, const std::string& ns,

@@ -22,6 +22,7 @@
 #include "api/json.h"
 #include "controller/backend_snapshot.h"
 #include "controller/kinds.h"
+#include "kube/api_error.h"
 #include "logapi/log_api.h"
 #include "obs/http_server.h"
 #include "obs/log.h"
@@ -298,9 +299,10 @@ class LogApiServer::FollowSlot {
 namespace {
 
 void ReplyStatus(httplib::Response& res, const Status& s, const std::string& name = {}) {
-  auto [code, reason] = HttpCodeAndReason(s.code());
-  res.status = code;
-  res.set_content(StatusDocument(code, reason, s.message(), name).dump(), "application/json");
+  const kube::HttpError http = kube::HttpErrorFor(s.code());
+  res.status = http.code;
+  res.set_content(StatusDocument(http.code, http.reason, s.message(), name).dump(),
+                  "application/json");
 }
 
 void ReplyJson(httplib::Response& res, const json& doc) {

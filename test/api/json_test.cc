@@ -423,43 +423,16 @@ TEST(JsonTest, AdlHooksConvertEveryKind) {
   EXPECT_EQ(json(SecretEnvForwarding::kAllowed), "Allowed");
 }
 
-TEST(TimeTest, ParsesRfc3339) {
+// base::ParseTime (test/base/time_test.cc) in whole seconds: the fraction is dropped.
+TEST(TimeTest, ParsesRfc3339InWholeSeconds) {
   const Time eight =
       Time(std::chrono::sys_days(std::chrono::year(2026) / 11 / 29)) + std::chrono::hours(8);
-  struct Case {
-    const char* text = nullptr;
-    Time want;
-  };
-  const Case cases[] = {
-      {"2026-11-29T08:00:00Z", eight},
-      {"2026-11-29t08:00:00z", eight},
-      {"2026-11-29T08:00:00.999999999Z", eight},
-      {"2026-11-29T08:00:00.5+00:00", eight},
-      {"2026-11-29T10:00:00+02:00", eight},
-      {"2026-11-29T03:30:00-04:30", eight},
-      {"2026-11-30T07:59:59+23:59", eight + seconds(59)},
-      {"1970-01-01T00:00:00Z", Time{}},
-      {"2024-02-29T23:59:59Z",
-       Time(std::chrono::sys_days(std::chrono::year(2024) / 3 / 1)) - seconds(1)},
-  };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.text);
-    StatusOr<Time> t = ParseTime(c.text);
-    ASSERT_TRUE(t.ok()) << t.status().ToString();
-    EXPECT_EQ(*t, c.want);
-  }
-  for (const char* bad :
-       {"", "2026-11-29", "2026-11-29T08:00:00", "2026-13-01T00:00:00Z", "2026-02-29T00:00:00Z",
-        "2026-11-29T24:00:00Z", "2026-11-29T08:60:00Z", "2026-11-29T08:00:60Z",
-        "2026-11-29T08:00:00.Z", "2026-11-29T08:00:00+0200", "2026-11-29T08:00:00+02",
-        "2026-11-29T08:00:00Zjunk", "2026-11-29 08:00:00Z", "26-11-29T08:00:00Z",
-        "2026-1a-29T08:00:00Z", "2026-11-29T08:00:00+24:00"}) {
-    SCOPED_TRACE(bad);
-    StatusOr<Time> t = ParseTime(bad);
-    ASSERT_FALSE(t.ok());
-    EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
-    EXPECT_NE(t.status().message().find(std::string("\"") + bad + "\""), std::string::npos);
-  }
+  EXPECT_EQ(At("2026-11-29T08:00:00.999999999Z"), eight);
+  EXPECT_EQ(At("2026-11-29T10:00:00.5+02:00"), eight);
+  StatusOr<Time> t = ParseTime("2026-11-29T08:00:60Z");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(t.status().message().find("\"2026-11-29T08:00:60Z\""), std::string::npos);
 }
 
 TEST(TimeTest, FormatsUtcWithSeconds) {

@@ -28,6 +28,7 @@
 #include "adapters/kubernetes/kubernetes_adapter.h"
 #include "adapters/registry.h"
 #include "api/types.h"
+#include "base/time.h"
 #include "base/url.h"
 #include "controller/kinds.h"
 #include "kube/config.h"
@@ -77,6 +78,12 @@ milliseconds Since(SteadyClock::time_point t0) {
 
 // ---------------------------------------------------------------------------------------------
 // JSON of Jobs and pods.
+
+// An RFC 3339 time of the API's or Docker's JSON; nullopt when absent or malformed.
+std::optional<TimePoint> TimeOf(std::string_view text) {
+  auto t = base::ParseTime(text);
+  return t.ok() ? std::optional<TimePoint>(*t) : std::nullopt;
+}
 
 std::string Str(const json& j, const char* pointer) {
   json::json_pointer p(pointer);
@@ -637,7 +644,7 @@ class PodWatch {
     p.uid = uid;
     p.present = !deleted;
     if (!p.deletionRequested) {
-      if (auto t = kube::ParseTime(Str(pod, "/metadata/deletionTimestamp"))) {
+      if (auto t = TimeOf(Str(pod, "/metadata/deletionTimestamp"))) {
         p.deletionRequested =
             *t - std::chrono::seconds(
                      pod.value("/metadata/deletionGracePeriodSeconds"_json_pointer, int64_t{0}));
@@ -650,7 +657,7 @@ class PodWatch {
         pod.at(terminated).contains("exitCode") &&
         pod.at(terminated)["exitCode"].is_number_integer()) {
       p.exitCode = pod.at(terminated)["exitCode"].get<int>();
-      p.finishedAt = kube::ParseTime(pod.at(terminated).value("finishedAt", ""));
+      p.finishedAt = TimeOf(pod.at(terminated).value("finishedAt", ""));
     } else if (phase == "Succeeded") {
       p.exitCode = 0;
     }
@@ -753,7 +760,7 @@ StatusOr<AuditCounts> ReadAudit(const std::string& path, const std::string& ns) 
     const int code = e.value("/responseStatus/code"_json_pointer, 0);
     if (verb == "create" && code == 201) counts.created[uid]++;
     if (verb == "create" && code == 409) counts.conflicts++;
-    auto at = kube::ParseTime(Str(e, "/requestReceivedTimestamp"));
+    auto at = TimeOf(Str(e, "/requestReceivedTimestamp"));
     if (verb == "delete" && code / 100 == 2 && at && counts.deleted.count(uid) == 0) {
       counts.deleted[uid] = *at;
     }
@@ -1123,7 +1130,7 @@ void Round::CollectDockerFacts(std::vector<JobFacts>& facts, RoundLog& log) {
       f.process.known = true;
       f.process.exited = state == "exited" || state == "dead";
       f.process.exitCode = now[0].value("/State/ExitCode"_json_pointer, -1);
-      auto finished = kube::ParseTime(Str(now[0], "/State/FinishedAt"));
+      auto finished = TimeOf(Str(now[0], "/State/FinishedAt"));
       auto renamed = cancels.find(f.uid);
       if (renamed != cancels.end()) {
         f.process.stopRequestedBeforeEnd = !finished || renamed->second <= *finished;

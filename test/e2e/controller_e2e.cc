@@ -10,6 +10,8 @@
 #include <random>
 #include <sstream>
 
+#include "base/base64.h"
+#include "test/adapters/docker/e2e_support.h"
 #include "test/support/testenv.h"
 
 namespace ayatori::e2e {
@@ -107,23 +109,41 @@ json JobManifest(const std::string& ns, const std::string& name, const std::stri
           {"spec", s}};
 }
 
-bool ApplyDockerClass(const std::string& name, const json& parametersSpec, const json& classSpec) {
+namespace {
+
+// `kind` (Docker or Kubernetes ExecutionParameters) named `name` with `parametersSpec`, and a
+// JobClass of that name for `controller` using it, `classSpec` merged into its spec.
+bool ApplyClass(const std::string& name, const std::string& kind, const json& parametersSpec,
+                const json& classSpec) {
   json params = {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
-                 {"kind", "DockerExecutionParameters"},
+                 {"kind", kind},
                  {"metadata", {{"name", name}}},
                  {"spec", parametersSpec}};
-  json spec = {{"controllerName", "execution.ayatori.ddupan.top/docker"},
-               {"parametersRef",
-                {{"group", "execution.ayatori.ddupan.top"},
-                 {"kind", "DockerExecutionParameters"},
-                 {"name", name}}},
-               {"secretEnvForwarding", "Allowed"}};
+  json spec = {{"parametersRef",
+                {{"group", "execution.ayatori.ddupan.top"}, {"kind", kind}, {"name", name}}}};
   spec.merge_patch(classSpec);
   json cls = {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
               {"kind", "JobClass"},
               {"metadata", {{"name", name}}},
               {"spec", spec}};
   return Apply(params) && Apply(cls);
+}
+
+}  // namespace
+
+bool ApplyDockerClass(const std::string& name, const json& parametersSpec, const json& classSpec) {
+  json spec = {{"controllerName", "execution.ayatori.ddupan.top/docker"},
+               {"secretEnvForwarding", "Allowed"}};
+  spec.merge_patch(classSpec);
+  return ApplyClass(name, "DockerExecutionParameters", parametersSpec, spec);
+}
+
+bool ApplyKubernetesClass(const std::string& name, const json& parametersSpec,
+                          const json& classSpec) {
+  json spec = {{"controllerName", "execution.ayatori.ddupan.top/kubernetes"},
+               {"secretEnvForwarding", "Denied"}};
+  spec.merge_patch(classSpec);
+  return ApplyClass(name, "KubernetesExecutionParameters", parametersSpec, spec);
 }
 
 const json* FindCondition(const json& job, const std::string& type) {
@@ -240,6 +260,30 @@ std::string ContainerLogs(const std::string& dockerHost, const std::string& id) 
   auto r = Docker(dockerHost, {"logs", id});
   EXPECT_EQ(r.exitCode, 0) << "docker logs " << id << ": " << r.err;
   return r.out + r.err;
+}
+
+void ReadPrivateRegistry(PrivateRegistry* registry) {
+  auto vars =
+      adapters::docker::e2e::ReadEnvFile(testing::RequiredEnv("AYATORI_REGISTRY_DIR") + "/env.sh");
+  *registry = {vars["REGISTRY_ADDR"], vars["REGISTRY_USER"], vars["REGISTRY_PASSWORD"],
+               vars["REGISTRY_IMAGE"]};
+  ASSERT_FALSE(registry->addr.empty() || registry->user.empty() || registry->password.empty() ||
+               registry->image.empty())
+      << "the registry's env.sh lacks REGISTRY_ADDR, _USER, _PASSWORD or _IMAGE";
+}
+
+bool ApplyPullSecret(const PrivateRegistry& registry, const std::string& ns,
+                     const std::string& name, const std::string& password) {
+  json config = {{"auths",
+                  {{registry.addr,
+                    {{"username", registry.user},
+                     {"password", password},
+                     {"auth", base::Base64Encode(registry.user + ":" + password)}}}}}};
+  return Apply({{"apiVersion", "v1"},
+                {"kind", "Secret"},
+                {"metadata", {{"name", name}, {"namespace", ns}}},
+                {"type", "kubernetes.io/dockerconfigjson"},
+                {"data", {{".dockerconfigjson", base::Base64Encode(config.dump())}}}});
 }
 
 void ControllerTest::StartControllerAndNamespace(const std::string& nsPrefix,

@@ -54,6 +54,11 @@ json JobManifest(const std::string& ns, const std::string& name, const std::stri
 // JobClass of the same name using it, secretEnvForwarding Allowed, `classSpec` merged in.
 bool ApplyDockerClass(const std::string& name, const json& parametersSpec,
                       const json& classSpec = json::object());
+// A KubernetesExecutionParameters named `name` with `parametersSpec` and a JobClass of the same
+// name using it (controller execution.ayatori.ddupan.top/kubernetes), secretEnvForwarding Denied
+// (the backend never needs a Secret's value), `classSpec` merged in.
+bool ApplyKubernetesClass(const std::string& name, const json& parametersSpec,
+                          const json& classSpec = json::object());
 
 // The condition of `type` in a Job's status, or nullptr.
 const json* FindCondition(const json& job, const std::string& type);
@@ -87,6 +92,21 @@ std::vector<std::string> ContainersOf(const std::string& dockerHost, const std::
 std::optional<json> InspectContainer(const std::string& dockerHost, const std::string& id);
 // Output of the Job's container (stdout and stderr).
 std::string ContainerLogs(const std::string& dockerHost, const std::string& id);
+
+// ---------------------------------------------------------------------------------------------
+// The private registry of the "docker_registry" fixture (hack/registry.sh).
+
+// Its address, htpasswd user and password, and the image only it holds.
+struct PrivateRegistry {
+  std::string addr, user, password, image;
+};
+// Reads $AYATORI_REGISTRY_DIR/env.sh into `registry`; a fatal failure when a field is missing
+// (call it in ASSERT_NO_FATAL_FAILURE).
+void ReadPrivateRegistry(PrivateRegistry* registry);
+// Applies a kubernetes.io/dockerconfigjson Secret `name` in `ns` that logs in to `registry` with
+// `password` (the registry's own or a wrong one); fails the test with kubectl's message on error.
+bool ApplyPullSecret(const PrivateRegistry& registry, const std::string& ns,
+                     const std::string& name, const std::string& password);
 
 // ---------------------------------------------------------------------------------------------
 // The controller binary.

@@ -5,9 +5,7 @@
 // the Job, its Events or the controller's log.
 #include <gtest/gtest.h>
 
-#include "base/base64.h"
 #include "kube/config.h"
-#include "test/adapters/docker/e2e_support.h"
 #include "test/e2e/controller_e2e.h"
 #include "test/support/testenv.h"
 #include "test/support/wait.h"
@@ -23,16 +21,9 @@ class DockerRegistryE2ETest : public ControllerTest {
  protected:
   void SetUp() override {
     host_ = FixtureDockerHost();
-    auto vars = adapters::docker::e2e::ReadEnvFile(testing::RequiredEnv("AYATORI_REGISTRY_DIR") +
-                                                   "/env.sh");
-    addr_ = vars["REGISTRY_ADDR"];
-    user_ = vars["REGISTRY_USER"];
-    password_ = vars["REGISTRY_PASSWORD"];
-    image_ = vars["REGISTRY_IMAGE"];
-    ASSERT_FALSE(addr_.empty() || user_.empty() || password_.empty() || image_.empty())
-        << "the registry's env.sh lacks REGISTRY_ADDR, _USER, _PASSWORD or _IMAGE";
+    ASSERT_NO_FATAL_FAILURE(ReadPrivateRegistry(&registry_));
     // Only the registry has the image.
-    Docker(host_, {"rmi", "-f", image_});
+    Docker(host_, {"rmi", "-f", registry_.image});
     ASSERT_TRUE(InstallCrds());
     ASSERT_TRUE(ApplyDockerClass(kClass, {{"endpoint", host_},
                                           {"networkMode", "none"},
@@ -43,25 +34,16 @@ class DockerRegistryE2ETest : public ControllerTest {
   }
   void TearDown() override {
     ControllerTest::TearDown();
-    Docker(host_, {"rmi", "-f", image_});
+    Docker(host_, {"rmi", "-f", registry_.image});
   }
 
   // A kubernetes.io/dockerconfigjson Secret for the registry with `password`.
   void ApplyPullSecret(const std::string& name, const std::string& password) {
-    json config = {{"auths",
-                    {{addr_,
-                      {{"username", user_},
-                       {"password", password},
-                       {"auth", base::Base64Encode(user_ + ":" + password)}}}}}};
-    ASSERT_TRUE(Apply({{"apiVersion", "v1"},
-                       {"kind", "Secret"},
-                       {"metadata", {{"name", name}, {"namespace", ns_}}},
-                       {"type", "kubernetes.io/dockerconfigjson"},
-                       {"data", {{".dockerconfigjson", base::Base64Encode(config.dump())}}}}));
+    ASSERT_TRUE(e2e::ApplyPullSecret(registry_, ns_, name, password));
   }
 
   std::string CreatePullJob(const std::string& name, const std::string& pullSecret) {
-    json task = {{"image", image_}};
+    json task = {{"image", registry_.image}};
     if (!pullSecret.empty()) task["imagePullSecrets"] = {{{"name", pullSecret}}};
     return CreateJob(name, kClass, task);
   }
@@ -71,18 +53,19 @@ class DockerRegistryE2ETest : public ControllerTest {
     std::string job = Get(kJobResource, ns_, name).value_or(json()).dump();
     std::string events = EventsJson(ns_);
     std::string log = controller_.Log();
-    for (const std::string& secret : {password_, wrongPassword}) {
+    for (const std::string& secret : {registry_.password, wrongPassword}) {
       EXPECT_EQ(job.find(secret), std::string::npos) << "a registry password is in Job " << name;
       EXPECT_EQ(events.find(secret), std::string::npos) << "a registry password is in an Event";
       EXPECT_EQ(log.find(secret), std::string::npos) << "a registry password is in the log";
     }
   }
 
-  std::string host_, addr_, user_, password_, image_;
+  std::string host_;
+  PrivateRegistry registry_;
 };
 
 TEST_F(DockerRegistryE2ETest, ThePrivateImageRunsWithTheRightPullSecret) {
-  ApplyPullSecret("registry-ok", password_);
+  ApplyPullSecret("registry-ok", registry_.password);
   std::string uid = CreatePullJob("private", "registry-ok");
   ASSERT_FALSE(uid.empty());
   json job = WaitForFinished(ns_, "private", 180s);
@@ -99,7 +82,7 @@ TEST_F(DockerRegistryE2ETest, ThePrivateImageRunsWithTheRightPullSecret) {
         for (const auto& e : events.value("items", json::array())) {
           if (e.value("/involvedObject/uid"_json_pointer, "") == uid &&
               e.value("reason", "") == "ImagePulling" &&
-              e.value("message", "").find("pulling image \"" + image_ + "\"") !=
+              e.value("message", "").find("pulling image \"" + registry_.image + "\"") !=
                   std::string::npos) {
             return true;
           }
@@ -108,7 +91,7 @@ TEST_F(DockerRegistryE2ETest, ThePrivateImageRunsWithTheRightPullSecret) {
       },
       30s);
   EXPECT_TRUE(told) << "no ImagePulling Event about the Job: " << EventsJson(ns_);
-  ExpectNoCredentialLeak("private", password_);
+  ExpectNoCredentialLeak("private", registry_.password);
 }
 
 TEST_F(DockerRegistryE2ETest, AWrongPullSecretOrNoneFailsWithImagePullFailed) {
@@ -128,7 +111,7 @@ TEST_F(DockerRegistryE2ETest, AWrongPullSecretOrNoneFailsWithImagePullFailed) {
     EXPECT_TRUE(job.contains("/status/completionTime"_json_pointer)) << Describe(job);
     EXPECT_TRUE(ContainersOf(host_, uid).empty()) << name;
   }
-  EXPECT_NE(Docker(host_, {"image", "inspect", image_}).exitCode, 0)
+  EXPECT_NE(Docker(host_, {"image", "inspect", registry_.image}).exitCode, 0)
       << "the private image was pulled without the right credentials";
   ExpectNoCredentialLeak("wrong-secret", wrong);
 }
@@ -143,17 +126,18 @@ TEST_F(DockerRegistryE2ETest, ACachedPrivateImageIsNotUsedWithoutAccess) {
                                               {"pullPolicy", "IfNotPresent"},
                                               {"stopGracePeriodSeconds", 1}}));
   auto pullJob = [&](const std::string& name, const std::string& pullSecret) {
-    json task = {{"image", image_}};
+    json task = {{"image", registry_.image}};
     if (!pullSecret.empty()) task["imagePullSecrets"] = {{{"name", pullSecret}}};
     EXPECT_FALSE(CreateJob(name, kCachedClass, task).empty());
     return WaitForFinished(ns_, name, 180s);
   };
-  ApplyPullSecret("registry-ok", password_);
+  ApplyPullSecret("registry-ok", registry_.password);
   const std::string wrong = "wrong-" + RandomToken();
   ApplyPullSecret("registry-wrong", wrong);
   json first = pullJob("first", "registry-ok");
   ASSERT_EQ(ConditionSummary(first, "Succeeded"), "True/Completed") << Describe(first);
-  ASSERT_EQ(Docker(host_, {"image", "inspect", image_}).exitCode, 0) << "the image is cached";
+  ASSERT_EQ(Docker(host_, {"image", "inspect", registry_.image}).exitCode, 0)
+      << "the image is cached";
 
   for (const auto& [name, secret] :
        {std::pair<std::string, std::string>{"cached-wrong", "registry-wrong"},

@@ -15,8 +15,6 @@
 #include <string>
 #include <vector>
 
-#include "base/base64.h"
-#include "test/adapters/docker/e2e_support.h"
 #include "test/e2e/controller_e2e.h"
 #include "test/e2e/logs_api_e2e.h"
 #include "test/support/testenv.h"
@@ -39,24 +37,11 @@ constexpr int kPodGraceSeconds = 30;
 
 // The KubernetesExecutionParameters and JobClass of the real node.
 void ApplyRealNodeClass() {
-  ASSERT_TRUE(Apply(
-      {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
-       {"kind", "KubernetesExecutionParameters"},
-       {"metadata", {{"name", kClass}}},
-       {"spec",
-        {{"nodeSelector", {{kNodeLabel, "real"}}},
-         {"tolerations", {{{"key", kNodeTaint}, {"operator", "Exists"}, {"effect", "NoSchedule"}}}},
-         {"imagePullFailureTimeoutSeconds", kPullTimeoutSeconds}}}}));
-  ASSERT_TRUE(Apply({{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
-                     {"kind", "JobClass"},
-                     {"metadata", {{"name", kClass}}},
-                     {"spec",
-                      {{"controllerName", "execution.ayatori.ddupan.top/kubernetes"},
-                       {"parametersRef",
-                        {{"group", "execution.ayatori.ddupan.top"},
-                         {"kind", "KubernetesExecutionParameters"},
-                         {"name", kClass}}},
-                       {"secretEnvForwarding", "Denied"}}}}));
+  ASSERT_TRUE(ApplyKubernetesClass(
+      kClass,
+      {{"nodeSelector", {{kNodeLabel, "real"}}},
+       {"tolerations", {{{"key", kNodeTaint}, {"operator", "Exists"}, {"effect", "NoSchedule"}}}},
+       {"imagePullFailureTimeoutSeconds", kPullTimeoutSeconds}}));
 }
 
 // Pods of the test's namespace must pass "restricted": the class's defaults are that profile.
@@ -151,8 +136,7 @@ TEST_F(RealNodeE2ETest, ExitCodesZeroOneAnd137ComeFromTheRealProcess) {
   EXPECT_EQ(ConditionSummary(one, "Succeeded"), "False/ProcessFailed") << Describe(one);
   EXPECT_EQ(ExitCode(one), 1) << Describe(one);
 
-  // A process killed by SIGKILL (not the OOM killer): the shell reports 128 + 9. (No "$$" in
-  // the script: Kubernetes reads "$$" in a container's command as an escaped "$".)
+  // A process killed by SIGKILL (not the OOM killer): the shell reports 128 + 9.
   json killed = Run("exit137", Task("sleep 60 & kill -KILL $!; wait $!; exit $?"));
   EXPECT_EQ(ConditionSummary(killed, "Succeeded"), "False/ProcessFailed") << Describe(killed);
   EXPECT_EQ(ExitCode(killed), 137) << Describe(killed);
@@ -309,14 +293,7 @@ TEST_F(RealNodeE2ETest, ControllerKilledWhileThePodRunsGivesTheResultExactlyOnce
 class RealNodeRegistryE2ETest : public RealNodeE2ETest {
  protected:
   void SetUp() override {
-    auto vars = adapters::docker::e2e::ReadEnvFile(testing::RequiredEnv("AYATORI_REGISTRY_DIR") +
-                                                   "/env.sh");
-    addr_ = vars["REGISTRY_ADDR"];
-    user_ = vars["REGISTRY_USER"];
-    password_ = vars["REGISTRY_PASSWORD"];
-    image_ = vars["REGISTRY_IMAGE"];
-    ASSERT_FALSE(addr_.empty() || user_.empty() || password_.empty() || image_.empty())
-        << "the registry's env.sh lacks REGISTRY_ADDR, _USER, _PASSWORD or _IMAGE";
+    ASSERT_NO_FATAL_FAILURE(ReadPrivateRegistry(&registry_));
     RemoveFromNode();  // only the registry has the image
     RealNodeE2ETest::SetUp();
   }
@@ -328,25 +305,16 @@ class RealNodeRegistryE2ETest : public RealNodeE2ETest {
   void RemoveFromNode() {
     testing::RunProcess(
         {"ctr", "-a", testing::RequiredEnv("TESTENV_DIR") + "/realnode/containerd/containerd.sock",
-         "-n", "k8s.io", "images", "rm", image_});
+         "-n", "k8s.io", "images", "rm", registry_.image});
   }
 
   // A kubernetes.io/dockerconfigjson Secret for the registry with `password`.
   void ApplyPullSecret(const std::string& name, const std::string& password) {
-    json config = {{"auths",
-                    {{addr_,
-                      {{"username", user_},
-                       {"password", password},
-                       {"auth", base::Base64Encode(user_ + ":" + password)}}}}}};
-    ASSERT_TRUE(Apply({{"apiVersion", "v1"},
-                       {"kind", "Secret"},
-                       {"metadata", {{"name", name}, {"namespace", ns_}}},
-                       {"type", "kubernetes.io/dockerconfigjson"},
-                       {"data", {{".dockerconfigjson", base::Base64Encode(config.dump())}}}}));
+    ASSERT_TRUE(e2e::ApplyPullSecret(registry_, ns_, name, password));
   }
 
   json RunPrivate(const std::string& name, const std::string& pullSecret) {
-    json task = {{"image", image_}};
+    json task = {{"image", registry_.image}};
     if (!pullSecret.empty()) task["imagePullSecrets"] = {{{"name", pullSecret}}};
     return Run(name, task);
   }
@@ -355,7 +323,7 @@ class RealNodeRegistryE2ETest : public RealNodeE2ETest {
   void ExpectNoCredentialLeak(const json& job, const std::string& wrongPassword) {
     const std::string events = EventsJson(ns_);
     const std::string log = controller_.Log();
-    for (const std::string& secret : {password_, wrongPassword}) {
+    for (const std::string& secret : {registry_.password, wrongPassword}) {
       if (secret.empty()) continue;
       EXPECT_EQ(job.dump().find(secret), std::string::npos) << "a registry password in the Job";
       EXPECT_EQ(events.find(secret), std::string::npos) << "a registry password in an Event";
@@ -363,7 +331,7 @@ class RealNodeRegistryE2ETest : public RealNodeE2ETest {
     }
   }
 
-  std::string addr_, user_, password_, image_;
+  PrivateRegistry registry_;
 };
 
 TEST_F(RealNodeRegistryE2ETest, AWrongPullSecretOrNoneFailsWithImagePullFailed) {
@@ -377,7 +345,7 @@ TEST_F(RealNodeRegistryE2ETest, AWrongPullSecretOrNoneFailsWithImagePullFailed) 
 }
 
 TEST_F(RealNodeRegistryE2ETest, ThePrivateImageRunsWithTheRightPullSecret) {
-  ApplyPullSecret("registry-ok", password_);
+  ApplyPullSecret("registry-ok", registry_.password);
   json job = RunPrivate("private", "registry-ok");
   EXPECT_EQ(ConditionSummary(job, "Succeeded"), "True/Completed") << Describe(job);
   // The image's CMD prints its marker file.
@@ -390,7 +358,7 @@ TEST_F(RealNodeRegistryE2ETest, ThePrivateImageRunsWithTheRightPullSecret) {
 // imagePullCredentialsVerificationPolicy, default NeverVerifyPreloadedImages: only the images
 // imported by hand are exempt), so the image is not run for it.
 TEST_F(RealNodeRegistryE2ETest, ACachedPrivateImageIsNotRunWithoutItsCredentials) {
-  ApplyPullSecret("registry-ok", password_);
+  ApplyPullSecret("registry-ok", registry_.password);
   json first = RunPrivate("with-access", "registry-ok");
   ASSERT_EQ(ConditionSummary(first, "Succeeded"), "True/Completed") << Describe(first);
   json none = RunPrivate("cached-no-secret", "");

@@ -261,4 +261,18 @@ class LogsApiE2ETest : public ControllerTest {
   std::unique_ptr<testing::TestNetns> netns_;
 };
 
+// The log API for Jobs of a Docker JobClass (kDockerClass) on the "dockerd" fixture's engine.
+inline constexpr const char* kDockerClass = "e2e-logs-docker";
+class DockerLogsApiE2ETest : public LogsApiE2ETest {
+ protected:
+  void SetUpBackend(std::vector<std::string>* flags) override {
+    host_ = FixtureDockerHost();
+    ASSERT_TRUE(ApplyDockerClass(kDockerClass, {{"endpoint", host_},
+                                                {"pullPolicy", "IfNotPresent"},
+                                                {"networkMode", "none"},
+                                                {"stopGracePeriodSeconds", 1}}));
+    flags->push_back("--docker-endpoint=" + host_);
+  }
+};
+
 }  // namespace ayatori::e2e::logs

@@ -9,22 +9,8 @@
 namespace ayatori::e2e::logs {
 namespace {
 
-constexpr const char* kClass = "e2e-logs-docker";
-
-class DockerLogsApiE2ETest : public LogsApiE2ETest {
- protected:
-  void SetUpBackend(std::vector<std::string>* flags) override {
-    host_ = FixtureDockerHost();
-    ASSERT_TRUE(ApplyDockerClass(kClass, {{"endpoint", host_},
-                                          {"pullPolicy", "IfNotPresent"},
-                                          {"networkMode", "none"},
-                                          {"stopGracePeriodSeconds", 1}}));
-    flags->push_back("--docker-endpoint=" + host_);
-  }
-};
-
 TEST_F(DockerLogsApiE2ETest, AnAllowedUserReadsADockerJobsOutputAndOthersAreRefused) {
-  ASSERT_FALSE(CreateJob("hello", kClass, Task("echo one; echo two; echo three")).empty());
+  ASSERT_FALSE(CreateJob("hello", kDockerClass, Task("echo one; echo two; echo three")).empty());
   json job = WaitForFinished(ns_, "hello");
   ASSERT_EQ(ConditionSummary(job, "Succeeded"), "True/Completed") << Describe(job);
 
@@ -81,7 +67,7 @@ TEST_F(DockerLogsApiE2ETest, AnAllowedUserReadsADockerJobsOutputAndOthersAreRefu
 
 TEST_F(DockerLogsApiE2ETest, FollowStreamsLinesAsPrintedAndEndsWithTheJob) {
   std::string uid =
-      CreateJob("follow", kClass,
+      CreateJob("follow", kDockerClass,
                 Task("echo first; while [ ! -e /tmp/go ]; do sleep 0.1; done; echo second >&2"));
   ASSERT_FALSE(uid.empty());
   WaitForJob(
@@ -115,7 +101,7 @@ TEST_F(DockerLogsApiE2ETest, FollowStreamsLinesAsPrintedAndEndsWithTheJob) {
 }
 
 TEST_F(DockerLogsApiE2ETest, AGoneContainerOrNoExecutionIsAClearError) {
-  std::string uid = CreateJob("gone", kClass, Task("echo bye"));
+  std::string uid = CreateJob("gone", kDockerClass, Task("echo bye"));
   ASSERT_FALSE(uid.empty());
   WaitForFinished(ns_, "gone");
   ProcessResult r = Docker(host_, {"rm", "-f", OnlyContainer(uid)});
@@ -144,9 +130,9 @@ TEST_F(DockerLogsApiE2ETest, AGoneContainerOrNoExecutionIsAClearError) {
 // Retry-After; once the followers exit, their slots are free again within 10 s although the Job
 // stays silent (the controller sees the aggregator close the connections).
 TEST_F(DockerLogsApiE2ETest, FortySilentFollowersLeaveOtherReadersAnsweredAndAreReleased) {
-  ASSERT_FALSE(CreateJob("done", kClass, Task("echo finished")).empty());
+  ASSERT_FALSE(CreateJob("done", kDockerClass, Task("echo finished")).empty());
   ASSERT_EQ(ConditionSummary(WaitForFinished(ns_, "done"), "Succeeded"), "True/Completed");
-  ASSERT_FALSE(CreateJob("silent", kClass, Task("sleep 90")).empty());
+  ASSERT_FALSE(CreateJob("silent", kDockerClass, Task("sleep 90")).empty());
   WaitForJob(
       ns_, "silent", [](const json& j) { return j.contains("/status/startTime"_json_pointer); },
       60s, "a startTime");

@@ -17,20 +17,7 @@ constexpr const char* kClass = "e2e-logs-kubernetes";
 class KubernetesLogsApiE2ETest : public LogsApiE2ETest {
  protected:
   void SetUpBackend(std::vector<std::string>* /*flags*/) override {
-    ASSERT_TRUE(Apply({{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
-                       {"kind", "KubernetesExecutionParameters"},
-                       {"metadata", {{"name", kClass}}},
-                       {"spec", json::object()}}));
-    ASSERT_TRUE(Apply({{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
-                       {"kind", "JobClass"},
-                       {"metadata", {{"name", kClass}}},
-                       {"spec",
-                        {{"controllerName", "execution.ayatori.ddupan.top/kubernetes"},
-                         {"parametersRef",
-                          {{"group", "execution.ayatori.ddupan.top"},
-                           {"kind", "KubernetesExecutionParameters"},
-                           {"name", kClass}}},
-                         {"secretEnvForwarding", "Denied"}}}}));
+    ASSERT_TRUE(ApplyKubernetesClass(kClass, json::object()));
   }
 };
 

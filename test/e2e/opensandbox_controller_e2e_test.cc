@@ -9,7 +9,6 @@
 #include <regex>
 #include <sstream>
 
-#include "base/base64.h"
 #include "kube/config.h"
 #include "test/adapters/docker/e2e_support.h"
 #include "test/e2e/controller_e2e.h"
@@ -258,24 +257,13 @@ TEST_F(OpenSandboxControllerE2ETest, AnImageThatCannotBePulledIsImagePullFailed)
 // with the image.auth the adapter takes from the Job's pull Secret. A wrong Secret fails the pull;
 // neither password appears in the Job, its Events or the controller's log.
 TEST_F(OpenSandboxControllerE2ETest, APrivateImageRunsWithTheRightPullSecretOnly) {
-  auto vars = ReadEnvFile(testing::RequiredEnv("AYATORI_REGISTRY_DIR") + "/env.sh");
-  const std::string addr = vars["REGISTRY_ADDR"], user = vars["REGISTRY_USER"],
-                    password = vars["REGISTRY_PASSWORD"], image = vars["REGISTRY_IMAGE"];
-  ASSERT_FALSE(addr.empty() || user.empty() || password.empty() || image.empty());
+  PrivateRegistry registry;
+  ASSERT_NO_FATAL_FAILURE(ReadPrivateRegistry(&registry));
+  const std::string& password = registry.password;
+  const std::string& image = registry.image;
   const std::string wrong = "wrong-" + RandomToken();
-  for (const auto& [name, pw] :
-       {std::pair{std::string("pull-ok"), password}, std::pair{std::string("pull-wrong"), wrong}}) {
-    json config = {{"auths",
-                    {{addr,
-                      {{"username", user},
-                       {"password", pw},
-                       {"auth", base::Base64Encode(user + ":" + pw)}}}}}};
-    ASSERT_TRUE(Apply({{"apiVersion", "v1"},
-                       {"kind", "Secret"},
-                       {"metadata", {{"name", name}, {"namespace", ns_}}},
-                       {"type", "kubernetes.io/dockerconfigjson"},
-                       {"data", {{".dockerconfigjson", base::Base64Encode(config.dump())}}}}));
-  }
+  ASSERT_TRUE(ApplyPullSecret(registry, ns_, "pull-ok", password));
+  ASSERT_TRUE(ApplyPullSecret(registry, ns_, "pull-wrong", wrong));
   auto run = [&](const std::string& job, const std::string& secret) {
     Docker(host_, {"rmi", "-f", image});  // only the registry has it: the server must pull
     json task = Task({"/bin/cat", "/private-marker"}, image);

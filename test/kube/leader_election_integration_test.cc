@@ -8,9 +8,9 @@
 #include <fstream>
 #include <thread>
 
+#include "base/time.h"
 #include "kube/leader_election.h"
 #include "kube/resource.h"
-#include "kube/time_format.h"
 #include "test/kube/integration_util.h"
 #include "test/support/testenv.h"
 #include "test/support/wait.h"
@@ -84,7 +84,7 @@ TEST_F(LeaderElectionIntegrationTest, TwoReplicasExactlyOneLeaderAndFailoverWith
   LeaseRecord r = Lease("ayatori");
   EXPECT_EQ(r.holderIdentity, &leader == &a ? "replica-a" : "replica-b");
   EXPECT_EQ(r.leaseDurationSeconds, 3);
-  EXPECT_TRUE(ParseTime(r.renewTime).has_value());
+  EXPECT_TRUE(base::ParseTime(r.renewTime).ok());
   EXPECT_EQ(other.started, 0);
 
   // The leader stops renewing (a crash: no release). The other takes over once the lease

@@ -9,10 +9,10 @@
 #include <mutex>
 #include <thread>
 
+#include "base/time.h"
 #include "kube/resource.h"
 #include "kube/testing/fake_clock.h"
 #include "kube/testing/fake_kube_client.h"
-#include "kube/time_format.h"
 #include "test/support/wait.h"
 
 namespace ayatori::kube {
@@ -203,7 +203,7 @@ TEST(LeaderElectionTest, ASingleCandidateCreatesTheLeaseAndLeads) {
   EXPECT_EQ(r.holderIdentity, "a");
   EXPECT_EQ(r.leaseDurationSeconds, 1);
   EXPECT_EQ(r.leaseTransitions, 0);
-  EXPECT_TRUE(ParseTime(r.acquireTime).has_value());
+  EXPECT_TRUE(base::ParseTime(r.acquireTime).ok());
   // It keeps renewing.
   std::string firstRenew = r.renewTime;
   ASSERT_TRUE(Eventually([&] { return ReadLease(fake).renewTime != firstRenew; }, 5s));

@@ -192,6 +192,25 @@ TEST_F(RestClientTest, ApiErrorsAreDecodedIntoTypedCodes) {
   EXPECT_EQ(client_->RequestCount("get", "409"), 2u);
 }
 
+// Each error class answers with the HTTP status and reason that CodeFor reads back as it.
+TEST(HttpErrorFor, IsTheInverseOfCodeFor) {
+  for (StatusCode code :
+       {StatusCode::kInvalidArgument, StatusCode::kUnauthorized, StatusCode::kForbidden,
+        StatusCode::kNotFound, StatusCode::kAlreadyExists, StatusCode::kConflict, StatusCode::kGone,
+        StatusCode::kInvalid, StatusCode::kTooManyRequests}) {
+    const HttpError http = HttpErrorFor(code);
+    EXPECT_EQ(CodeFor(http.code, http.reason), code) << http.code << " " << http.reason;
+  }
+  EXPECT_EQ(HttpErrorFor(StatusCode::kGone), (HttpError{410, "Gone"}));
+  EXPECT_EQ(HttpErrorFor(StatusCode::kFailedPrecondition), (HttpError{400, "BadRequest"}));
+  for (StatusCode code :
+       {StatusCode::kUnavailable, StatusCode::kDeadlineExceeded, StatusCode::kCancelled}) {
+    EXPECT_EQ(HttpErrorFor(code), (HttpError{503, "ServiceUnavailable"}));
+  }
+  EXPECT_EQ(HttpErrorFor(StatusCode::kServerError), (HttpError{500, "InternalError"}));
+  EXPECT_EQ(HttpErrorFor(StatusCode::kInternal), (HttpError{500, "InternalError"}));
+}
+
 TEST_F(RestClientTest, InvalidCausesAreDecoded) {
   ApiError e = DecodeApiError(422, R"({"kind":"Status","code":422,"reason":"Invalid",
       "message":"ConfigMap \"Bad\" is invalid","details":{"causes":[

@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "controller/kinds.h"
 #include "format.h"
+#include "kube/api_error.h"
 #include "kube/resource.h"
 #include "statemachine/statemachine.h"
 
@@ -34,30 +35,9 @@ json RowJson(const api::Job& job, api::Time now) {
 }
 
 int HttpCode(StatusCode code) {
-  switch (code) {
-    case StatusCode::kInvalidArgument:
-      return 400;
-    case StatusCode::kUnauthorized:
-      return 401;
-    case StatusCode::kForbidden:
-      return 403;
-    case StatusCode::kNotFound:
-      return 404;
-    case StatusCode::kAlreadyExists:
-    case StatusCode::kConflict:
-      return 409;
-    case StatusCode::kGone:
-      return 410;
-    case StatusCode::kInvalid:
-      return 422;
-    case StatusCode::kTooManyRequests:
-      return 429;
-    case StatusCode::kUnavailable:
-    case StatusCode::kDeadlineExceeded:
-      return 503;
-    default:
-      return 502;  // the API server's answer (or its absence) is passed on as a gateway error
-  }
+  const int http = kube::HttpErrorFor(code).code;
+  // The API server's own failure (or an unexpected answer) is passed on as a gateway error.
+  return http == 500 ? 502 : http;
 }
 
 ApiAnswer Ok(json body) { return {200, std::move(body)}; }

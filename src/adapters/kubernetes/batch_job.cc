@@ -256,6 +256,23 @@ ScratchVolumes ScratchVolumesFor(const api::TaskSpec& task, const SecurityProfil
   return out;
 }
 
+// Kubernetes expands $(VAR) in a container's command and args and turns $$ into $; Docker and
+// OpenSandbox pass argv as it is. Every $ doubled, the kubelet hands the task the argv it asked
+// for, as the other backends do (docs/api.md, task.command).
+json VerbatimArgv(const std::vector<std::string>& argv) {
+  json out = json::array();
+  for (const std::string& arg : argv) {
+    std::string escaped;
+    escaped.reserve(arg.size());
+    for (char c : arg) {
+      escaped += c;
+      if (c == '$') escaped += '$';
+    }
+    out.push_back(std::move(escaped));
+  }
+  return out;
+}
+
 json TaskContainer(const ExecutionRequest& request, const SecurityProfile& sec, json mounts) {
   const auto& task = request.job.spec.task;
   json container = {{"name", kContainerName},
@@ -270,8 +287,8 @@ json TaskContainer(const ExecutionRequest& request, const SecurityProfile& sec, 
     container["securityContext"]["capabilities"]["add"] = sec.addCapabilities;
   }
   container["volumeMounts"] = std::move(mounts);
-  if (!task.command.empty()) container["command"] = task.command;
-  if (!task.args.empty()) container["args"] = task.args;
+  if (!task.command.empty()) container["command"] = VerbatimArgv(task.command);
+  if (!task.args.empty()) container["args"] = VerbatimArgv(task.args);
   if (!task.workingDir.empty()) container["workingDir"] = task.workingDir;
   json resources = json::object();
   if (!request.resources.requests.empty()) {

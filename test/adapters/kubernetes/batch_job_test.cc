@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+#include <vector>
+
 #include "adapters/kubernetes/descriptor.h"
 #include "adapters/registry.h"
 #include "api/quantity.h"
@@ -81,10 +85,55 @@ TEST(BuildBatchJob, ContainerCarriesTheTask) {
   EXPECT_EQ(c["name"], "main");
   EXPECT_EQ(c["image"], "docker.io/library/alpine:3.22");
   EXPECT_EQ(c["command"], json({"/bin/sh", "-c"}));
-  EXPECT_EQ(c["args"], json({"echo \"hello ${TARGET}\""}));
+  // $ doubled: the kubelet turns $$ back into $ (the next test).
+  EXPECT_EQ(c["args"], json({"echo \"hello $${TARGET}\""}));
   EXPECT_EQ(c["workingDir"], "/workspace");
   EXPECT_EQ(c["resources"], json::parse(R"({"requests": {"cpu": "100m", "memory": "128Mi"},
                                             "limits": {"cpu": "1", "memory": "512Mi"}})"));
+}
+
+// What the kubelet does to a container's command and args (Kubernetes' expansion of dependent
+// environment variables): $$ is $, $(NAME) of a defined variable is its value, anything else is
+// kept.
+std::string KubeletExpand(const std::string& in, const std::map<std::string, std::string>& env) {
+  std::string out;
+  size_t i = 0;
+  while (i < in.size()) {
+    if (in.compare(i, 2, "$$") == 0) {
+      out += '$';
+      i += 2;
+      continue;
+    }
+    if (const size_t close = in.find(')', i); in.compare(i, 2, "$(") == 0 && close != in.npos) {
+      if (auto var = env.find(in.substr(i + 2, close - i - 2)); var != env.end()) {
+        out += var->second;
+        i = close + 1;
+        continue;
+      }
+    }
+    out += in[i++];
+  }
+  return out;
+}
+
+TEST(BuildBatchJob, TheKubeletRunsTheArgvVerbatimAsDockerAndOpenSandboxDo) {
+  const std::map<std::string, std::string> env = {{"HOME", "/root"}, {"TARGET", "world"}};
+  const std::vector<std::string> argv = {
+      "echo '$(HOME) $$'", "$(TARGET)", "$", "$$$", "a$", "$(", "$()", "${HOME}", "$$(HOME)", ""};
+  ExecutionRequest r = MakeRequest();
+  r.job.spec.task.command = argv;
+  r.job.spec.task.args = argv;
+  json c = BuildBatchJob(r, {})["spec"]["template"]["spec"]["containers"][0];
+  ASSERT_EQ(c["command"].size(), argv.size());
+  ASSERT_EQ(c["args"].size(), argv.size());
+  EXPECT_EQ(c["command"][0], "echo '$$(HOME) $$$$'");
+  for (size_t i = 0; i < argv.size(); ++i) {
+    SCOPED_TRACE(argv[i]);
+    EXPECT_EQ(KubeletExpand(c["command"][i].get<std::string>(), env), argv[i]);
+    EXPECT_EQ(KubeletExpand(c["args"][i].get<std::string>(), env), argv[i]);
+  }
+  // Without the escape, the kubelet would have changed it.
+  EXPECT_NE(KubeletExpand(argv[0], env), argv[0]);
 }
 
 TEST(BuildBatchJob, OmitsWhatTheTaskLeavesEmpty) {

@@ -1,8 +1,8 @@
 // `kubectl ayatori ui` in a real browser (test/ui/browser.test.mjs drives Debian's chromium with
 // playwright-core), against the real kube-apiserver, the controller running Jobs on the
 // "dockerd" fixture's engine, and the Job log API served by that controller through its
-// APIService (the setting of test/e2e/logs_api_e2e.h). The screenshots go to
-// $AYATORI_BINARY_DIR/run/e2e/ui-screenshots/.
+// APIService: e2e_logs_api_test's setting (DockerLogsApiE2ETest of test/e2e/logs_api_e2e.h). The
+// screenshots go to $AYATORI_BINARY_DIR/run/e2e/ui-screenshots/.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -14,22 +14,10 @@
 namespace ayatori::e2e::logs {
 namespace {
 
-constexpr const char* kClass = "e2e-ui-docker";
-
 // A Job's state as `kubectl ayatori get` derives it: Running once Succeeded=Unknown/Running.
 bool IsRunning(const json& job) { return ConditionSummary(job, "Succeeded") == "Unknown/Running"; }
 
-class UiBrowserE2ETest : public LogsApiE2ETest {
- protected:
-  void SetUpBackend(std::vector<std::string>* flags) override {
-    host_ = FixtureDockerHost();
-    ASSERT_TRUE(ApplyDockerClass(kClass, {{"endpoint", host_},
-                                          {"pullPolicy", "IfNotPresent"},
-                                          {"networkMode", "none"},
-                                          {"stopGracePeriodSeconds", 1}}));
-    flags->push_back("--docker-endpoint=" + host_);
-  }
-};
+using UiBrowserE2ETest = DockerLogsApiE2ETest;
 
 TEST_F(UiBrowserE2ETest, TheWebViewShowsFiltersFollowsAndCancelsJobsInChromium) {
   const std::string nodeModules = [] {
@@ -42,17 +30,17 @@ TEST_F(UiBrowserE2ETest, TheWebViewShowsFiltersFollowsAndCancelsJobsInChromium) 
 
   json secretEnv = Task("echo failing; exit 3");
   secretEnv["env"] = {{{"name", "API_KEY"}, {"value", "do-not-show-this-value"}}};
-  ASSERT_FALSE(CreateJob("ui-succeeded", kClass, Task("echo ok")).empty());
-  ASSERT_FALSE(CreateJob("ui-failed", kClass, secretEnv).empty());
-  ASSERT_FALSE(CreateJob("ui-running", kClass,
+  ASSERT_FALSE(CreateJob("ui-succeeded", kDockerClass, Task("echo ok")).empty());
+  ASSERT_FALSE(CreateJob("ui-failed", kDockerClass, secretEnv).empty());
+  ASSERT_FALSE(CreateJob("ui-running", kDockerClass,
                          Task("i=1; while [ $i -le 900 ]; do echo tick $i; i=$((i+1)); "
                               "sleep 0.3; done"))
                    .empty());
-  ASSERT_FALSE(CreateJob("ui-hostile", kClass,
+  ASSERT_FALSE(CreateJob("ui-hostile", kDockerClass,
                          Task("printf '<script>alert(\"xss\")</script>\\n<img src=x "
                               "onerror=alert(1)>\\n\\033[31mred text\\033[0m\\nend-of-hostile\\n'"))
                    .empty());
-  ASSERT_FALSE(CreateJob("ui-cancel", kClass, Task("sleep 600")).empty());
+  ASSERT_FALSE(CreateJob("ui-cancel", kDockerClass, Task("sleep 600")).empty());
   for (const char* name : {"ui-succeeded", "ui-failed", "ui-hostile"}) {
     (void)WaitForFinished(ns_, name);
   }

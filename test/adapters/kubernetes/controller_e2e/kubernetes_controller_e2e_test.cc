@@ -30,6 +30,7 @@
 #include "ayatori/kube_client.h"
 #include "kube/config.h"
 #include "kube/rest_client.h"
+#include "test/e2e/controller_e2e.h"
 #include "test/support/controller_process.h"
 #include "test/support/process.h"
 #include "test/support/testenv.h"
@@ -266,28 +267,11 @@ class KubernetesControllerE2E : public ::testing::Test {
       setupError_ = "kubectl apply namespace ayatori-system: " + r.err;
       return;
     }
-    json params = {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
-                   {"kind", "KubernetesExecutionParameters"},
-                   {"metadata", {{"name", kClass}}},
-                   {"spec", {{"imagePullFailureTimeoutSeconds", kPullTimeoutSeconds}}}};
     // secretEnvForwarding Denied: Jobs with Secret env run only because this backend never
     // needs the values.
-    json jobClass = {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
-                     {"kind", "JobClass"},
-                     {"metadata", {{"name", kClass}}},
-                     {"spec",
-                      {{"controllerName", "execution.ayatori.ddupan.top/kubernetes"},
-                       {"parametersRef",
-                        {{"group", "execution.ayatori.ddupan.top"},
-                         {"kind", "KubernetesExecutionParameters"},
-                         {"name", kClass}}},
-                       {"secretEnvForwarding", "Denied"}}}};
-    for (const json& o : {params, jobClass}) {
-      r = Kubectl({"apply", "-f", "-"}, o.dump());
-      if (r.exitCode != 0) {
-        setupError_ = "kubectl apply " + o["kind"].get<std::string>() + ": " + r.err;
-        return;
-      }
+    if (!e2e::ApplyKubernetesClass(kClass,
+                                   {{"imagePullFailureTimeoutSeconds", kPullTimeoutSeconds}})) {
+      setupError_ = "kubectl apply of the KubernetesExecutionParameters and JobClass failed";
     }
   }
 
@@ -1169,22 +1153,7 @@ class WaitingE2E : public KubernetesControllerE2E {
     std::string name = "waiting-" + RandomHex(8);
     json s = spec;
     s["imagePullFailureTimeoutSeconds"] = 600;
-    json params = {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
-                   {"kind", "KubernetesExecutionParameters"},
-                   {"metadata", {{"name", name}}},
-                   {"spec", s}};
-    json jobClass = {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
-                     {"kind", "JobClass"},
-                     {"metadata", {{"name", name}}},
-                     {"spec",
-                      {{"controllerName", "execution.ayatori.ddupan.top/kubernetes"},
-                       {"parametersRef",
-                        {{"group", "execution.ayatori.ddupan.top"},
-                         {"kind", "KubernetesExecutionParameters"},
-                         {"name", name}}}}}};
-    jobClass["spec"].merge_patch(classSpec);
-    EXPECT_TRUE(Apply(params));
-    EXPECT_TRUE(Apply(jobClass));
+    EXPECT_TRUE(e2e::ApplyKubernetesClass(name, s, classSpec));
     classes_.push_back(name);
     return name;
   }
