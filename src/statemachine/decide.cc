@@ -584,7 +584,9 @@ void Decider::ApplyQueue() {
 
 // Not admitted yet (persisted): create the Workload, follow what Kueue says, admit on a fresh read.
 void Decider::WaitInQueue(const WorkloadFacts* w) {
-  if (w == nullptr) {
+  if (w == nullptr || w->finished) {
+    // A Workload finished by someone else before the Job ran is never admitted again: it is
+    // replaced (nothing ran, so nothing is counted twice).
     queueAction_ = WorkloadAction::kCreate;
     return;
   }

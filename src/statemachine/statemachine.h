@@ -320,13 +320,14 @@ struct QueueFacts {
 // What Decide wants done to the Job's Workload, after the plan's status write and adapter call.
 enum class WorkloadAction {
   kNone,
-  // Create the Workload (deterministic name from the Job UID; one that exists already is fine).
+  // Create the Workload (deterministic name from the Job UID; one that exists is fine, one Finished
+  // while the Job was never admitted is deleted and created again).
   kCreate,
   // GET the Workload from the API server and decide again with it (WorkloadFacts::fresh).
   kRead,
   // Kueue evicted the Workload before the Job's admission was persisted: clear its reservation
-  // (QuotaReserved=False, admission removed) so that Kueue queues it again. Written with the
-  // resourceVersion of the Workload decided on: a reservation Kueue made since is kept.
+  // (QuotaReserved=False, admission removed) so that Kueue queues it again, with the Workload's
+  // resourceVersion decided on. Like kFinish: only on a Job read this round (else GET, decide).
   kClearReservation,
   // Write PodsReady=True/Started.
   kMarkPodsReady,

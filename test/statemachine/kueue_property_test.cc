@@ -63,7 +63,8 @@ class FakeKueue {
   }
   bool Create(const std::string& uid) {
     if (down) return false;
-    workloads_.try_emplace(uid);  // the deterministic name: an existing one is fine
+    auto [it, created] = workloads_.try_emplace(uid);  // the deterministic name
+    if (!created && it->second.facts.finished) it->second = FakeWorkload{};  // replaced
     Touch(uid);
     return true;
   }
@@ -466,6 +467,7 @@ class World {
     freshRead_.erase(uid);
     Facts facts = FirstFacts(job);
     bool workloadRefused = false;
+    bool fresh = false;  // `job` came from a write or a GET of this round
     for (int step = 0; step < 12; ++step) {
       Plan plan = Decide(job, facts);
       facts.result.reset();
@@ -473,13 +475,29 @@ class World {
       if (!plan.invariantViolations.empty()) return;
       if (plan.finalizer == FinalizerChange::kAdd) {
         job = Write(job, [](api::Job& j) { j.metadata.finalizers.push_back(api::kFinalizer); });
+        fresh = true;
       }
       if (plan.status) {
         job = Write(job, [&](api::Job& j) { j.status = *plan.status; });
+        fresh = true;
+      }
+      // Giving quota back is decided on a current Job only (a cached copy may predate its
+      // admission): GET it, decide again if it changed.
+      if (!fresh && (plan.workload == WorkloadAction::kClearReservation ||
+                     plan.workload == WorkloadAction::kFinish)) {
+        const api::Job current = server_.at(name);
+        if (current.metadata.uid != uid) return;
+        fresh = true;
+        if (current.metadata.resourceVersion != job.metadata.resourceVersion) {
+          job = current;
+          facts = FirstFacts(job);
+          continue;
+        }
       }
       if (plan.call == AdapterCall::kEnsure) {
         const api::Job current = server_.at(name);  // the fresh GET before a create
         if (current.metadata.uid != uid) return;
+        fresh = true;
         if (current.metadata.resourceVersion != job.metadata.resourceVersion) {
           job = current;
           facts = FirstFacts(job);
