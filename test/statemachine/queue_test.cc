@@ -233,6 +233,15 @@ TEST(Queue, AnEvictionBeforeTheAdmissionWasPersistedClearsItAndWaitsAgain) {
   EXPECT_EQ(p.call, AdapterCall::kEnsure);
 }
 
+TEST(Queue, AWorkloadFinishedBeforeTheJobRanIsReplaced) {
+  api::Job j = QueuedJob();
+  WorkloadFacts finished = Pending();
+  finished.finished = true;
+  const Plan p = Decide(j, Round(true, finished));
+  EXPECT_EQ(p.workload, WorkloadAction::kCreate);
+  EXPECT_EQ(p.call, AdapterCall::kNone);
+}
+
 TEST(Queue, AnEvictionAfterAdmissionStopsTheTaskThenEndsPreemptedNeverRerun) {
   api::Job j = RunningQueuedJob();
   Plan p = Decide(j, Round(true, Evicted("Preempted")));
