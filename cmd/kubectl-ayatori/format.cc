@@ -126,6 +126,9 @@ std::string StateReason(const api::Job& job, State state) {
   const auto* accepted = api::FindCondition(job.status.conditions, api::kConditionAccepted);
   const auto* succeeded = api::FindCondition(job.status.conditions, api::kConditionSucceeded);
   if (state == State::kResolving && accepted != nullptr) return accepted->reason;
+  const auto* admitted =
+      api::FindCondition(job.status.conditions, statemachine::kConditionAdmitted);
+  if (state == State::kQueued && admitted != nullptr) return admitted->reason;
   if (succeeded != nullptr) return succeeded->reason;
   return accepted != nullptr ? accepted->reason : "";
 }
@@ -156,6 +159,9 @@ std::string ExplainState(const api::Job& job, State state) {
     case State::kStarting:
       return "an execution exists on the backend, its process has not started yet (" +
              condition(api::kConditionScheduled) + ")";
+    case State::kQueued:
+      return "waiting for Kueue to admit the Job's Workload, nothing runs before (" +
+             condition(statemachine::kConditionAdmitted) + ")";
     case State::kScheduling:
       return "the class is resolved, no execution exists yet (" +
              condition(api::kConditionScheduled) + ")";

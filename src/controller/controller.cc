@@ -150,6 +150,7 @@ int WorkPriority(statemachine::State state) {
     case statemachine::State::kStarting:
       return 0;
     case statemachine::State::kResolving:
+    case statemachine::State::kQueued:
     case statemachine::State::kScheduling:
       return 1;
     default:

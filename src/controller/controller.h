@@ -67,9 +67,9 @@ size_t TaskBytes(const api::TaskSpec& task);
 // that under a burst the rounds that make a Job start, or say that it started, are not queued
 // behind the bookkeeping of Jobs already running or finished (docs/operations.md, "Start latency
 // under a burst"): 0 = Starting (the execution exists; the round reports the start, and costs no
-// request while the task is not running yet), 1 = Resolving and Scheduling (the round accepts the
-// Job and creates its execution), 2 = the rest (results, cancellation, TTL, deletion; also a key
-// whose Job is no longer cached).
+// request while the task is not running yet), 1 = Resolving, Queued and Scheduling (the round
+// accepts the Job, waits on its Workload or creates its execution), 2 = the rest (results,
+// cancellation, TTL, deletion; also a key whose Job is no longer cached).
 inline constexpr int kWorkPriorityLevels = 3;
 int WorkPriority(statemachine::State state);
 

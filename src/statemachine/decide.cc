@@ -83,10 +83,11 @@ const char* ActiveMessage(const std::string& reason) {
 
 // Canonical condition order, so that equal statuses compare equal.
 int ConditionOrder(const std::string& type) {
-  if (type == api::kConditionAccepted) return 0;
-  if (type == api::kConditionScheduled) return 1;
-  if (type == api::kConditionSucceeded) return 2;
-  return 3;
+  static const char* const kOrder[] = {api::kConditionAccepted, kConditionAdmitted,
+                                       kConditionEvicted, api::kConditionScheduled,
+                                       api::kConditionSucceeded};
+  const auto* it = std::find(std::begin(kOrder), std::end(kOrder), type);
+  return static_cast<int>(it - std::begin(kOrder));
 }
 
 enum class StopCause {
@@ -94,6 +95,7 @@ enum class StopCause {
   kCancel,        // desiredState=Cancelled or deletion
   kDeadline,      // activeDeadlineSeconds expired
   kStartTimeout,  // the class's startTimeoutSeconds expired before the task started
+  kEvicted,       // Kueue evicted the admitted Workload (Evicted=True on the Job)
 };
 
 class Decider {
@@ -137,6 +139,7 @@ class Decider {
   }
   StopCause Cause() const {
     if (Deleting() || Cancelled()) return StopCause::kCancel;
+    if (ConditionTrue(kConditionEvicted)) return StopCause::kEvicted;
     if (DeadlinePassed()) return StopCause::kDeadline;
     if (std::optional<api::Time> at = StartDeadlineAt(); at && *at <= now_) {
       return StopCause::kStartTimeout;
@@ -172,6 +175,11 @@ class Decider {
   void Terminate(ConditionStatus status, const std::string& reason, std::string message,
                  std::optional<int32_t> exitCode, std::optional<api::Time> finishedAt);
   void ApplyJobFacts();
+  void ApplyQueue();
+  void WaitInQueue(const WorkloadFacts* w);
+  void RecordEviction(const WorkloadFacts& w);
+  void SetWorkloadAction();
+  std::optional<api::Time> EvictedAt() const;
   void SetTtl();
   void ApplyResolution(const Resolution& r);
   std::string ClassPolicyNote(const api::ResolvedJobClass& cls) const;
@@ -194,6 +202,9 @@ class Decider {
   // This round's kPending answer: what the Scheduling message says (the default without a
   // reason). Without one the persisted waiting message stands.
   std::optional<Observation> waiting_;
+  // What ApplyQueue wants done to the Workload of a Job that waits in the queue.
+  WorkloadAction queueAction_ = WorkloadAction::kNone;
+  std::string queueActionMessage_;
 };
 
 void Decider::MarkScheduled(std::optional<api::Time> at) {
@@ -222,7 +233,7 @@ void Decider::DeferAcceptance() {
       plan_.call == AdapterCall::kEnsure ||
       (plan_.call == AdapterCall::kNone && plan_.finalizer == FinalizerChange::kAdd);
   if (!facts_.backlog || !beforeEnsure || facts_.result || plan_.backoff || Deleting() ||
-      Terminal()) {
+      Terminal() || IsQueued(st_)) {
     return;
   }
   if (!facts_.resolution || facts_.resolution->outcome != Resolution::Outcome::kResolved ||
@@ -308,11 +319,23 @@ void Decider::ApplyStopped(const Observation& o) {
       std::string message = "The task did not start within startTimeoutSeconds=" +
                             std::to_string(StartTimeout()->count()) + " of the Job's acceptance";
       const Condition* s = Succeeded();
-      if (s != nullptr && s->reason == kReasonScheduling && !s->message.empty()) {
+      const Condition* admitted = api::FindCondition(st_.conditions, kConditionAdmitted);
+      if (admitted != nullptr && admitted->status != ConditionStatus::kTrue) {
+        message += " (queued: " + admitted->message + ")";  // Kueue did not admit it in time
+      } else if (s != nullptr && s->reason == kReasonScheduling && !s->message.empty()) {
         message += " (" + s->message + ")";  // what it was waiting for
       }
       Terminate(ConditionStatus::kFalse, kReasonStartTimeout, std::move(message), o.exitCode,
                 o.finishedAt);
+      return;
+    }
+    case StopCause::kEvicted: {
+      const Condition* evicted = api::FindCondition(st_.conditions, kConditionEvicted);
+      Terminate(ConditionStatus::kFalse,
+                evicted->reason == kReasonPreempted ? kReasonPreempted : kReasonEvicted,
+                "Stopped because Kueue evicted the Workload (" + evicted->reason +
+                    "): " + evicted->message,
+                o.exitCode, o.finishedAt);
       return;
     }
     case StopCause::kNone:
@@ -420,12 +443,14 @@ void Decider::ApplyFailed(const CallResult& r) {
   const Observation& o = r.observation;
   std::string reason = FailureReason(o.reason, kReasonProcessFailed);
   const StopCause cause = Cause();
-  std::optional<api::Time> deadline =
-      cause == StopCause::kStartTimeout ? StartDeadlineAt() : DeadlineAtNow();
-  // Stopped by our deadline-triggered Cancel unless it provably failed before the deadline. A
-  // failure that Observe found is the task's own.
+  std::optional<api::Time> deadline = cause == StopCause::kStartTimeout ? StartDeadlineAt()
+                                      : cause == StopCause::kEvicted    ? EvictedAt()
+                                                                        : DeadlineAtNow();
+  // Stopped by our Cancel (deadline, start timeout, eviction) unless it provably failed before
+  // the stop was decided. A failure that Observe found is the task's own.
   if (r.call == AdapterCall::kCancel &&
-      (cause == StopCause::kDeadline || cause == StopCause::kStartTimeout) &&
+      (cause == StopCause::kDeadline || cause == StopCause::kStartTimeout ||
+       cause == StopCause::kEvicted) &&
       !(o.finishedAt && deadline && *o.finishedAt < *deadline)) {
     ApplyStopped(o);
     return;
@@ -476,6 +501,12 @@ void Decider::ApplyResolution(const Resolution& r) {
       st_.execution->adapter = r.adapter;
       SetCondition(api::kConditionAccepted, ConditionStatus::kTrue, kReasonValid,
                    "Resolved JobClass " + r.jobClass.name + ClassPolicyNote(r.jobClass));
+      // Queued from its acceptance on, or never (a Job accepted unqueued may run any moment).
+      // With queueing disabled the label is ignored exactly as before (statemachine.h).
+      if (facts_.queue.enabled && !QueueName(job_).empty()) {
+        SetCondition(kConditionAdmitted, ConditionStatus::kFalse, kReasonPending,
+                     "Waiting for the Workload in LocalQueue " + QueueName(job_));
+      }
       return;
   }
 }
@@ -523,6 +554,116 @@ void Decider::ApplyJobFacts() {
   if (facts_.resolution && !facts_.result) ApplyResolution(*facts_.resolution);
 }
 
+// Kueue's gate (statemachine.h, "Queueing"), for a Job accepted as queued.
+void Decider::ApplyQueue() {
+  if (Terminal() || Deleting() || !IsQueued(st_)) return;
+  const bool admitted = api::IsConditionTrue(job_.status.conditions, kConditionAdmitted);
+  const WorkloadFacts* w = facts_.queue.workload ? &*facts_.queue.workload : nullptr;
+  if (!admitted && Cause() != StopCause::kNone) {
+    ApplyStopped(Observation{});  // cancelled or timed out in the queue: nothing ever ran
+    return;
+  }
+  if (!facts_.queue.enabled) {
+    // Nobody would ever admit it: it runs unqueued, like a Job accepted while queueing was off.
+    // An admitted Job just runs on; the controller cannot read its Workload any more.
+    if (admitted) return;
+    api::RemoveCondition(st_.conditions, kConditionAdmitted);
+    plan_.events.push_back({Event::Type::kWarning, "QueueIgnored",
+                            "The controller runs without Kueue support: the Job runs unqueued "
+                            "(the label " +
+                                std::string(kQueueNameLabel) + "=" + QueueName(job_) +
+                                " is ignored)"});
+    return;
+  }
+  if (admitted) {
+    if (w != nullptr && w->evicted && Cause() == StopCause::kNone) RecordEviction(*w);
+    return;
+  }
+  WaitInQueue(w);
+}
+
+// Not admitted yet (persisted): create the Workload, follow what Kueue says, admit on a fresh read.
+void Decider::WaitInQueue(const WorkloadFacts* w) {
+  if (w == nullptr || w->finished) {
+    // A Workload finished by someone else before the Job ran is never admitted again: it is
+    // replaced (nothing ran, so nothing is counted twice).
+    queueAction_ = WorkloadAction::kCreate;
+    return;
+  }
+  if (w->evicted) {
+    // Nothing ran (Admitted=True was never persisted, so nothing was Ensured): the quota goes
+    // back and the Job waits again.
+    std::string why = "Kueue evicted the Workload before the Job started (" + w->evictedReason +
+                      "): " + w->evictedMessage;
+    if (w->quotaReserved) {
+      queueAction_ = WorkloadAction::kClearReservation;
+      queueActionMessage_ = why;
+    }
+    SetCondition(kConditionAdmitted, ConditionStatus::kFalse, kReasonRequeued,
+                 why + "; waiting to be admitted again");
+    return;
+  }
+  if (w->admitted && !w->fresh) {
+    queueAction_ = WorkloadAction::kRead;  // an informer's copy may be older than an eviction
+    return;
+  }
+  if (w->admitted) {
+    SetCondition(kConditionAdmitted, ConditionStatus::kTrue, kReasonAdmitted,
+                 w->message.empty() ? "Kueue admitted the Workload" : w->message);
+    return;
+  }
+  const std::string reason = IsValidReason(w->reason) ? w->reason : kReasonPending;
+  SetCondition(kConditionAdmitted, ConditionStatus::kFalse, reason,
+               w->message.empty() ? "Waiting for Kueue to admit the Workload" : w->message);
+}
+
+// Admitted=True was persisted, so an execution may exist: the eviction is recorded before the
+// Cancel that follows in this plan, and its reason survives any restart (Cause: kEvicted).
+void Decider::RecordEviction(const WorkloadFacts& w) {
+  const std::string reason = IsValidReason(w.evictedReason) ? w.evictedReason : kReasonEvicted;
+  SetCondition(kConditionEvicted, ConditionStatus::kTrue, reason, w.evictedMessage);
+  plan_.events.push_back({Event::Type::kWarning, kReasonEvicted,
+                          "Kueue evicted the Workload (" + reason + "): " + w.evictedMessage +
+                              "; stopping the task, which will not run again"});
+}
+
+// When the Evicted condition was written: a failure the task reported before it is its own.
+std::optional<api::Time> Decider::EvictedAt() const {
+  const Condition* c = api::FindCondition(st_.conditions, kConditionEvicted);
+  if (c == nullptr || c->status != ConditionStatus::kTrue) return std::nullopt;
+  return c->lastTransitionTime;
+}
+
+// After NextCall (the finalizer change is known). The Workload is finished only once the Job
+// is terminal (its stop confirmed) or its cleanup is confirmed; PodsReady once the task started.
+void Decider::SetWorkloadAction() {
+  if (!facts_.queue.enabled || !IsQueued(st_)) return;
+  const WorkloadFacts* w = facts_.queue.workload ? &*facts_.queue.workload : nullptr;
+  if (Terminal() || plan_.finalizer == FinalizerChange::kRemove) {
+    if (w == nullptr || w->finished) return;
+    const Condition* s = Succeeded();
+    const bool succeeded = s != nullptr && s->status == ConditionStatus::kTrue;
+    plan_.workload = WorkloadAction::kFinish;
+    plan_.workloadReason = succeeded ? "Succeeded" : "Failed";
+    plan_.workloadMessage = Terminal() ? s->reason + ": " + s->message
+                                       : std::string("The Job was deleted before it finished");
+    return;
+  }
+  if (Deleting() || !HasFinalizer(job_)) return;
+  if (queueAction_ != WorkloadAction::kNone) {
+    plan_.workload = queueAction_;
+    if (queueAction_ == WorkloadAction::kClearReservation) plan_.workloadReason = kReasonPending;
+    plan_.workloadMessage = queueActionMessage_;
+    return;
+  }
+  if (st_.startTime && ConditionTrue(kConditionAdmitted) && w != nullptr && w->admitted &&
+      !w->evicted && !w->podsReady && !w->finished) {
+    plan_.workload = WorkloadAction::kMarkPodsReady;
+    plan_.workloadReason = "Started";
+    plan_.workloadMessage = "The task started";
+  }
+}
+
 void Decider::SetActiveReason() {
   if (Terminal()) return;
   if (unknown_) {
@@ -536,7 +677,10 @@ void Decider::SetActiveReason() {
                        : ConditionTrue(api::kConditionAccepted) ? kReasonScheduling
                                                                 : kReasonPending;
   std::string message = ActiveMessage(reason);
-  if (reason == std::string(kReasonScheduling)) {
+  if (reason == std::string(kReasonScheduling) && !AdmissionAllowsEnsure(st_)) {
+    reason = kReasonPending;
+    message = "Waiting for Kueue to admit the Job";
+  } else if (reason == std::string(kReasonScheduling)) {
     const Condition* s = Succeeded();
     if (waiting_ && !waiting_->reason.empty()) {
       message += ": " + WithReason(*waiting_, "");
@@ -584,6 +728,9 @@ AdapterCall Decider::NextCall() {
     return AdapterCall::kNone;
   }
   if (!ConditionTrue(api::kConditionAccepted)) return AdapterCall::kNone;
+  // Queued: nothing may exist, nothing is called until Admitted=True (written by this plan at
+  // the latest, and so persisted before the call).
+  if (!AdmissionAllowsEnsure(st_)) return AdapterCall::kNone;
   if (Cause() != StopCause::kNone) {
     if (r != nullptr && r->call == AdapterCall::kCancel) {
       plan_.backoff = true;
@@ -724,9 +871,11 @@ Plan Decider::Run() {
     if (definiteResult_) unknown_ = false;  // found again: back to Scheduling/Running/terminal
   }
   ApplyJobFacts();
+  ApplyQueue();
   SetActiveReason();
   SetTtl();
   plan_.call = NextCall();
+  SetWorkloadAction();
   SetTimers();
   Normalize();
   HoldWaitingMessage();
@@ -750,6 +899,13 @@ Plan Decider::Run() {
       return broken;
     }
     plan_.status = std::move(st_);
+  }
+  if (std::vector<std::string> broken = CheckPlan(job_, plan_); !broken.empty()) {
+    assert(false && "Decide computed a plan that breaks an invariant");
+    Plan refused;
+    refused.invariantViolations = std::move(broken);
+    refused.backoff = true;
+    return refused;
   }
   if (facts_.result && plan_.call != AdapterCall::kNone &&
       Rank(plan_.call) <= Rank(facts_.result->call)) {

@@ -10,6 +10,8 @@ const char* StateName(State state) {
   switch (state) {
     case State::kResolving:
       return "Resolving";
+    case State::kQueued:
+      return "Queued";
     case State::kScheduling:
       return "Scheduling";
     case State::kStarting:
@@ -63,8 +65,21 @@ State DeriveState(const api::Job& job) {
   }
   if (st.startTime) return State::kRunning;
   if (api::IsConditionTrue(st.conditions, api::kConditionScheduled)) return State::kStarting;
-  if (api::IsConditionTrue(st.conditions, api::kConditionAccepted)) return State::kScheduling;
-  return State::kResolving;
+  if (!api::IsConditionTrue(st.conditions, api::kConditionAccepted)) return State::kResolving;
+  return AdmissionAllowsEnsure(st) ? State::kScheduling : State::kQueued;
+}
+
+std::string QueueName(const api::Job& job) {
+  auto it = job.metadata.labels.find(kQueueNameLabel);
+  return it == job.metadata.labels.end() ? "" : it->second;
+}
+
+bool IsQueued(const api::JobStatus& status) {
+  return api::FindCondition(status.conditions, kConditionAdmitted) != nullptr;
+}
+
+bool AdmissionAllowsEnsure(const api::JobStatus& status) {
+  return !IsQueued(status) || api::IsConditionTrue(status.conditions, kConditionAdmitted);
 }
 
 std::optional<api::Time> DeadlineAt(const api::Job& job) {
@@ -105,8 +120,10 @@ bool HasFinalizer(const api::Job& job) {
   return std::find(f.begin(), f.end(), api::kFinalizer) != f.end();
 }
 
+// A queued Job is never Ensured before Admitted=True is persisted, so until then nothing exists.
 bool ExecutionMayExist(const api::JobStatus& status) {
-  return api::IsConditionTrue(status.conditions, api::kConditionAccepted) ||
+  return (api::IsConditionTrue(status.conditions, api::kConditionAccepted) &&
+          AdmissionAllowsEnsure(status)) ||
          (status.execution && !status.execution->references.empty());
 }
 
@@ -148,6 +165,24 @@ const char* AdapterCallName(AdapterCall call) {
       return "Cancel";
     case AdapterCall::kDelete:
       return "Delete";
+  }
+  return "None";
+}
+
+const char* WorkloadActionName(WorkloadAction action) {
+  switch (action) {
+    case WorkloadAction::kNone:
+      return "None";
+    case WorkloadAction::kCreate:
+      return "Create";
+    case WorkloadAction::kRead:
+      return "Read";
+    case WorkloadAction::kClearReservation:
+      return "ClearReservation";
+    case WorkloadAction::kMarkPodsReady:
+      return "MarkPodsReady";
+    case WorkloadAction::kFinish:
+      return "Finish";
   }
   return "None";
 }

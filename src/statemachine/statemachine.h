@@ -85,6 +85,15 @@
 // before any other call; after a restart the memory is gone and the Job is Ensured again, which
 // adopts the execution by UID: the same recovery as a crash between Ensure and the status write.
 //
+// Kueue (Facts::queue; "Queueing" below). The controller is not wired to Workloads yet: it passes
+// queue.enabled = false, so Decide never names a Workload action and a queue label changes
+// nothing. Once wired, each round passes the Workload from the informer cache (fresh = false);
+// a plan's Workload action comes after its status write and its call: kRead GETs the Workload
+// and decides again with it (fresh = true), any other is a write to the Workload. A refused
+// Workload write does not stop the round (the Job's result and finalizer never wait on Kueue):
+// no other Workload write is tried in it, and it ends with backoff so the next round retries. test/statemachine/kueue_property_test.cc plays
+// this protocol against FakeKueue.
+//
 // Termination: a plan decided with a CallResult never names a call of the same or an earlier rank
 // (Ensure = Observe < Cancel < Delete); kAdd happens at most once, and it or the GET before
 // Ensure (never both: kAdd makes the Job fresh) adds one Decide, so a round makes at most three
@@ -127,6 +136,7 @@ namespace ayatori::statemachine {
 
 enum class State {
   kResolving,      // Accepted != True, not terminal
+  kQueued,         // Accepted = True, Admitted present and != True (Kueue has not admitted it)
   kScheduling,     // Accepted = True, Scheduled != True
   kStarting,       // Scheduled = True, no startTime
   kRunning,        // startTime set, Succeeded = Unknown
@@ -142,8 +152,8 @@ const char* StateName(State state);
 bool IsTerminal(State state);
 
 // The spec's priority: Deleting → terminal → Cancelling → ResultUnknown → Running → Starting →
-// Scheduling → Resolving. A Job being stopped because its activeDeadlineSeconds expired keeps
-// desiredState=Running and so derives as Running (or ResultUnknown): the deadline is not
+// Queued → Scheduling → Resolving. A Job being stopped because its activeDeadlineSeconds expired
+// keeps desiredState=Running and so derives as Running (or ResultUnknown): the deadline is not
 // persisted, it is recomputed from startTime and the clock (see DeadlineExpired), and the
 // eventual reason is DeadlineExceeded.
 State DeriveState(const api::Job& job);
@@ -177,6 +187,15 @@ inline constexpr const char* kReasonExecutionStopped = "ExecutionStopped";
 // The class's startTimeoutSeconds passed after acceptance without the task starting
 // (Facts::startTimeout): the execution is stopped like for a deadline, then the Job fails.
 inline constexpr const char* kReasonStartTimeout = "StartTimeout";
+// Kueue evicted the Job's Workload after its admission and the task was stopped: Preempted for
+// Kueue's reason Preempted, Evicted for any other (the message names it). Never rerun.
+inline constexpr const char* kReasonPreempted = "Preempted";
+inline constexpr const char* kReasonEvicted = "Evicted";
+// Admitted=True: Kueue admitted the Workload. Admitted=False/Pending: waiting for the Workload or
+// its admission (Kueue's own waiting reason is passed through when it has one).
+inline constexpr const char* kReasonAdmitted = "Admitted";
+// Admitted=False after Kueue evicted the Workload before the Job's admission was persisted.
+inline constexpr const char* kReasonRequeued = "Requeued";
 // Warning Event of a Job being deleted whose backend cannot confirm the cleanup (Cancel or Delete
 // answered unknown): the finalizer stays and the call is retried (docs/operations.md).
 inline constexpr const char* kEventCleanupBlocked = "CleanupBlocked";
@@ -219,8 +238,104 @@ bool HasFinalizer(const api::Job& job);
 std::optional<int64_t> ConfirmedEpisode(std::string_view annotation);
 
 // Conservative: once Accepted=True has been persisted an Ensure may have run (even if the process
-// crashed before its references were written), so an execution may exist.
+// crashed before its references were written), so an execution may exist. A queued Job: once
+// Admitted=True has been persisted too.
 bool ExecutionMayExist(const api::JobStatus& status);
+
+// ---------------------------------------------------------------------------------------------
+// Queueing through Kueue (issue 30).
+//
+// A Job is queued when it is accepted while the controller has queueing enabled
+// (QueueFacts::enabled) and the Job names a LocalQueue (label kueue.x-k8s.io/queue-name): its
+// acceptance then also writes Admitted=False, and from then on the Job is gated by its Kueue
+// Workload (one per UID, created by the controller on Plan::workload = kCreate):
+//   - no Ensure until Admitted=True is persisted, written only from a fresh read of the Workload
+//     (WorkloadFacts::fresh) that says admitted and not evicted; Admitted=True never reverts;
+//   - an eviction seen before Admitted=True was persisted: the reservation is cleared
+//     (kClearReservation) and the Job waits again: nothing ran, nothing can rerun;
+//   - an eviction once Admitted=True is persisted: Evicted=True is written, the task is cancelled
+//     like for a deadline, and once the stop is confirmed the Job ends Succeeded=False/Preempted
+//     (Kueue's reason Preempted) or Evicted (any other reason, named in the message): never a
+//     rerun;
+//   - cancel or the class's start timeout while queued end the Job without an adapter call
+//     (activeDeadlineSeconds counts from startTime, so it cannot expire in the queue);
+//   - a finished Job (or one being deleted whose execution is confirmed gone) marks its Workload
+//     Finished (kFinish), which releases the quota; the Job's own status never waits on that write;
+//   - PodsReady=True is written once the task started (kMarkPodsReady), so that clusters with
+//     waitForPodsReady do not evict the Job.
+// With queueing disabled the label is ignored exactly as before issue 30: such a Job is accepted
+// without an Admitted condition and runs unqueued. A Job queued earlier (Admitted=False) whose
+// controller no longer has queueing enabled drops its Admitted condition and runs unqueued too
+// (nobody would ever admit it); its Workload goes with the Job (ownerReference).
+// A Job accepted without an Admitted condition is never gated later, whatever the label says: an
+// execution may already exist.
+// Once Admitted=True, a Workload that disappears is not recreated (a new one would be admitted
+// again, counting the running task twice); the task runs on and no Workload action is asked for.
+
+// The conditions of a queued Job besides Accepted, Scheduled and Succeeded (api/types.h): Admitted
+// says whether Kueue admitted its Workload (True never reverts); Evicted=True records that Kueue
+// evicted it after admission, so that the stop's reason survives a restart without the Workload.
+inline constexpr const char* kConditionAdmitted = "Admitted";
+inline constexpr const char* kConditionEvicted = "Evicted";
+// The label that names a Job's Kueue LocalQueue (Kueue's QueueLabel).
+inline constexpr const char* kQueueNameLabel = "kueue.x-k8s.io/queue-name";
+
+// The Job names a LocalQueue: the value of its kueue.x-k8s.io/queue-name label ("" if none).
+std::string QueueName(const api::Job& job);
+// The Job's status says it is gated by Kueue: it has an Admitted condition.
+bool IsQueued(const api::JobStatus& status);
+// Ensure is allowed by queueing: not queued, or Admitted=True persisted in `status`.
+bool AdmissionAllowsEnsure(const api::JobStatus& status);
+
+// The Job's Workload as the controller read it (conditions of kueue.x-k8s.io/v1beta2 Workload).
+struct WorkloadFacts {
+  // Read from the API server this round (a quorum GET), not from an informer cache. Admitted=True
+  // is written to the Job only from such a read.
+  bool fresh = false;
+  bool quotaReserved = false;  // QuotaReserved=True
+  bool admitted = false;       // Admitted=True
+  // Where it stands, in Kueue's words: QuotaReserved=False's reason and message while it waits for
+  // quota (Pending, Inadmissible, ...), else Admitted's (False: UnsatisfiedChecks, ...; True:
+  // Admitted). The controller adds the queue position to the message where it knows it.
+  std::string reason;
+  std::string message;
+  // Evicted=True: Kueue's reason (Preempted, PodsReadyTimeout, ClusterQueueStopped,
+  // Deactivated...) and message.
+  bool evicted = false;
+  std::string evictedReason;
+  std::string evictedMessage;
+  bool podsReady = false;  // PodsReady=True (written by this controller)
+  bool finished = false;   // Finished=True (written by this controller)
+  bool operator==(const WorkloadFacts&) const = default;
+};
+
+struct QueueFacts {
+  // The controller has Kueue support switched on. False (today's controller): the queue label is
+  // ignored, Workloads are neither read nor written.
+  bool enabled = false;
+  // The Job's Workload; nullopt: none exists (or the controller could not see one).
+  std::optional<WorkloadFacts> workload;
+};
+
+// What Decide wants done to the Job's Workload, after the plan's status write and adapter call.
+enum class WorkloadAction {
+  kNone,
+  // Create the Workload (deterministic name from the Job UID; one that exists is fine, one Finished
+  // while the Job was never admitted is deleted and created again).
+  kCreate,
+  // GET the Workload from the API server and decide again with it (WorkloadFacts::fresh).
+  kRead,
+  // Kueue evicted the Workload before the Job's admission was persisted: clear its reservation
+  // (QuotaReserved=False, admission removed) so that Kueue queues it again, with the Workload's
+  // resourceVersion decided on. Like kFinish: only on a Job read this round (else GET, decide).
+  kClearReservation,
+  // Write PodsReady=True/Started.
+  kMarkPodsReady,
+  // Write Finished=True (reason Succeeded or Failed, Plan::workloadFinish): releases the quota.
+  // Retried with backoff while Kueue does not answer; nothing of the Job waits on it.
+  kFinish,
+};
+const char* WorkloadActionName(WorkloadAction action);
 
 // ---------------------------------------------------------------------------------------------
 // Inputs.
@@ -304,6 +419,8 @@ struct Facts {
   // (Plan::unwrittenAcceptance); the write after the create carries it. Saves one request per
   // Job before the Jobs behind it get their executions.
   bool backlog = false;
+  // Kueue: whether queueing is on and what the Job's Workload says (see "Queueing" above).
+  QueueFacts queue;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -344,6 +461,12 @@ struct Plan {
   // (ExecutionRequest::acceptance). The controller decides the Job's later rounds on it, as if
   // written, until a write carries it (docs/design.md § At most one execution per Job).
   std::optional<api::JobStatus> unwrittenAcceptance;
+  // What to do to the Job's Workload once the status is written and the call made ("Queueing"
+  // above). For kFinish and kClearReservation: the condition's reason and message to write
+  // (Finished=True/Succeeded|Failed; QuotaReserved=False/Pending).
+  WorkloadAction workload = WorkloadAction::kNone;
+  std::string workloadReason;
+  std::string workloadMessage;
   // Non-empty only on a bug: the status Decide computed broke an invariant (CheckInvariants).
   // The status and the call are then dropped; log these and do nothing else.
   std::vector<std::string> invariantViolations;

@@ -13,6 +13,7 @@ using statemachine::State;
 TEST(WorkPriorityTest, StartsFirstThenNewJobsThenEverythingElse) {
   EXPECT_EQ(WorkPriority(State::kStarting), 0);
   EXPECT_EQ(WorkPriority(State::kResolving), 1);
+  EXPECT_EQ(WorkPriority(State::kQueued), 1);
   EXPECT_EQ(WorkPriority(State::kScheduling), 1);
   for (State s : {State::kRunning, State::kCancelling, State::kResultUnknown, State::kSucceeded,
                   State::kFailed, State::kCancelled, State::kDeleting}) {

@@ -146,6 +146,18 @@ TEST(StateReasonTest, ExplainsEachState) {
               HasSubstr("spec.desiredState is Cancelled"));
 }
 
+TEST(StateReasonTest, AQueuedJobShowsKueuesReason) {
+  api::Job queued = Accepted(BaseJob("q"));
+  queued.status.conditions.push_back(Cond("Admitted", api::ConditionStatus::kFalse, "Pending",
+                                          "insufficient unused quota for pods in flavor docker-a"));
+  queued.status.conditions.push_back(Cond("Succeeded", api::ConditionStatus::kUnknown, "Pending"));
+  const statemachine::State state = statemachine::DeriveState(queued);
+  EXPECT_EQ(state, statemachine::State::kQueued);
+  EXPECT_EQ(StateReason(queued, state), "Pending");
+  EXPECT_THAT(ExplainState(queued, state),
+              HasSubstr("Admitted=False/Pending: insufficient unused quota for pods"));
+}
+
 TEST(FormatDescribeTest, ShowsStateWhyResourcesReferencesConditionsAndEvents) {
   api::Job job = FailedJob("failed");
   job.spec.task.env = {{"PLAIN", "s3cr3t-literal", std::nullopt},

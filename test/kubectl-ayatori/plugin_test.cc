@@ -84,6 +84,11 @@ nlohmann::json StatusFor(const std::string& state) {
   status["resolvedJobClass"] = resolved;
   status["effectiveResources"] = effective;
   status["execution"] = {{"adapter", "docker"}};
+  if (state == "Queued") {  // queued through Kueue, its LocalQueue missing
+    status["conditions"] = {accepted, Cond("Admitted", "False", "Inadmissible"),
+                            Cond("Succeeded", "Unknown", "Pending")};
+    return status;
+  }
   if (state == "Scheduling") {
     status["conditions"] = {accepted, Cond("Succeeded", "Unknown", "Scheduling")};
     return status;
@@ -167,9 +172,9 @@ std::string* KubectlAyatoriTest::ns_ = nullptr;
 std::vector<std::string>* KubectlAyatoriTest::held_ = new std::vector<std::string>();
 
 TEST_F(KubectlAyatoriTest, GetShowsEveryDerivedStateInStableColumns) {
-  const std::vector<std::string> states = {"Resolving",  "Scheduling",    "Starting",  "Running",
-                                           "Cancelling", "ResultUnknown", "Succeeded", "Failed",
-                                           "Cancelled",  "Deleting"};
+  const std::vector<std::string> states = {"Resolving", "Queued",     "Scheduling",    "Starting",
+                                           "Running",   "Cancelling", "ResultUnknown", "Succeeded",
+                                           "Failed",    "Cancelled",  "Deleting"};
   std::map<std::string, std::string> nameOf;
   for (const auto& state : states) {
     std::string name =
@@ -215,6 +220,7 @@ TEST_F(KubectlAyatoriTest, GetShowsEveryDerivedStateInStableColumns) {
   }
   EXPECT_EQ(rows[nameOf["Resolving"]][2], "<default>");
   EXPECT_EQ(rows[nameOf["Resolving"]][3], "NoDefaultJobClass");
+  EXPECT_EQ(rows[nameOf["Queued"]][3], "Inadmissible");  // Kueue's reason
   EXPECT_EQ(rows[nameOf["Running"]][2], "docker");
   EXPECT_EQ(rows[nameOf["Failed"]][3], "ProcessFailed");
   EXPECT_EQ(rows[nameOf["Failed"]][4], "7");

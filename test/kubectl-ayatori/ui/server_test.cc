@@ -12,9 +12,11 @@
 #include <mutex>
 
 #include "api/json.h"
+#include "assets.h"
 #include "controller/kinds.h"
 #include "format.h"
 #include "kube/testing/fake_kube_client.h"
+#include "statemachine/statemachine.h"
 
 namespace ayatori::plugin::ui {
 namespace {
@@ -363,6 +365,29 @@ TEST_F(ServerTest, ALeftSilentLogIsStoppedByItsHeartbeat) {
   EXPECT_TRUE(streaming);
   EXPECT_TRUE(changed.wait_for(lock, std::chrono::seconds(10), [&] { return stopped; }))
       << "the log API's read was not stopped after the client left";
+}
+
+// The page's state filter offers every state DeriveState can give a row (the enum's order).
+TEST(AssetsTest, TheStateFilterNamesEveryDerivedState) {
+  const Asset* app = FindAsset("/app.js");
+  ASSERT_NE(app, nullptr);
+  const size_t start = app->body.find("const STATES = [");
+  ASSERT_NE(start, std::string_view::npos);
+  const std::string_view list = app->body.substr(start, app->body.find("];", start) - start);
+  std::string expected;
+  for (int s = 0; s <= static_cast<int>(statemachine::State::kDeleting); ++s) {
+    if (!expected.empty()) expected += ", ";
+    expected +=
+        "'" + std::string(statemachine::StateName(static_cast<statemachine::State>(s))) + "'";
+  }
+  std::string actual(list.substr(list.find('[') + 1));
+  std::string flat;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    if (actual[i] == '\n') continue;
+    if (actual[i] == ' ' && !flat.empty() && flat.back() == ' ') continue;
+    flat += actual[i];
+  }
+  EXPECT_EQ(flat, expected);
 }
 
 TEST(ServerStartTest, RefusesAnAddressThatIsNotLoopback) {

@@ -6,8 +6,9 @@ import {BoundedLog, parseEvents} from './text.js';
 const API_HEADER = {'X-Ayatori-UI': '1'};
 const REFRESH_MS = 3000;
 const LOG_LIMIT = 1 << 20;  // characters of a log the page keeps
-const STATES = ['Resolving', 'Queued', 'Starting', 'Running', 'Cancelling', 'ResultUnknown',
-  'Succeeded', 'Failed', 'Cancelled'];
+// The derived states in statemachine::State's order (src/statemachine/statemachine.h).
+const STATES = ['Resolving', 'Queued', 'Scheduling', 'Starting', 'Running', 'Cancelling',
+  'ResultUnknown', 'Succeeded', 'Failed', 'Cancelled', 'Deleting'];
 const COLUMNS = [['namespace', 'Namespace'], ['name', 'Name'], ['state', 'State'],
   ['class', 'Class'], ['reason', 'Reason'], ['exit', 'Exit'], ['age', 'Age']];
 
