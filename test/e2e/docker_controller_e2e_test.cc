@@ -196,7 +196,7 @@ TEST_F(DockerControllerE2ETest, TheClassRuntimeRunsTheTaskAndAMissingOneIsNotEnf
 
 TEST_F(DockerControllerE2ETest, MemoryLimitOverrunIsOOMKilled) {
   std::string uid = CreateJob(
-      "oom", kClassNone, Task(kBusybox, {"/bin/sh", "-c", "head -c 100m /dev/zero | tail"}),
+      "oom", kClassNone, Task(kBusybox, {"/bin/sh", "-c", "exec tail /dev/zero"}),
       {{"resources", {{"requests", {{"memory", "16Mi"}}}, {"limits", {{"memory", "16Mi"}}}}}});
   ASSERT_FALSE(uid.empty());
   json job = WaitForFinished(ns_, "oom");

@@ -40,7 +40,8 @@ class DockerBackend final : public BackendFixture {
         command = {"/bin/sleep", "300"};
         break;
       case Task::kExceedsItsMemory:
-        command = {"/bin/sh", "-c", "head -c 100m /dev/zero | tail"};
+        // The main process is the one killed (see Task::kExceedsItsMemory in adapter_contract.cc).
+        command = {"/bin/sh", "-c", "exec tail /dev/zero"};
         break;
     }
     // A short grace period: sleep as PID 1 ignores SIGTERM, so a stop waits it out.
