@@ -474,7 +474,7 @@ class World {
       for (const std::string& v : plan.invariantViolations) Fail(uid + ": plan: " + v);
       if (!plan.invariantViolations.empty()) return;
       if (plan.finalizer == FinalizerChange::kAdd) {
-        job = Write(job, [](api::Job& j) { j.metadata.finalizers.push_back(api::kFinalizer); });
+        job = Write(job, [](api::Job& j) { j.metadata.finalizers.emplace_back(api::kFinalizer); });
         fresh = true;
       }
       if (plan.status) {
