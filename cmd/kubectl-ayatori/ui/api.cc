@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <vector>
 
 #include "api/json.h"
@@ -74,6 +75,27 @@ ApiAnswer ErrorAnswer(const Status& status, const std::string& what) {
             {{"code", code}, {"reason", StatusCodeName(status.code())}, {"message", message}}}}};
 }
 
+namespace {
+
+// The Job `name`, or nothing with `error` the answer that says why (JobAnswer and CancelAnswer).
+std::optional<api::Job> ReadJob(KubeClient& client, const std::string& ns, const std::string& name,
+                                ApiAnswer& error) {
+  auto raw = client.Get(controller::kJobs, ns, name);
+  if (!raw.ok()) {
+    error = ErrorAnswer(raw.status(), "get job \"" + name + "\"");
+    return std::nullopt;
+  }
+  auto job = api::JobFromJson(*raw);
+  if (!job.ok()) {
+    error =
+        ErrorAnswer({StatusCode::kInternal, job.status().message()}, "read job \"" + name + "\"");
+    return std::nullopt;
+  }
+  return *std::move(job);
+}
+
+}  // namespace
+
 ApiAnswer JobsAnswer(KubeClient& client, const std::string& ns, api::Time now) {
   std::vector<api::Job> jobs;
   std::vector<std::string> unreadable;
@@ -98,13 +120,9 @@ ApiAnswer JobsAnswer(KubeClient& client, const std::string& ns, api::Time now) {
 
 ApiAnswer JobAnswer(KubeClient& client, const std::string& ns, const std::string& name,
                     api::Time now) {
-  auto raw = client.Get(controller::kJobs, ns, name);
-  if (!raw.ok()) return ErrorAnswer(raw.status(), "get job \"" + name + "\"");
-  auto job = api::JobFromJson(*raw);
-  if (!job.ok()) {
-    return ErrorAnswer({StatusCode::kInternal, job.status().message()},
-                       "read job \"" + name + "\"");
-  }
+  ApiAnswer error;
+  auto job = ReadJob(client, ns, name, error);
+  if (!job) return error;
   std::vector<EventLine> events;
   ListOptions options;
   options.fieldSelector = "involvedObject.uid=" + job->metadata.uid;
@@ -149,13 +167,9 @@ ApiAnswer ClassesAnswer(KubeClient& client) {
 }
 
 ApiAnswer CancelAnswer(KubeClient& client, const std::string& ns, const std::string& name) {
-  auto raw = client.Get(controller::kJobs, ns, name);
-  if (!raw.ok()) return ErrorAnswer(raw.status(), "get job \"" + name + "\"");
-  auto job = api::JobFromJson(*raw);
-  if (!job.ok()) {
-    return ErrorAnswer({StatusCode::kInternal, job.status().message()},
-                       "read job \"" + name + "\"");
-  }
+  ApiAnswer error;
+  auto job = ReadJob(client, ns, name, error);
+  if (!job) return error;
   auto cancelled = RequestCancel(client, ns, *job);
   if (!cancelled.ok()) return ErrorAnswer(cancelled.status(), "cancel job \"" + name + "\"");
   if (!*cancelled) {
