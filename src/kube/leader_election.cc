@@ -200,7 +200,8 @@ void LeaderElector::Lead(const std::stop_token& stop) {
   std::condition_variable_any cv;
   auto lastRenew = clock_.SteadyNow();  // guarded by mu
   std::string otherHolder;              // guarded by mu
-  std::thread renewer([&, ended = term.get_token()] {
+  std::stop_source renewals;  // stopped first when the term ends: no renewal starts after that
+  std::thread renewer([&, ended = renewals.get_token()] {
     while (Sleep(config_.retryPeriod, ended)) {
       if (TryAcquireOrRenew()) {
         std::lock_guard lock(mu);
@@ -235,10 +236,15 @@ void LeaderElector::Lead(const std::stop_token& stop) {
     }
   }
   const bool cancelled = why.empty();
-  term.request_stop();
+  renewals.request_stop();
   leading_ = false;
   Log(cancelled ? "stepping down: stopped" : why + "; stepping down");
+  // A loss is reported before the work sees its token stopped: a process that must abandon its
+  // work (src/manager/manager.cc) does so before that work starts winding down in order. A
+  // requested stop is the orderly case, so the work sees it first.
+  if (cancelled) term.request_stop();
   if (config_.onStoppedLeading) config_.onStoppedLeading();
+  term.request_stop();
   renewer.join();
   if (work.joinable()) work.join();
   if (cancelled && config_.releaseOnCancel) Release();

@@ -42,9 +42,10 @@ struct LeaderElectionConfig {
   // it before it releases the lease or campaigns again.
   std::function<void(std::stop_token leading)> onStartedLeading;
   // Called on the elector's thread as soon as the term ended (another holder, no renewal within
-  // renewDeadline, or Run stopped), after `leading` was stopped but before the elector waits
-  // for the onStartedLeading thread or a renewal still in flight, and before the release. A
-  // process whose work must not outlive the lease ends here (src/manager/manager.cc).
+  // renewDeadline, or Run stopped), before the elector waits for the onStartedLeading thread
+  // or a renewal still in flight, and before the release. On a loss it runs before `leading` is
+  // stopped, on a requested stop after. A process whose work must not outlive the lease ends
+  // here (src/manager/manager.cc), abandoning the work before it sees the stop.
   std::function<void()> onStoppedLeading;
   // Called when the observed holder changes (including to ourselves).
   std::function<void(const std::string& identity)> onNewLeader;
