@@ -48,6 +48,7 @@ struct Flags {
   double qps = 50;
   int burst = 100;
   bool leaderElect = false;
+  bool kueue = false;
   std::string controllerNamespace = controller::kDefaultControllerNamespace;
   std::string leaseNamespace = controller::kDefaultControllerNamespace;
   std::string watchNamespaces;  // comma-separated; empty = all namespaces
@@ -143,6 +144,9 @@ std::optional<int> ParseArgs(int argc, char** argv, Flags& f) {
   app.add_option("--watch-namespaces", f.watchNamespaces,
                  "comma-separated namespaces whose Jobs this controller runs (one watch each; "
                  "the namespaced install, docs/install.md); empty: every namespace");
+  app.add_flag("--kueue", f.kueue,
+               "queue the Jobs that name a LocalQueue (label kueue.x-k8s.io/queue-name) through "
+               "Kueue's Workloads (docs/queueing.md); off: the label is ignored");
   app.add_option("--leader-election-namespace", f.leaseNamespace, "namespace of the Lease");
   app.add_option("--leader-election-name", f.leaseName, "name of the Lease");
   app.add_option("--lease-duration", f.leaseDuration, "Lease duration (e.g. 15s)");
@@ -332,6 +336,7 @@ void BuildJobController(const Flags& f, const Settings& d, Parts& parts) {
   controllerOptions.workers = f.workers;
   controllerOptions.syncTimeout = d.syncTimeout;
   controllerOptions.reconciler.controllerNamespace = f.controllerNamespace;
+  controllerOptions.reconciler.kueue = f.kueue;
   controllerOptions.watchNamespaces = d.watchNamespaces;
   parts.jobController = std::make_unique<controller::JobController>(
       *parts.client, parts.registry, SystemClock::Instance(), parts.metrics, parts.events.get(),

@@ -54,6 +54,12 @@ class ClusterCache {
   // nullptr if the cache has none of that name (just created, or deleted).
   virtual std::shared_ptr<const BackendSnapshot> GetBackendSnapshot(
       const std::string& name) const = 0;
+  // A Kueue Workload by namespace and name, as JSON; nullptr when the cache has none, or holds
+  // no Workloads at all (queueing off, and the caches of unit tests that do not queue).
+  virtual std::shared_ptr<const nlohmann::json> GetWorkload(const std::string& /*ns*/,
+                                                            const std::string& /*name*/) const {
+    return nullptr;
+  }
 };
 
 }  // namespace ayatori::controller

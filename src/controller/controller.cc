@@ -126,6 +126,27 @@ std::shared_ptr<const kube::ObjectMetadata> DecodeMetadata(const nlohmann::json&
   return std::make_shared<const kube::ObjectMetadata>(std::move(*m));
 }
 
+// Workloads are kept as read: the reconciler decodes the one of the Job it works on.
+std::shared_ptr<const nlohmann::json> DecodeWorkload(const nlohmann::json& j) {
+  return std::make_shared<const nlohmann::json>(j);
+}
+
+// The key of the Ayatori Job that owns a Workload ("" when none does): its controller
+// ownerReference of the Job kind.
+std::string OwnerJobKey(const std::string& workloadKey, const nlohmann::json& workload) {
+  const auto slash = workloadKey.find('/');
+  if (slash == std::string::npos) return "";
+  auto refs = workload.find("metadata");
+  if (refs == workload.end() || !refs->contains("ownerReferences")) return "";
+  for (const auto& ref : (*refs)["ownerReferences"]) {
+    if (ref.is_object() && ref.value("apiVersion", "") == api::kApiVersion &&
+        ref.value("kind", "") == "Job" && ref.value("controller", false)) {
+      return workloadKey.substr(0, slash + 1) + ref.value("name", "");
+    }
+  }
+  return "";
+}
+
 std::vector<ParametersInformer> ParametersInformers(KubeClient& client,
                                                     const adapters::AdapterRegistry& registry) {
   std::vector<ParametersInformer> out;
@@ -175,7 +196,10 @@ size_t TaskBytes(const api::TaskSpec& task) {
 
 api::Job CompactJobForCache(api::Job job, bool* taskComplete) {
   job.metadata.generateName.clear();
-  job.metadata.labels.clear();
+  // Only Kueue's: the queue a Job is accepted into and its Workload's priority.
+  std::erase_if(job.metadata.labels, [](const auto& l) {
+    return l.first != kueue::kQueueNameLabel && l.first != kueue::kPriorityClassLabel;
+  });
   job.metadata.ownerReferences.clear();
   std::erase_if(job.metadata.annotations,
                 [](const auto& a) { return a.first != api::kConfirmBackendLostAnnotation; });
@@ -204,7 +228,8 @@ api::Job CompactJobForCache(api::Job job, bool* taskComplete) {
 InformerClusterCache::InformerClusterCache(KubeClient& client,
                                            const adapters::AdapterRegistry& registry,
                                            const std::string& controllerNamespace,
-                                           const std::vector<std::string>& watchNamespaces)
+                                           const std::vector<std::string>& watchNamespaces,
+                                           bool kueue)
     : jobs(client, kJobs, In(watchNamespaces, JobPages()), DecodeJob),
       jobClasses(client, kJobClasses, Named("jobclasses"), DecodeJobClass),
       parameters(ParametersInformers(client, registry)),
@@ -216,6 +241,10 @@ InformerClusterCache::InformerClusterCache(KubeClient& client,
                        DecodeBackendSnapshot),
       controllerNamespace_(controllerNamespace) {
   jobs.AddIndex(kWaitsOnIndex, [](const CachedJob& job) { return job.waitsOn(); });
+  if (kueue) {
+    workloads = std::make_unique<kube::Informer<nlohmann::json>>(
+        client, kWorkloads, In(watchNamespaces, Named("workloads")), DecodeWorkload);
+  }
 }
 
 void InformerClusterCache::Start() {
@@ -226,6 +255,7 @@ void InformerClusterCache::Start() {
   secrets.Start();
   configMaps.Start();
   backendSnapshots.Start();
+  if (workloads) workloads->Start();
 }
 
 void InformerClusterCache::Stop() {
@@ -236,6 +266,7 @@ void InformerClusterCache::Stop() {
   secrets.Stop();
   configMaps.Stop();
   backendSnapshots.Stop();
+  if (workloads) workloads->Stop();
 }
 
 bool InformerClusterCache::WaitForSync(std::chrono::milliseconds timeout, std::string* notSynced,
@@ -260,6 +291,7 @@ bool InformerClusterCache::WaitForSync(std::chrono::milliseconds timeout, std::s
                      {"configmaps", configMaps.WaitForSync(remaining(), cancel)},
                      {"backend snapshots", backendSnapshots.WaitForSync(remaining(), cancel)},
                  });
+  if (workloads) results.emplace_back("workloads", workloads->WaitForSync(remaining(), cancel));
   notSynced->clear();
   for (const auto& [name, ok] : results) {
     if (!ok) *notSynced += (notSynced->empty() ? "" : ", ") + name;
@@ -322,6 +354,11 @@ std::shared_ptr<const BackendSnapshot> InformerClusterCache::GetBackendSnapshot(
   return backendSnapshots.Get(Key(controllerNamespace_, name));
 }
 
+std::shared_ptr<const nlohmann::json> InformerClusterCache::GetWorkload(
+    const std::string& ns, const std::string& name) const {
+  return workloads ? workloads->Get(Key(ns, name)) : nullptr;
+}
+
 JobController::JobController(KubeClient& client, adapters::AdapterRegistry& registry,
                              const Clock& clock, obs::Registry& metrics,
                              kube::EventRecorder* events, ControllerOptions options)
@@ -329,11 +366,13 @@ JobController::JobController(KubeClient& client, adapters::AdapterRegistry& regi
       metrics_(metrics),
       options_(std::move(options)),
       cache_(std::make_unique<InformerClusterCache>(
-          client, registry, options_.reconciler.controllerNamespace, options_.watchNamespaces)),
+          client, registry, options_.reconciler.controllerNamespace, options_.watchNamespaces,
+          options_.reconciler.kueue)),
       reconciler_(std::make_unique<JobReconciler>(client, *cache_, registry, clock, metrics, events,
                                                   WithBacklog(options_.reconciler))),
       queue_(std::make_unique<kube::Workqueue>(clock, WithPriority(options_.queue))) {
   QueueJobEvents();
+  QueueWorkloadEvents();
   WakeJobsOnReferenceChanges();
   WakeJobsOnNamespaceChanges();
   WakeJobsOnClassChanges();
@@ -351,6 +390,23 @@ void JobController::QueueJobEvents() {
       .onUpdate = [this](const std::string& key, const JobPtr&,
                          const JobPtr&) { queue_->Add(key); },
       .onDelete = [this](const std::string& key, const JobPtr&) { queue_->Add(key); },
+  });
+}
+
+void JobController::QueueWorkloadEvents() {
+  if (!cache_->workloads) return;
+  using WorkloadPtr = kube::Informer<nlohmann::json>::Ptr;
+  // Kueue's admission, eviction and Finished all come as Workload updates: each one is a round
+  // of the Job that owns the Workload.
+  auto owner = [this](const std::string& key, const WorkloadPtr& workload) {
+    const std::string job = OwnerJobKey(key, *workload);
+    if (!job.empty()) queue_->Add(job);
+  };
+  cache_->workloads->AddHandlers({
+      .onAdd = owner,
+      .onUpdate = [owner](const std::string& key, const WorkloadPtr&,
+                          const WorkloadPtr& now) { owner(key, now); },
+      .onDelete = owner,
   });
 }
 

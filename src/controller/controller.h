@@ -54,8 +54,9 @@ struct ControllerOptions {
 // its wait reads (the resolver before Validate, and WaitTargets): the class name, the env
 // references (names, keys, optional) without literal values, imagePullSecrets, resources, and
 // whether a command is set (one empty argument stands for it). The reconciler reads such a Job
-// from the API server before a resolution that may accept it (ClusterCache::JobCopy). Labels,
-// owner references and annotations other than confirm-backend-lost are never needed.
+// from the API server before a resolution that may accept it (ClusterCache::JobCopy). Owner
+// references, annotations other than confirm-backend-lost and labels other than Kueue's
+// queue-name and priority-class are never needed.
 // `taskComplete` (when given) is set to whether the copy's spec.task is the Job's whole task.
 api::Job CompactJobForCache(api::Job job, bool* taskComplete = nullptr);
 // A waiting Job whose task (the sum of its strings, TaskBytes) is larger is cached compact.
@@ -96,7 +97,7 @@ class InformerClusterCache final : public ClusterCache {
   // `watchNamespaces`: ControllerOptions::watchNamespaces.
   InformerClusterCache(KubeClient& client, const adapters::AdapterRegistry& registry,
                        const std::string& controllerNamespace,
-                       const std::vector<std::string>& watchNamespaces = {});
+                       const std::vector<std::string>& watchNamespaces = {}, bool kueue = false);
   void Start();
   void Stop();
   // False, with the informers not synced named in `notSynced`, on timeout or when `cancel` is
@@ -117,6 +118,8 @@ class InformerClusterCache final : public ClusterCache {
   std::shared_ptr<const kube::ObjectMetadata> GetConfigMap(const std::string& ns,
                                                            const std::string& name) const override;
   std::shared_ptr<const BackendSnapshot> GetBackendSnapshot(const std::string& name) const override;
+  std::shared_ptr<const nlohmann::json> GetWorkload(const std::string& ns,
+                                                    const std::string& name) const override;
 
   // The compact projection of each Job, deflated (see cached_job.h); GetJob inflates one.
   kube::Informer<CachedJob> jobs;
@@ -131,6 +134,8 @@ class InformerClusterCache final : public ClusterCache {
   kube::Informer<kube::ObjectMetadata> configMaps;
   // Only the labelled ConfigMaps of the controller's namespace, with their values.
   kube::Informer<BackendSnapshot> backendSnapshots;
+  // Kueue Workloads of the watched namespaces, only with queueing on (else null).
+  std::unique_ptr<kube::Informer<nlohmann::json>> workloads;
 
  private:
   std::string controllerNamespace_;
@@ -171,6 +176,8 @@ class JobController {
   // of every Job. Events of an informer's first list are skipped: Start() queues every Job once
   // all informers have synced.
   void QueueJobEvents();
+  // Every Workload event queues the key of the Job that owns it (queueing on).
+  void QueueWorkloadEvents();
   void WakeJobsOnReferenceChanges();  // Secrets and ConfigMaps (metadata only)
   void WakeJobsOnNamespaceChanges();  // the default-class annotation
   void WakeJobsOnClassChanges();

@@ -7,6 +7,7 @@
 #include "api/types.h"
 #include "ayatori/kube_client.h"
 #include "kube/resource.h"
+#include "kueue/workload.h"
 
 namespace ayatori::controller {
 
@@ -15,5 +16,9 @@ inline const ResourceRef kJobClasses{api::kGroup, api::kVersion, "jobclasses", f
 inline const ResourceRef kSecrets = kube::SecretsResource();
 inline const ResourceRef kConfigMaps = kube::ConfigMapsResource();
 inline const ResourceRef kNamespaces = kube::NamespacesResource();
+// Kueue's (src/kueue/workload.h), read and written only with queueing on (--kueue).
+inline const ResourceRef kWorkloads{kueue::kGroup, kueue::kVersion, "workloads", true};
+inline const ResourceRef kWorkloadPriorityClasses{kueue::kGroup, kueue::kVersion,
+                                                  "workloadpriorityclasses", false};
 
 }  // namespace ayatori::controller

@@ -14,6 +14,7 @@ namespace ayatori::controller {
 
 using statemachine::AdapterCall;
 using statemachine::FinalizerChange;
+using statemachine::WorkloadAction;
 
 // Why a Job has no answer from its backend or is not accepted yet (docs/operations.md).
 constexpr const char* kReasonBackendSnapshotMissing = "BackendSnapshotMissing";
@@ -77,6 +78,12 @@ struct JobReconciler::RoundState {
   // execution): an execution holding it may exist, so it stands when the Job is read again.
   bool acceptanceCarried = false;
   bool changed = false;  // the last fresh read found a newer resourceVersion (TakeFreshJob)
+  // The Job's Workload as decided on (facts.queue.workload came from it): the cache's copy, or
+  // this round's read of it. Null when it has none or queueing is off.
+  std::shared_ptr<const nlohmann::json> workload;
+  // A Workload write of this round was refused: no other is tried, and the round ends with
+  // backoff so that the next one asks again (the Job's own progress never waits on Kueue).
+  bool workloadRefused = false;
 };
 
 // What an Ensure's confirmCreate learned (ExecutionRequest::confirmCreate).
@@ -99,7 +106,8 @@ JobReconciler::JobReconciler(KubeClient& client, const ClusterCache& cache,
       events_(events),
       options_(std::move(options)),
       tables_(clock),
-      references_(client) {}
+      references_(client),
+      workloads_(client, clock) {}
 
 ReconcileResult JobReconciler::Reconcile(const std::string& ns, const std::string& name) {
   const std::string key = kube::ObjectKey(ns, name);
@@ -114,6 +122,7 @@ ReconcileResult JobReconciler::Reconcile(const std::string& ns, const std::strin
   RoundState round;
   round.job = *cached;
   round.facts.now = NowSeconds(clock_);
+  TakeCachedWorkload(round);
   ReconcileResult result;
   // An acceptance this process sent that the copy does not show (the cache lags, or the answer
   // was lost after it landed): the copy must not decide the Job's acceptance again. Asked
@@ -157,6 +166,7 @@ ReconcileResult JobReconciler::Reconcile(const std::string& ns, const std::strin
   round.facts.holdWaitingMessage = tables_.WaitingMessageHold(round.job.metadata.uid);
   round.facts.backlog = options_.backlog && options_.backlog();
   if (result.error.ok()) result = Step(round);
+  if (round.workloadRefused) result.backoff = true;
   tables_.UnreportedExecutionOf(key, &round.job,
                                 nullptr);  // forgets what this round's write reported
   if (statemachine::DeriveState(round.job) != statemachine::State::kStarting &&
@@ -193,16 +203,25 @@ ReconcileResult JobReconciler::Step(RoundState& round) {
     if (turn.kind == Kind::kNext) turn = WritePlannedStatus(round, plan);
     if (turn.kind == Kind::kEnd) return std::move(turn.result);
     RecordEvents(round.job, plan.events);
+    turn = ReadJobBeforeWorkloadRelease(round, plan);
+    if (turn.kind == Kind::kEnd) return std::move(turn.result);
+    if (turn.kind == Kind::kDecideAgain) continue;
+    if (plan.call != AdapterCall::kNone) {
+      turn = ReadWholeTaskForEnsure(round, plan);
+      if (turn.kind == Kind::kNext) {
+        turn = CallPlannedAdapter(round, plan);
+        // The Workload action comes after the call it goes with (statemachine.h § Queueing).
+        if (turn.kind != Kind::kEnd) ApplyWorkloadAction(round, plan);
+      }
+      if (turn.kind == Kind::kEnd) return std::move(turn.result);
+      continue;
+    }
+    if (ApplyWorkloadAction(round, plan).kind == Kind::kDecideAgain) continue;
     if (plan.finalizer == FinalizerChange::kRemove) return RemoveFinalizer(round.job);
     if (plan.deleteJob) return DeleteExpired(round, plan);
-    if (plan.call == AdapterCall::kNone) {
-      // With the finalizer now in place, decide again: the next step is usually Ensure.
-      if (plan.finalizer == FinalizerChange::kAdd) continue;
-      return Requeue(plan.requeueAfter, plan.backoff);
-    }
-    turn = ReadWholeTaskForEnsure(round, plan);
-    if (turn.kind == Kind::kNext) turn = CallPlannedAdapter(round, plan);
-    if (turn.kind == Kind::kEnd) return std::move(turn.result);
+    // With the finalizer now in place, decide again: the next step is usually Ensure.
+    if (plan.finalizer == FinalizerChange::kAdd) continue;
+    return Requeue(plan.requeueAfter, plan.backoff);
   }
   return Failed({StatusCode::kInternal, "reconcile did not settle within " +
                                             std::to_string(options_.maxSteps) + " steps"});
@@ -291,6 +310,95 @@ ReconcileResult JobReconciler::DeleteExpired(const RoundState& round,
   Status s = DeleteExpiredJob(round.job, round.facts.now);
   if (!s.ok()) return Failed(s);
   return Requeue(plan.requeueAfter, false);
+}
+
+void JobReconciler::TakeCachedWorkload(RoundState& round) {
+  round.facts.queue.enabled = options_.kueue;
+  round.facts.queue.workload.reset();
+  round.workload.reset();
+  const api::ObjectMeta& meta = round.job.metadata;
+  if (!options_.kueue || meta.uid.empty()) return;
+  auto cached = cache_.GetWorkload(meta.namespace_, kueue::WorkloadName(meta.uid));
+  if (cached) TakeWorkload(round, std::move(cached), /*fresh=*/false);
+}
+
+void JobReconciler::TakeWorkload(RoundState& round, std::shared_ptr<const nlohmann::json> workload,
+                                 bool fresh) {
+  auto state = kueue::ReadWorkload(*workload);
+  if (!state.ok()) {
+    // Not a Workload this controller can read: as if there were none (a create then finds it
+    // and leaves it, and the Job waits with the create's error in the log).
+    obs::Warn("cannot read the Job's Workload",
+              With(JobFields(round.job), "error", state.status().message()));
+    return;
+  }
+  round.workload = std::move(workload);
+  round.facts.queue.workload = WorkloadFactsOf(*state, fresh);
+}
+
+JobReconciler::Turn JobReconciler::ReadJobBeforeWorkloadRelease(RoundState& round,
+                                                                const statemachine::Plan& plan) {
+  if (round.fresh || (plan.workload != WorkloadAction::kClearReservation &&
+                      plan.workload != WorkloadAction::kFinish)) {
+    return Turn::Next();
+  }
+  // Quota goes back only on a Job read now: a cached copy may predate its admission or its
+  // execution.
+  const api::ObjectMeta& meta = round.job.metadata;
+  auto current = ReadCurrentJob(meta.namespace_, meta.name, meta.uid);
+  if (!current.ok()) return Turn::End(Failed(current.status()));
+  if (!current->has_value()) return Turn::End({});
+  if (Status s = TakeFreshJob(round, std::move(**current)); !s.ok()) return Turn::End(Failed(s));
+  return round.changed ? Turn::DecideAgain() : Turn::Next();
+}
+
+JobReconciler::Turn JobReconciler::ApplyWorkloadAction(RoundState& round,
+                                                       const statemachine::Plan& plan) {
+  if (plan.workload == WorkloadAction::kNone || round.workloadRefused) return Turn::Next();
+  const api::Job& job = round.job;
+  Status s;
+  if (plan.workload == WorkloadAction::kRead) {
+    auto read = workloads_.Read(job.metadata.namespace_, job.metadata.uid);
+    if (read.ok()) {
+      round.workload.reset();
+      round.facts.queue.workload.reset();
+      if (*read) {
+        TakeWorkload(round, std::make_shared<const nlohmann::json>(std::move(**read)), true);
+      }
+      return Turn::DecideAgain();
+    }
+    s = read.status();
+  } else if (plan.workload == WorkloadAction::kCreate) {
+    CountWrite("workload");
+    s = workloads_.Create(job);
+  } else if (round.workload == nullptr) {
+    s = Status(StatusCode::kFailedPrecondition, "no Workload was read to write to");
+  } else {
+    CountWrite("workload");
+    s = WriteWorkload(round, plan);
+  }
+  if (!s.ok()) {
+    round.workloadRefused = true;
+    obs::Warn("Workload not written; retrying with backoff",
+              With(With(JobFields(job), "action", statemachine::WorkloadActionName(plan.workload)),
+                   "error", s.ToString()));
+  }
+  return Turn::Next();
+}
+
+Status JobReconciler::WriteWorkload(const RoundState& round, const statemachine::Plan& plan) {
+  const nlohmann::json& workload = *round.workload;
+  switch (plan.workload) {
+    case WorkloadAction::kClearReservation:
+      return workloads_.ClearReservation(workload, round.facts.queue.workload->evictedReason,
+                                         plan.workloadMessage);
+    case WorkloadAction::kMarkPodsReady:
+      return workloads_.MarkPodsReady(workload, plan.workloadReason, plan.workloadMessage);
+    case WorkloadAction::kFinish:
+      return workloads_.Finish(workload, plan.workloadReason, plan.workloadMessage);
+    default:
+      return Status::Ok();
+  }
 }
 
 JobReconciler::Turn JobReconciler::ReadWholeTaskForEnsure(RoundState& round,

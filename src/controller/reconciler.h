@@ -24,6 +24,7 @@
 #include "controller/cluster_cache.h"
 #include "controller/job_tables.h"
 #include "controller/reference_reader.h"
+#include "controller/workloads.h"
 #include "obs/metrics.h"
 #include "statemachine/statemachine.h"
 
@@ -59,6 +60,10 @@ struct ReconcilerOptions {
   // carry the Job's acceptance instead of a write of its own (statemachine::Facts::backlog).
   // Unset: never.
   std::function<bool()> backlog;
+  // Queueing through Kueue (--kueue; docs/queueing.md): the Jobs that name a LocalQueue wait for
+  // their Workload's admission, whose Workloads this controller creates, watches and finishes.
+  // Off: the queue label is ignored (statemachine.h § Queueing).
+  bool kueue = false;
 };
 
 class JobReconciler {
@@ -93,6 +98,16 @@ class JobReconciler {
   // The last step of a deleted Job's cleanup.
   ReconcileResult RemoveFinalizer(const api::Job& job);
   ReconcileResult DeleteExpired(const RoundState& round, const statemachine::Plan& plan);
+  // Queueing on: the Job's Workload from the cache into round.facts.queue (TakeWorkload).
+  void TakeCachedWorkload(RoundState& round);
+  void TakeWorkload(RoundState& round, std::shared_ptr<const nlohmann::json> workload, bool fresh);
+  // A plan that gives quota back (kClearReservation, kFinish) on a copy not read this round reads
+  // the Job first, and decides again if it changed.
+  Turn ReadJobBeforeWorkloadRelease(RoundState& round, const statemachine::Plan& plan);
+  // The plan's Workload action: kRead decides again with the Workload read now; a write that is
+  // refused sets round.workloadRefused (statemachine.h § Queueing).
+  Turn ApplyWorkloadAction(RoundState& round, const statemachine::Plan& plan);
+  Status WriteWorkload(const RoundState& round, const statemachine::Plan& plan);
   // An Ensure planned on a compact copy (!round.taskComplete) reads the whole Job first.
   Turn ReadWholeTaskForEnsure(RoundState& round, const statemachine::Plan& plan);
   // The one adapter call the plan names; its observation is the next Decide's CallResult.
@@ -169,6 +184,7 @@ class JobReconciler {
 
   JobTables tables_;            // what rounds remember between them
   ReferenceReader references_;  // GETs of referenced Secrets/ConfigMaps, forwarding adapters only
+  WorkloadClient workloads_;    // the Workloads of queued Jobs (options_.kueue)
 };
 
 }  // namespace ayatori::controller

@@ -1,0 +1,60 @@
+// The controller's reads and writes of the Kueue Workloads of queued Jobs (statemachine.h §
+// Queueing; the bodies are src/kueue's). Every write here may be refused while Kueue or the API
+// server is away: the reconciler then ends its round with backoff, and nothing of the Job's own
+// progress waits on it.
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "api/types.h"
+#include "ayatori/clock.h"
+#include "ayatori/kube_client.h"
+#include "kueue/workload.h"
+#include "statemachine/statemachine.h"
+
+namespace ayatori::controller {
+
+// What the state machine needs of a Workload read from the cache (fresh = false) or from the
+// API server this round (fresh = true).
+statemachine::WorkloadFacts WorkloadFactsOf(const kueue::WorkloadState& workload, bool fresh);
+
+class WorkloadClient {
+ public:
+  WorkloadClient(KubeClient& client, const Clock& clock) : client_(client), clock_(clock) {}
+
+  // Creates the Workload of `job` (its queue and priority labels, its effective resources). An
+  // existing one of the same Job is fine; one that is Finished (someone ended it before the Job
+  // was admitted) loses its finalizer and is deleted, and kUnavailable asks for a later round to
+  // create it anew.
+  Status Create(const api::Job& job);
+  // The Job's Workload as the API server has it now; nullopt when there is none.
+  StatusOr<std::optional<nlohmann::json>> Read(const std::string& ns, const std::string& jobUid);
+  // Gives the reservation back after an eviction that came before the Job's admission was
+  // persisted (kueue::ReservationCleared), on `decidedOn`'s resourceVersion.
+  Status ClearReservation(const nlohmann::json& decidedOn, const std::string& evictionReason,
+                          const std::string& message);
+  // PodsReady=True, so that a waitForPodsReady cluster does not evict the running task.
+  Status MarkPodsReady(const nlohmann::json& current, const std::string& reason,
+                       const std::string& message);
+  // Releases the quota: Kueue's finalizer goes first, then Finished=True (reason Succeeded or
+  // Failed). A Workload without the finalizer but not Finished yet is finished by the next try;
+  // one Finished keeps no finalizer of ours.
+  Status Finish(const nlohmann::json& current, const std::string& reason,
+                const std::string& message);
+
+ private:
+  StatusOr<kueue::ResolvedPriority> ResolvePriority(const api::Job& job);
+  Status ApplyCondition(const kueue::WorkloadState& current, const std::string& type,
+                        const std::string& reason, const std::string& message);
+  Status RemoveFinalizer(const kueue::WorkloadState& current);
+  // An existing Workload of `job`'s name: kept unless Finished, which is removed.
+  Status TakeExisting(const api::Job& job);
+
+  KubeClient& client_;
+  const Clock& clock_;
+};
+
+}  // namespace ayatori::controller

@@ -1,0 +1,166 @@
+// Ayatori queued through a real Kueue v0.17.0 (fixture "kueue"), end to end on Docker: Jobs
+// labelled with a LocalQueue are created with kubectl, the ayatori-controller binary runs with
+// --kueue and the "dockerd" fixture's engine, and Kueue's ClusterQueue holds room for one task
+// at a time (pods: 1). What is checked is what a user sees: the Jobs' Admitted and Succeeded
+// conditions, their Workloads, and the containers on the engine with their start and end times.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "test/e2e/controller_e2e.h"
+
+namespace ayatori::e2e {
+namespace {
+
+constexpr const char* kBusybox = "ayatori.local/busybox:1";
+constexpr const char* kClass = "e2e-docker-kueue";
+constexpr const char* kQueueLabel = "kueue.x-k8s.io/queue-name";
+constexpr const char* kKueueApi = "kueue.x-k8s.io/v1beta2";
+
+class DockerKueueE2ETest : public ControllerTest {
+ protected:
+  void SetUp() override {
+    host_ = FixtureDockerHost();
+    ASSERT_TRUE(InstallCrds());
+    ASSERT_TRUE(ApplyDockerClass(kClass, {{"endpoint", host_},
+                                          {"pullPolicy", "IfNotPresent"},
+                                          {"networkMode", "none"},
+                                          {"stopGracePeriodSeconds", 1}}));
+    ASSERT_NO_FATAL_FAILURE(
+        StartControllerAndNamespace("e2e-kueue", {"--docker-endpoint=" + host_, "--kueue"}));
+    queue_ = ns_;  // the ClusterQueue is cluster-scoped: named after the test's namespace
+    ASSERT_NO_FATAL_FAILURE(CreateQueues(1));
+  }
+
+  void TearDown() override {
+    ControllerTest::TearDown();  // the Jobs go first: their Workloads hold the queue's quota
+    Kubectl({"delete", "clusterqueue", queue_, "--ignore-not-found", "--wait=false"});
+    Kubectl({"delete", "resourceflavor", queue_, "--ignore-not-found", "--wait=false"});
+  }
+
+  // A flavor standing for the engine, a ClusterQueue with room for `pods` tasks on it, and a
+  // LocalQueue of the test's namespace pointing at it; waits until the ClusterQueue is Active.
+  void CreateQueues(int pods) {
+    ASSERT_TRUE(Apply({{"apiVersion", kKueueApi},
+                       {"kind", "ResourceFlavor"},
+                       {"metadata", {{"name", queue_}}},
+                       {"spec", json::object()}}));
+    const json quotas = json::array({{{"name", "cpu"}, {"nominalQuota", "8"}},
+                                     {{"name", "memory"}, {"nominalQuota", "16Gi"}},
+                                     {{"name", "pods"}, {"nominalQuota", pods}}});
+    ASSERT_TRUE(Apply(
+        {{"apiVersion", kKueueApi},
+         {"kind", "ClusterQueue"},
+         {"metadata", {{"name", queue_}}},
+         {"spec",
+          {{"namespaceSelector", json::object()},
+           {"resourceGroups",
+            json::array(
+                {{{"coveredResources", {"cpu", "memory", "pods"}},
+                  {"flavors", json::array({{{"name", queue_}, {"resources", quotas}}})}}})}}}}));
+    ASSERT_TRUE(Apply({{"apiVersion", kKueueApi},
+                       {"kind", "LocalQueue"},
+                       {"metadata", {{"name", queue_}, {"namespace", ns_}}},
+                       {"spec", {{"clusterQueue", queue_}}}}));
+    ASSERT_TRUE(testing::Eventually(
+        [&] {
+          auto cq = Get("clusterqueue", "", queue_);
+          return cq && ConditionSummary(*cq, "Active").rfind("True", 0) == 0;
+        },
+        60s))
+        << "ClusterQueue " << queue_ << " did not become Active";
+  }
+
+  // A queued Job running `script` in busybox; returns its uid.
+  std::string CreateQueuedJob(const std::string& name, const std::string& script,
+                              const json& spec = json::object()) {
+    json manifest = JobManifest(
+        ns_, name, kClass, {{"image", kBusybox}, {"command", {"/bin/sh", "-c", script}}}, spec);
+    manifest["metadata"]["labels"] = {{kQueueLabel, queue_}};
+    auto created = Create(manifest);
+    return created ? created->value("/metadata/uid"_json_pointer, "") : "";
+  }
+
+  std::optional<json> WorkloadOf(const std::string& uid) {
+    return Get("workloads.kueue.x-k8s.io", ns_, "ajob-" + uid);
+  }
+
+  // When the Job's one container started and ended, in the engine's nanosecond RFC 3339 times.
+  std::pair<std::string, std::string> ContainerSpan(const std::string& uid) {
+    auto ids = ContainersOf(host_, uid);
+    EXPECT_EQ(ids.size(), 1u) << "containers of Job " << uid;
+    if (ids.empty()) return {};
+    auto c = InspectContainer(host_, ids[0]);
+    if (!c) return {};
+    return {c->value("/State/StartedAt"_json_pointer, ""),
+            c->value("/State/FinishedAt"_json_pointer, "")};
+  }
+
+  std::string host_;
+  std::string queue_;
+};
+
+// Quota for one task: three Jobs created together all succeed, each after Kueue admitted it, and
+// never two containers at once (each starts after the one before it ended).
+TEST_F(DockerKueueE2ETest, AQuotaOfOneRunsThreeJobsOneAtATime) {
+  std::vector<std::string> names = {"first", "second", "third"}, uids;
+  for (const auto& name : names) uids.push_back(CreateQueuedJob(name, "sleep 2; echo done"));
+  // While the first runs, the others wait in the queue with Kueue's words.
+  json waiting = WaitForJob(
+      ns_, "third",
+      [](const json& j) { return ConditionSummary(j, "Admitted").rfind("False/", 0) == 0; }, 60s,
+      "Admitted=False while another Job holds the quota");
+  EXPECT_FALSE(waiting.contains("/status/startTime"_json_pointer)) << Describe(waiting);
+
+  std::vector<std::pair<std::string, std::string>> spans;
+  for (size_t i = 0; i < names.size(); ++i) {
+    json job = WaitForFinished(ns_, names[i], 180s);
+    EXPECT_EQ(ConditionSummary(job, "Succeeded"), "True/Completed") << Describe(job);
+    EXPECT_EQ(ConditionSummary(job, "Admitted"), "True/Admitted") << Describe(job);
+    auto workload = WorkloadOf(uids[i]);
+    ASSERT_TRUE(workload) << "no Workload for " << names[i];
+    EXPECT_EQ(ConditionSummary(*workload, "Finished"), "True/Succeeded") << workload->dump();
+    EXPECT_EQ(ConditionSummary(*workload, "PodsReady"), "True/Started") << workload->dump();
+    spans.push_back(ContainerSpan(uids[i]));
+  }
+  std::sort(spans.begin(), spans.end());
+  for (size_t i = 1; i < spans.size(); ++i) {
+    // RFC 3339 with nanoseconds in UTC from one engine: text order is time order.
+    EXPECT_GE(spans[i].first, spans[i - 1].second)
+        << "a container started at " << spans[i].first << " while another ran until "
+        << spans[i - 1].second;
+  }
+}
+
+// Cancelled while it waits: the Job ends Cancelled without a container, and its Workload is
+// Finished so that the quota it waited for is not held.
+TEST_F(DockerKueueE2ETest, ACancelWhileQueuedEndsTheJobWithoutAContainer) {
+  CreateQueuedJob("holder", "sleep 30");
+  WaitForJob(
+      ns_, "holder", [](const json& j) { return j.contains("/status/startTime"_json_pointer); },
+      60s, "the holder started");
+  const std::string uid = CreateQueuedJob("waiter", "echo never");
+  WaitForJob(
+      ns_, "waiter",
+      [](const json& j) { return ConditionSummary(j, "Admitted").rfind("False/", 0) == 0; }, 60s,
+      "Admitted=False behind the holder");
+  ASSERT_TRUE(testing::Eventually([&] { return WorkloadOf(uid).has_value(); }, 30s));
+  PatchJob("waiter", {{"spec", {{"desiredState", "Cancelled"}}}});
+  json job = WaitForFinished(ns_, "waiter", 60s);
+  EXPECT_EQ(ConditionSummary(job, "Succeeded"), "False/Cancelled") << Describe(job);
+  EXPECT_TRUE(ContainersOf(host_, uid).empty()) << "a cancelled queued Job got a container";
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        auto w = WorkloadOf(uid);
+        return !w || ConditionSummary(*w, "Finished").rfind("True", 0) == 0;
+      },
+      30s))
+      << "the cancelled Job's Workload was not Finished";
+  PatchJob("holder", {{"spec", {{"desiredState", "Cancelled"}}}});
+  WaitForFinished(ns_, "holder", 60s);
+}
+
+}  // namespace
+}  // namespace ayatori::e2e
