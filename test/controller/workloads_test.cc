@@ -1,0 +1,127 @@
+// The controller's Workload reads and writes (controller/workloads.h) over FakeKubeClient, and
+// what it tells the state machine of a Workload.
+#include "controller/workloads.h"
+
+#include <gtest/gtest.h>
+
+#include "controller/kinds.h"
+#include "kube/testing/fake_clock.h"
+#include "kube/testing/fake_kube_client.h"
+
+namespace ayatori::controller {
+namespace {
+
+using nlohmann::json;
+
+api::Job QueuedJob() {
+  api::Job job;
+  job.metadata.name = "train";
+  job.metadata.namespace_ = "team-a";
+  job.metadata.uid = "u-1";
+  job.metadata.labels[kueue::kQueueNameLabel] = "ayatori";
+  return job;
+}
+
+kueue::WorkloadState StateOf(const json& conditions) {
+  auto s = kueue::ReadWorkload({{"apiVersion", kueue::kApiVersion},
+                                {"kind", "Workload"},
+                                {"metadata", {{"name", "ajob-u-1"}}},
+                                {"status", {{"conditions", conditions}}}});
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return s.ok() ? *s : kueue::WorkloadState{};
+}
+
+json Condition(const std::string& type, const std::string& status, const std::string& reason,
+               const std::string& message) {
+  return {{"type", type},
+          {"status", status},
+          {"reason", reason},
+          {"message", message},
+          {"lastTransitionTime", "2026-04-02T10:00:00Z"}};
+}
+
+TEST(WorkloadFactsOfTest, APendingWorkloadSaysWhatItWaitsFor) {
+  auto facts = WorkloadFactsOf(StateOf(json::array({Condition("QuotaReserved", "False", "Pending",
+                                                              "insufficient quota for pods")})),
+                               false);
+  EXPECT_FALSE(facts.fresh);
+  EXPECT_FALSE(facts.quotaReserved || facts.admitted || facts.evicted || facts.finished);
+  EXPECT_EQ(facts.reason, "Pending");
+  EXPECT_EQ(facts.message, "insufficient quota for pods");
+}
+
+TEST(WorkloadFactsOfTest, AnAdmittedThenEvictedWorkloadCarriesTheEviction) {
+  auto facts = WorkloadFactsOf(
+      StateOf(
+          json::array({Condition("QuotaReserved", "True", "QuotaReserved", "reserved"),
+                       Condition("Admitted", "True", "Admitted", "The workload is admitted"),
+                       Condition("Evicted", "True", "Preempted", "Preempted by a higher priority"),
+                       Condition("PodsReady", "True", "Started", ""),
+                       Condition("Finished", "True", "Failed", "Evicted")})),
+      true);
+  EXPECT_TRUE(facts.fresh && facts.quotaReserved && facts.admitted && facts.podsReady);
+  EXPECT_EQ(facts.reason, "Admitted");
+  EXPECT_EQ(facts.message, "The workload is admitted");
+  EXPECT_TRUE(facts.evicted);
+  EXPECT_EQ(facts.evictedReason, "Preempted");
+  EXPECT_EQ(facts.evictedMessage, "Preempted by a higher priority");
+  EXPECT_TRUE(facts.finished);
+}
+
+class WorkloadClientTest : public ::testing::Test {
+ protected:
+  kube::testing::FakeKubeClient fake_;
+  kube::testing::FakeClock clock_;
+  WorkloadClient client_{fake_, clock_};
+};
+
+TEST_F(WorkloadClientTest, CreatesTheJobsWorkloadWithTheResolvedPriority) {
+  ASSERT_TRUE(fake_
+                  .Create(kWorkloadPriorityClasses, "",
+                          {{"apiVersion", kueue::kApiVersion},
+                           {"kind", "WorkloadPriorityClass"},
+                           {"metadata", {{"name", "high"}}},
+                           {"value", 1000}},
+                          {})
+                  .ok());
+  api::Job job = QueuedJob();
+  job.metadata.labels[kueue::kPriorityClassLabel] = "high";
+  ASSERT_TRUE(client_.Create(job).ok());
+  auto created = fake_.Get(kWorkloads, "team-a", "ajob-u-1");
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  EXPECT_EQ((*created)["spec"]["priority"], 1000);
+  EXPECT_EQ((*created)["spec"]["priorityClassRef"]["name"], "high");
+  EXPECT_EQ((*created)["spec"]["queueName"], "ayatori");
+  // Again (a lost answer, a restart): the Workload that exists is the Job's.
+  EXPECT_TRUE(client_.Create(job).ok());
+}
+
+TEST_F(WorkloadClientTest, AMissingPriorityClassIsAnError) {
+  api::Job job = QueuedJob();
+  job.metadata.labels[kueue::kPriorityClassLabel] = "missing";
+  EXPECT_EQ(client_.Create(job).code(), StatusCode::kNotFound);
+  EXPECT_FALSE(fake_.Get(kWorkloads, "team-a", "ajob-u-1").ok());
+}
+
+TEST_F(WorkloadClientTest, AWorkloadFinishedBeforeAdmissionIsDeletedForANewOne) {
+  auto built = kueue::BuildWorkload(QueuedJob(), {});
+  ASSERT_TRUE(built.ok());
+  auto created = fake_.Create(kWorkloads, "team-a", *built, {});
+  ASSERT_TRUE(created.ok());
+  (*created)["status"] = {
+      {"conditions", json::array({Condition("Finished", "True", "Failed", "by hand")})}};
+  ASSERT_TRUE(fake_.UpdateStatus(kWorkloads, "team-a", *created, {}).ok());
+  EXPECT_EQ(client_.Create(QueuedJob()).code(), StatusCode::kUnavailable);
+  EXPECT_FALSE(fake_.Get(kWorkloads, "team-a", "ajob-u-1").ok()) << "the Finished one stayed";
+  EXPECT_TRUE(client_.Create(QueuedJob()).ok());
+  EXPECT_TRUE(fake_.Get(kWorkloads, "team-a", "ajob-u-1").ok());
+}
+
+TEST_F(WorkloadClientTest, ReadSaysNoneWhenThereIsNone) {
+  auto read = client_.Read("team-a", "u-1");
+  ASSERT_TRUE(read.ok());
+  EXPECT_FALSE(read->has_value());
+}
+
+}  // namespace
+}  // namespace ayatori::controller
