@@ -31,18 +31,31 @@ class DockerKueueE2ETest : public ControllerTest {
     ASSERT_NO_FATAL_FAILURE(
         StartControllerAndNamespace("e2e-kueue", {"--docker-endpoint=" + host_, "--kueue"}));
     queue_ = ns_;  // the ClusterQueue is cluster-scoped: named after the test's namespace
-    ASSERT_NO_FATAL_FAILURE(CreateQueues(1));
   }
 
   void TearDown() override {
     ControllerTest::TearDown();  // the Jobs go first: their Workloads hold the queue's quota
     Kubectl({"delete", "clusterqueue", queue_, "--ignore-not-found", "--wait=false"});
     Kubectl({"delete", "resourceflavor", queue_, "--ignore-not-found", "--wait=false"});
+    for (const auto& name : priorityClasses_) {
+      Kubectl({"delete", "workloadpriorityclass", name, "--ignore-not-found", "--wait=false"});
+    }
+  }
+
+  // A WorkloadPriorityClass of this test (cluster-scoped: its name carries the namespace's).
+  std::string CreatePriorityClass(const std::string& suffix, int value) {
+    const std::string name = ns_ + "-" + suffix;
+    EXPECT_TRUE(Apply({{"apiVersion", kKueueApi},
+                       {"kind", "WorkloadPriorityClass"},
+                       {"metadata", {{"name", name}}},
+                       {"value", value}}));
+    priorityClasses_.push_back(name);
+    return name;
   }
 
   // A flavor standing for the engine, a ClusterQueue with room for `pods` tasks on it, and a
   // LocalQueue of the test's namespace pointing at it; waits until the ClusterQueue is Active.
-  void CreateQueues(int pods) {
+  void CreateQueues(int pods, const json& preemption = json::object()) {
     ASSERT_TRUE(Apply({{"apiVersion", kKueueApi},
                        {"kind", "ResourceFlavor"},
                        {"metadata", {{"name", queue_}}},
@@ -56,6 +69,7 @@ class DockerKueueE2ETest : public ControllerTest {
          {"metadata", {{"name", queue_}}},
          {"spec",
           {{"namespaceSelector", json::object()},
+           {"preemption", preemption},
            {"resourceGroups",
             json::array(
                 {{{"coveredResources", {"cpu", "memory", "pods"}},
@@ -75,10 +89,13 @@ class DockerKueueE2ETest : public ControllerTest {
 
   // A queued Job running `script` in busybox; returns its uid.
   std::string CreateQueuedJob(const std::string& name, const std::string& script,
-                              const json& spec = json::object()) {
-    json manifest = JobManifest(
-        ns_, name, kClass, {{"image", kBusybox}, {"command", {"/bin/sh", "-c", script}}}, spec);
+                              const std::string& priorityClass = "") {
+    json manifest = JobManifest(ns_, name, kClass,
+                                {{"image", kBusybox}, {"command", {"/bin/sh", "-c", script}}});
     manifest["metadata"]["labels"] = {{kQueueLabel, queue_}};
+    if (!priorityClass.empty()) {
+      manifest["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = priorityClass;
+    }
     auto created = Create(manifest);
     return created ? created->value("/metadata/uid"_json_pointer, "") : "";
   }
@@ -100,11 +117,13 @@ class DockerKueueE2ETest : public ControllerTest {
 
   std::string host_;
   std::string queue_;
+  std::vector<std::string> priorityClasses_;
 };
 
 // Quota for one task: three Jobs created together all succeed, each after Kueue admitted it, and
 // never two containers at once (each starts after the one before it ended).
 TEST_F(DockerKueueE2ETest, AQuotaOfOneRunsThreeJobsOneAtATime) {
+  ASSERT_NO_FATAL_FAILURE(CreateQueues(1));
   std::vector<std::string> names = {"first", "second", "third"}, uids;
   for (const auto& name : names) uids.push_back(CreateQueuedJob(name, "sleep 2; echo done"));
   // While the first runs, the others wait in the queue with Kueue's words.
@@ -137,6 +156,7 @@ TEST_F(DockerKueueE2ETest, AQuotaOfOneRunsThreeJobsOneAtATime) {
 // Cancelled while it waits: the Job ends Cancelled without a container, and its Workload is
 // Finished so that the quota it waited for is not held.
 TEST_F(DockerKueueE2ETest, ACancelWhileQueuedEndsTheJobWithoutAContainer) {
+  ASSERT_NO_FATAL_FAILURE(CreateQueues(1));
   CreateQueuedJob("holder", "sleep 30");
   WaitForJob(
       ns_, "holder", [](const json& j) { return j.contains("/status/startTime"_json_pointer); },
@@ -160,6 +180,32 @@ TEST_F(DockerKueueE2ETest, ACancelWhileQueuedEndsTheJobWithoutAContainer) {
       << "the cancelled Job's Workload was not Finished";
   PatchJob("holder", {{"spec", {{"desiredState", "Cancelled"}}}});
   WaitForFinished(ns_, "holder", 60s);
+}
+
+// Kueue preempts a running low-priority Job for a high one: the low one's task is stopped and the
+// Job ends Preempted, never run again (one container, ever); the high one then runs.
+TEST_F(DockerKueueE2ETest, APreemptedJobEndsPreemptedAndNeverRunsAgain) {
+  ASSERT_NO_FATAL_FAILURE(CreateQueues(1, {{"withinClusterQueue", "LowerPriority"}}));
+  const std::string low = CreatePriorityClass("low", 10), high = CreatePriorityClass("high", 1000);
+  const std::string lowUid = CreateQueuedJob("low", "sleep 300", low);
+  WaitForJob(
+      ns_, "low", [](const json& j) { return j.contains("/status/startTime"_json_pointer); }, 60s,
+      "the low-priority Job started");
+  const std::string highUid = CreateQueuedJob("high", "echo high", high);
+
+  json lowJob = WaitForFinished(ns_, "low", 120s);
+  EXPECT_EQ(ConditionSummary(lowJob, "Succeeded"), "False/Preempted") << Describe(lowJob);
+  EXPECT_EQ(ConditionSummary(lowJob, "Evicted"), "True/Preempted") << Describe(lowJob);
+  EXPECT_EQ(ConditionSummary(lowJob, "Admitted"), "True/Admitted") << Describe(lowJob);
+  json highJob = WaitForFinished(ns_, "high", 120s);
+  EXPECT_EQ(ConditionSummary(highJob, "Succeeded"), "True/Completed") << Describe(highJob);
+
+  // Whatever Kueue does with the preempted Workload, the low Job's task never starts again.
+  auto lowWorkload = WorkloadOf(lowUid);
+  ASSERT_TRUE(lowWorkload);
+  EXPECT_EQ(ConditionSummary(*lowWorkload, "Finished"), "True/Failed") << lowWorkload->dump();
+  EXPECT_EQ(ContainersOf(host_, lowUid).size(), 1u) << "the preempted Job ran again";
+  EXPECT_EQ(ContainersOf(host_, highUid).size(), 1u);
 }
 
 }  // namespace
