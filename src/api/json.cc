@@ -242,6 +242,11 @@ Decoded Decode(const json& j, TtlPolicy& out) {
   return ObjectDecoder(j)("default", out.defaultSeconds)("maximum", out.maximumSeconds).Done();
 }
 
+Decoded Decode(const json& j, QueueingPolicy& out) {
+  return ObjectDecoder(j)("required", out.required)("defaultLocalQueue", out.defaultLocalQueue)
+      .Done();
+}
+
 Decoded Decode(const json& j, ResolvedJobClass& out) {
   return ObjectDecoder(j)("name", out.name)("uid", out.uid)("controllerName", out.controllerName)(
              "parametersRef", out.parametersRef)("backendSnapshot", out.backendSnapshot)(
@@ -289,8 +294,8 @@ Decoded Decode(const json& j, ResourcePolicy& out) {
 Decoded Decode(const json& j, JobClassSpec& out) {
   return ObjectDecoder(j)("controllerName", out.controllerName)("parametersRef", out.parametersRef)(
              "resources", out.resources)("secretEnvForwarding", out.secretEnvForwarding)(
-             "ttlSecondsAfterFinished", out.ttlSecondsAfterFinished)("startTimeoutSeconds",
-                                                                     out.startTimeoutSeconds)
+             "ttlSecondsAfterFinished", out.ttlSecondsAfterFinished)(
+             "startTimeoutSeconds", out.startTimeoutSeconds)("queueing", out.queueing)
       .Done();
 }
 
@@ -539,6 +544,14 @@ void to_json(json& j, const JobClassSpec& v) {
   j["secretEnvForwarding"] = v.secretEnvForwarding;
   PutOptional(j, "ttlSecondsAfterFinished", v.ttlSecondsAfterFinished);
   PutOptional(j, "startTimeoutSeconds", v.startTimeoutSeconds);
+  if (v.queueing) {
+    json q = json::object();
+    if (v.queueing->required) q["required"] = true;
+    if (!v.queueing->defaultLocalQueue.empty()) {
+      q["defaultLocalQueue"] = v.queueing->defaultLocalQueue;
+    }
+    j["queueing"] = std::move(q);
+  }
 }
 
 void to_json(json& j, const JobClass& v) {

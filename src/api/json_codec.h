@@ -70,6 +70,7 @@ Decoded Decode(const nlohmann::json& j, ConditionStatus& out);
 Decoded Decode(const nlohmann::json& j, Condition& out);
 Decoded Decode(const nlohmann::json& j, ParametersRef& out);
 Decoded Decode(const nlohmann::json& j, TtlPolicy& out);
+Decoded Decode(const nlohmann::json& j, QueueingPolicy& out);
 Decoded Decode(const nlohmann::json& j, ResolvedJobClass& out);
 Decoded Decode(const nlohmann::json& j, ExecutionReference& out);
 Decoded Decode(const nlohmann::json& j, ExecutionStatus& out);

@@ -153,6 +153,17 @@ struct TtlPolicy {
   bool operator==(const TtlPolicy&) const = default;
 };
 
+// How a class's Jobs are queued through Kueue (docs/queueing.md), for a controller run with
+// --kueue.
+struct QueueingPolicy {
+  // A Job of the class must be queued: one without a LocalQueue (its label, or defaultLocalQueue)
+  // is not accepted, nor is any Job of the class while the controller does not queue.
+  bool required = false;
+  // The LocalQueue of the Job's namespace for a Job without the kueue.x-k8s.io/queue-name label.
+  std::string defaultLocalQueue;
+  bool operator==(const QueueingPolicy&) const = default;
+};
+
 // The TTL in force for a Job that asks for `requested` under `policy`: its own value capped at
 // the maximum, else the default (capped too); nullopt (never deleted) when neither is set.
 std::optional<int32_t> ApplyTtlPolicy(std::optional<int32_t> requested,
@@ -247,6 +258,7 @@ struct JobClassSpec {
   // A Job of this class whose task has not started this long after acceptance is stopped and
   // fails with reason StartTimeout. Unset: it waits as long as it takes.
   std::optional<int64_t> startTimeoutSeconds;
+  std::optional<QueueingPolicy> queueing;
   bool operator==(const JobClassSpec&) const = default;
 };
 

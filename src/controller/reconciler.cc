@@ -370,7 +370,7 @@ JobReconciler::Turn JobReconciler::ApplyWorkloadAction(RoundState& round,
     s = read.status();
   } else if (plan.workload == WorkloadAction::kCreate) {
     CountWrite("workload");
-    s = workloads_.Create(job);
+    s = workloads_.Create(job, QueueNameOf(job));
   } else if (round.workload == nullptr) {
     s = Status(StatusCode::kFailedPrecondition, "no Workload was read to write to");
   } else {
@@ -384,6 +384,17 @@ JobReconciler::Turn JobReconciler::ApplyWorkloadAction(RoundState& round,
                    "error", s.ToString()));
   }
   return Turn::Next();
+}
+
+std::string JobReconciler::QueueNameOf(const api::Job& job) const {
+  std::string label = statemachine::QueueName(job);
+  if (!label.empty() || !job.status.resolvedJobClass) return label;
+  // Accepted into its class's default queue (ResolveQueue in resolver.cc): the class it was
+  // accepted with, as long as that one is still there.
+  const api::ResolvedJobClass& resolved = *job.status.resolvedJobClass;
+  auto cls = cache_.GetJobClass(resolved.name);
+  if (cls == nullptr || cls->metadata.uid != resolved.uid || !cls->spec.queueing) return "";
+  return cls->spec.queueing->defaultLocalQueue;
 }
 
 Status JobReconciler::WriteWorkload(const RoundState& round, const statemachine::Plan& plan) {
@@ -772,8 +783,8 @@ Status JobReconciler::ResolveWholeTask(RoundState& round, bool* gone) {
     // A compact copy (CompactJobForCache) has what the wait reads: while it keeps the Job
     // waiting, that is the outcome, and a flood of large waiting Jobs costs no read. Anything
     // else (acceptance, a refusal) is decided on the whole task, which adapter Validate reads.
-    auto onCopy =
-        ResolveJob(round.job, cache_, registry_, references_, options_.controllerNamespace);
+    auto onCopy = ResolveJob(round.job, cache_, registry_, references_,
+                             options_.controllerNamespace, options_.kueue);
     if (!onCopy.ok()) return onCopy.status();
     if (onCopy->outcome == statemachine::Resolution::Outcome::kPending) {
       round.facts.resolution = std::move(*onCopy);
@@ -799,7 +810,8 @@ Status JobReconciler::ResolveWholeTask(RoundState& round, bool* gone) {
 }
 
 StatusOr<statemachine::Resolution> JobReconciler::Resolve(const api::Job& job) {
-  auto resolved = ResolveJob(job, cache_, registry_, references_, options_.controllerNamespace);
+  auto resolved =
+      ResolveJob(job, cache_, registry_, references_, options_.controllerNamespace, options_.kueue);
   if (!resolved.ok()) return resolved.status();
   statemachine::Resolution resolution = std::move(*resolved);
   if (resolution.outcome == statemachine::Resolution::Outcome::kResolved) {

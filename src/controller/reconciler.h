@@ -108,6 +108,9 @@ class JobReconciler {
   // refused sets round.workloadRefused (statemachine.h § Queueing).
   Turn ApplyWorkloadAction(RoundState& round, const statemachine::Plan& plan);
   Status WriteWorkload(const RoundState& round, const statemachine::Plan& plan);
+  // The LocalQueue of a queued Job: its label, else the default of the class it was accepted
+  // with ("" when neither is there any more: the create then fails and is retried).
+  std::string QueueNameOf(const api::Job& job) const;
   // An Ensure planned on a compact copy (!round.taskComplete) reads the whole Job first.
   Turn ReadWholeTaskForEnsure(RoundState& round, const statemachine::Plan& plan);
   // The one adapter call the plan names; its observation is the next Decide's CallResult.

@@ -130,6 +130,7 @@ struct Resolving {
   api::ResolvedJobClass resolved;
   nlohmann::json parameters = nlohmann::json::object();
   api::ResourceRequirements resources;
+  std::string queueName;  // the LocalQueue, label or class default (Resolution::queueName)
 };
 
 // Pinned with the class: the TTL policy an accepted Job lives under (statemachine
@@ -163,6 +164,33 @@ std::optional<Resolution> ResolveClass(Resolving& r, const adapters::AdapterRegi
   }
   r.resolved = {r.cls->metadata.name, r.cls->metadata.uid, controllerName, {}, {}};
   PinClassPolicies(*r.cls, r.resolved);
+  return std::nullopt;
+}
+
+// The LocalQueue of the Job: its label, else the class's default. A class that requires queueing
+// keeps a Job without one waiting (the label may be added), and every Job while this controller
+// does not queue (queueing: on the controller, not on the Job).
+std::optional<Resolution> ResolveQueue(Resolving& r, bool kueue) {
+  auto label = r.job.metadata.labels.find(statemachine::kQueueNameLabel);
+  const auto& policy = r.cls->spec.queueing;
+  if (label != r.job.metadata.labels.end() && !label->second.empty()) {
+    r.queueName = label->second;
+  } else if (policy) {
+    r.queueName = policy->defaultLocalQueue;
+  }
+  if (!policy || !policy->required) return std::nullopt;
+  if (!kueue) {
+    return Resolution::Pending("QueueingUnavailable",
+                               "JobClass \"" + r.className +
+                                   "\" requires queueing through Kueue (spec.queueing.required), "
+                                   "and this controller does not queue (--kueue is off)");
+  }
+  if (r.queueName.empty()) {
+    return Resolution::Pending("QueueRequired",
+                               "JobClass \"" + r.className +
+                                   "\" requires queueing (spec.queueing.required): label the Job " +
+                                   statemachine::kQueueNameLabel + "=<LocalQueue>");
+  }
   return std::nullopt;
 }
 
@@ -301,6 +329,7 @@ Resolution Resolved(Resolving& r) {
   r.resolved.backendSnapshot = BackendSnapshotName(snapshot);
   Resolution resolution = Resolution::Resolved(r.resolved, r.resources, r.adapter->Name());
   resolution.pinnedParameters = std::move(snapshot.pinned);
+  resolution.queueName = std::move(r.queueName);
   return resolution;
 }
 
@@ -308,9 +337,10 @@ Resolution Resolved(Resolving& r) {
 
 StatusOr<Resolution> ResolveJob(const api::Job& job, const ClusterCache& cache,
                                 const adapters::AdapterRegistry& registry, ReferenceReader& reader,
-                                const std::string& controllerNamespace) {
+                                const std::string& controllerNamespace, bool kueue) {
   Resolving r{job, cache};
   if (auto ended = ResolveClass(r, registry)) return *ended;
+  if (auto ended = ResolveQueue(r, kueue)) return *ended;
   if (auto ended = ResolveParameters(r)) return *ended;
   if (auto ended = ResolveJobResources(r)) return *ended;
   if (auto ended = RefusedByPolicy(r, controllerNamespace)) return *ended;

@@ -43,10 +43,12 @@ inline constexpr const char* kWaitsOnDefaultJobClass = "DefaultJobClass";
 // An error only when a targeted read failed (API unreachable, forbidden): the round is retried
 // with backoff and the Job's status says nothing new.
 // `controllerNamespace`: the only namespace whose Secrets a class's parameters may name, unless
-// they allow others (adapters::SecretNamespaceRefusal).
+// they allow others (adapters::SecretNamespaceRefusal). `kueue`: the controller queues through
+// Kueue (ReconcilerOptions::kueue), which a class's spec.queueing.required asks for.
 StatusOr<statemachine::Resolution> ResolveJob(const api::Job& job, const ClusterCache& cache,
                                               const adapters::AdapterRegistry& registry,
                                               ReferenceReader& reader,
-                                              const std::string& controllerNamespace);
+                                              const std::string& controllerNamespace,
+                                              bool kueue = false);
 
 }  // namespace ayatori::controller

@@ -66,11 +66,12 @@ StatusOr<kueue::ResolvedPriority> WorkloadClient::ResolvePriority(const api::Job
   return kueue::ResolvedPriority{name, static_cast<int32_t>(value.get<int64_t>())};
 }
 
-Status WorkloadClient::Create(const api::Job& job) {
+Status WorkloadClient::Create(const api::Job& job, const std::string& queueName) {
   auto priority = ResolvePriority(job);
   if (!priority.ok()) return priority.status();
   kueue::WorkloadOptions options;
   options.priority = *priority;
+  options.queueName = queueName;
   auto workload = kueue::BuildWorkload(job, options);
   if (!workload.ok()) return workload.status();
   auto created = client_.Create(kWorkloads, job.metadata.namespace_, *workload, {});

@@ -25,11 +25,12 @@ class WorkloadClient {
  public:
   WorkloadClient(KubeClient& client, const Clock& clock) : client_(client), clock_(clock) {}
 
-  // Creates the Workload of `job` (its queue and priority labels, its effective resources). An
+  // Creates the Workload of `job` in LocalQueue `queueName` (its priority label, its effective
+  // resources). An
   // existing one of the same Job is fine; one that is Finished (someone ended it before the Job
   // was admitted) loses its finalizer and is deleted, and kUnavailable asks for a later round to
   // create it anew.
-  Status Create(const api::Job& job);
+  Status Create(const api::Job& job, const std::string& queueName);
   // The Job's Workload as the API server has it now; nullopt when there is none.
   StatusOr<std::optional<nlohmann::json>> Read(const std::string& ns, const std::string& jobUid);
   // Gives the reservation back after an eviction that came before the Job's admission was

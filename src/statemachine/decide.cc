@@ -503,9 +503,10 @@ void Decider::ApplyResolution(const Resolution& r) {
                    "Resolved JobClass " + r.jobClass.name + ClassPolicyNote(r.jobClass));
       // Queued from its acceptance on, or never (a Job accepted unqueued may run any moment).
       // With queueing disabled the label is ignored exactly as before (statemachine.h).
-      if (facts_.queue.enabled && !QueueName(job_).empty()) {
+      if (const std::string queue = r.queueName.empty() ? QueueName(job_) : r.queueName;
+          facts_.queue.enabled && !queue.empty()) {
         SetCondition(kConditionAdmitted, ConditionStatus::kFalse, kReasonPending,
-                     "Waiting for the Workload in LocalQueue " + QueueName(job_));
+                     "Waiting for the Workload in LocalQueue " + queue);
       }
       return;
   }

@@ -346,7 +346,8 @@ struct Resolution {
   enum class Outcome {
     // Waiting for something that may appear or change: JobClassNotFound, NoDefaultJobClass,
     // AmbiguousDefaultJobClass, ParametersNotFound, SecretNotFound, ConfigMapNotFound,
-    // KeyNotFound, AdapterNotRegistered. Accepted=False/<reason>; the Job stays Resolving.
+    // KeyNotFound, AdapterNotRegistered, QueueRequired, QueueingUnavailable.
+    // Accepted=False/<reason>; the Job stays Resolving.
     kPending,
     // Refused for good: ResourcesOutOfRange, SecretForwardingDenied, BackendRejected (the
     // adapter's Validate), ImagePullSecretInvalid... Accepted=False/<reason> and the Job fails
@@ -368,6 +369,10 @@ struct Resolution {
   // (AdapterDescriptor::recordsAcceptance), so a busy round may Ensure before it writes
   // Accepted=True (Plan::unwrittenAcceptance).
   bool adapterRecordsAcceptance = false;
+  // kResolved: the LocalQueue the Job is queued in: its kueue.x-k8s.io/queue-name label, else its
+  // class's queueing.defaultLocalQueue; "" = the label's (QueueName), if any. Only a controller
+  // that queues (QueueFacts::enabled) queues it.
+  std::string queueName;
 
   static Resolution Pending(std::string reason, std::string message);
   static Resolution Rejected(std::string reason, std::string message);

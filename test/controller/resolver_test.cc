@@ -290,6 +290,46 @@ TEST_F(ResolverTest, ResolvedClassCarriesTheTtlPolicy) {
   EXPECT_FALSE(none.jobClass.ttlSecondsAfterFinished);
 }
 
+// Queueing (spec.queueing): the Job's label wins, the class's default LocalQueue stands in for
+// a missing one, and a class that requires queueing keeps Jobs without a queue (or all of them,
+// on a controller that does not queue) waiting with a reason.
+TEST_F(ResolverTest, QueueFromTheLabelOrTheClassDefault) {
+  api::JobClass c = Class("queued", adapters::kControllerTest);
+  c.spec.queueing = api::QueueingPolicy{false, "team-queue"};
+  cache_.AddJobClass(c);
+  Resolution byDefault = Resolve(Job("queued"));
+  ASSERT_EQ(byDefault.outcome, Outcome::kResolved) << byDefault.message;
+  EXPECT_EQ(byDefault.queueName, "team-queue");
+  api::Job labelled = Job("queued");
+  labelled.metadata.labels[statemachine::kQueueNameLabel] = "own-queue";
+  EXPECT_EQ(Resolve(labelled).queueName, "own-queue");
+  EXPECT_EQ(Resolve(Job("test")).queueName, "");
+}
+
+TEST_F(ResolverTest, AClassThatRequiresQueueingKeepsAJobWithoutAQueueWaiting) {
+  api::JobClass c = Class("quota-only", adapters::kControllerTest);
+  c.spec.queueing = api::QueueingPolicy{true, ""};
+  cache_.AddJobClass(c);
+  auto resolve = [&](const api::Job& job, bool kueue) {
+    auto r = ResolveJob(job, cache_, registry_, reader_, kDefaultControllerNamespace, kueue);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : Resolution{};
+  };
+  Resolution unlabelled = resolve(Job("quota-only"), true);
+  EXPECT_EQ(unlabelled.outcome, Outcome::kPending);
+  EXPECT_EQ(unlabelled.reason, "QueueRequired");
+  EXPECT_NE(unlabelled.message.find(statemachine::kQueueNameLabel), std::string::npos)
+      << unlabelled.message;
+  api::Job labelled = Job("quota-only");
+  labelled.metadata.labels[statemachine::kQueueNameLabel] = "team-queue";
+  Resolution queued = resolve(labelled, true);
+  ASSERT_EQ(queued.outcome, Outcome::kResolved) << queued.message;
+  EXPECT_EQ(queued.queueName, "team-queue");
+  Resolution withoutKueue = resolve(labelled, false);
+  EXPECT_EQ(withoutKueue.outcome, Outcome::kPending);
+  EXPECT_EQ(withoutKueue.reason, "QueueingUnavailable");
+}
+
 // Plain HTTP to an engine would carry forwarded Secret values in the clear: refused at
 // acceptance with a reason of its own, unless the parameters say insecure: true.
 TEST_F(ResolverTest, PlainHttpDockerEndpointRefusedUnlessInsecure) {

@@ -86,20 +86,20 @@ TEST_F(WorkloadClientTest, CreatesTheJobsWorkloadWithTheResolvedPriority) {
                   .ok());
   api::Job job = QueuedJob();
   job.metadata.labels[kueue::kPriorityClassLabel] = "high";
-  ASSERT_TRUE(client_.Create(job).ok());
+  ASSERT_TRUE(client_.Create(job, "ayatori").ok());
   auto created = fake_.Get(kWorkloads, "team-a", "ajob-u-1");
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   EXPECT_EQ((*created)["spec"]["priority"], 1000);
   EXPECT_EQ((*created)["spec"]["priorityClassRef"]["name"], "high");
   EXPECT_EQ((*created)["spec"]["queueName"], "ayatori");
   // Again (a lost answer, a restart): the Workload that exists is the Job's.
-  EXPECT_TRUE(client_.Create(job).ok());
+  EXPECT_TRUE(client_.Create(job, "ayatori").ok());
 }
 
 TEST_F(WorkloadClientTest, AMissingPriorityClassIsAnError) {
   api::Job job = QueuedJob();
   job.metadata.labels[kueue::kPriorityClassLabel] = "missing";
-  EXPECT_EQ(client_.Create(job).code(), StatusCode::kNotFound);
+  EXPECT_EQ(client_.Create(job, "ayatori").code(), StatusCode::kNotFound);
   EXPECT_FALSE(fake_.Get(kWorkloads, "team-a", "ajob-u-1").ok());
 }
 
@@ -111,9 +111,9 @@ TEST_F(WorkloadClientTest, AWorkloadFinishedBeforeAdmissionIsDeletedForANewOne) 
   (*created)["status"] = {
       {"conditions", json::array({Condition("Finished", "True", "Failed", "by hand")})}};
   ASSERT_TRUE(fake_.UpdateStatus(kWorkloads, "team-a", *created, {}).ok());
-  EXPECT_EQ(client_.Create(QueuedJob()).code(), StatusCode::kUnavailable);
+  EXPECT_EQ(client_.Create(QueuedJob(), "ayatori").code(), StatusCode::kUnavailable);
   EXPECT_FALSE(fake_.Get(kWorkloads, "team-a", "ajob-u-1").ok()) << "the Finished one stayed";
-  EXPECT_TRUE(client_.Create(QueuedJob()).ok());
+  EXPECT_TRUE(client_.Create(QueuedJob(), "ayatori").ok());
   EXPECT_TRUE(fake_.Get(kWorkloads, "team-a", "ajob-u-1").ok());
 }
 

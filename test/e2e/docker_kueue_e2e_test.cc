@@ -208,5 +208,39 @@ TEST_F(DockerKueueE2ETest, APreemptedJobEndsPreemptedAndNeverRunsAgain) {
   EXPECT_EQ(ContainersOf(host_, highUid).size(), 1u);
 }
 
+// A class that requires queueing: a Job without a queue waits (Accepted=False/QueueRequired)
+// until it is labelled; with a class default LocalQueue an unlabelled Job is queued there.
+TEST_F(DockerKueueE2ETest, AClassCanRequireQueueingAndNameADefaultQueue) {
+  ASSERT_NO_FATAL_FAILURE(CreateQueues(1));
+  const json params = {
+      {"endpoint", host_}, {"pullPolicy", "IfNotPresent"}, {"networkMode", "none"}};
+  const std::string required = "e2e-docker-kueue-required", byDefault = "e2e-docker-kueue-default";
+  ASSERT_TRUE(ApplyDockerClass(required, params, {{"queueing", {{"required", true}}}}));
+  ASSERT_TRUE(ApplyDockerClass(
+      byDefault, params, {{"queueing", {{"required", true}, {"defaultLocalQueue", queue_}}}}));
+
+  ASSERT_TRUE(Create(JobManifest(ns_, "unlabelled", required,
+                                 {{"image", kBusybox}, {"command", {"/bin/sh", "-c", "true"}}})));
+  json waiting = WaitForJob(
+      ns_, "unlabelled",
+      [](const json& j) { return ConditionSummary(j, "Accepted") == "False/QueueRequired"; }, 60s,
+      "Accepted=False/QueueRequired");
+  EXPECT_FALSE(waiting.contains("/status/startTime"_json_pointer)) << Describe(waiting);
+  Kubectl(
+      {"label", "-n", ns_, kJobResource, "unlabelled", std::string(kQueueLabel) + "=" + queue_});
+  json labelled = WaitForFinished(ns_, "unlabelled", 120s);
+  EXPECT_EQ(ConditionSummary(labelled, "Admitted"), "True/Admitted") << Describe(labelled);
+  EXPECT_EQ(ConditionSummary(labelled, "Succeeded"), "True/Completed") << Describe(labelled);
+
+  auto created = Create(JobManifest(ns_, "defaulted", byDefault,
+                                    {{"image", kBusybox}, {"command", {"/bin/sh", "-c", "true"}}}));
+  ASSERT_TRUE(created);
+  json defaulted = WaitForFinished(ns_, "defaulted", 120s);
+  EXPECT_EQ(ConditionSummary(defaulted, "Admitted"), "True/Admitted") << Describe(defaulted);
+  auto workload = WorkloadOf(created->value("/metadata/uid"_json_pointer, ""));
+  ASSERT_TRUE(workload);
+  EXPECT_EQ(workload->value("/spec/queueName"_json_pointer, ""), queue_);
+}
+
 }  // namespace
 }  // namespace ayatori::e2e

@@ -157,6 +157,21 @@ TEST(Queue, AQueuedJobWaitsWithoutACallAndAsksForItsWorkload) {
   EXPECT_FALSE(p.status);
 }
 
+// The class's default LocalQueue (Resolution::queueName) queues a Job without the label.
+TEST(Queue, AJobWithoutTheLabelIsQueuedInTheQueueItsResolutionNames) {
+  api::Job j = NewJob("");
+  Facts f = Round(true);
+  f.resolution = Resolved();
+  f.resolution->queueName = "class-default";
+  const Plan p = Decide(j, f);
+  ASSERT_TRUE(p.status);
+  EXPECT_EQ(ConditionOf(*p.status, kConditionAdmitted), "False/Pending");
+  EXPECT_NE(MessageOf(*p.status, kConditionAdmitted).find("class-default"), std::string::npos);
+  Apply(j, p);
+  EXPECT_EQ(DeriveState(j), State::kQueued);
+  EXPECT_EQ(Decide(j, Round(true)).workload, WorkloadAction::kCreate);
+}
+
 TEST(Queue, TheAdmittedConditionCarriesKueuesWordsWhileItWaits) {
   api::Job j = QueuedJob();
   const Plan p = Decide(
