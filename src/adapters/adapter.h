@@ -212,6 +212,11 @@ struct AdapterDescriptor {
   // read the image's entrypoint): such a Job is refused at acceptance with reason
   // CommandRequired (RefusedAtAcceptance) instead of running something else.
   bool runsImageEntrypoint = true;
+  // True: the parameters' spec.nodeSelector and spec.tolerations place the task (Kubernetes). For
+  // a Job queued through Kueue the controller lays the nodeLabels and tolerations of the
+  // ResourceFlavors its Workload was admitted on over them before Ensure (docs/queueing.md), as
+  // Kueue's own integrations do with their pod templates.
+  bool placedByFlavors = false;
   // Values laid over spec.<field> of every parameters object of the kind as it is read, e.g.
   // the Docker endpoint of --docker-endpoint. Set by whoever registers the adapter.
   std::map<std::string, std::string> specOverrides;

@@ -99,8 +99,8 @@ std::optional<std::string> RequirementsNotEnforced(const AdapterDescriptor& desc
   if (spec != nullptr && descriptor.parameters) {
     const auto& fields = descriptor.parameters->fields;
     for (const auto& [field, value] : spec->items()) {
-      // The allowance is the controller's acceptance policy, not something a backend enforces.
-      if (field == kAllowCrossNamespaceSecretRefs) continue;
+      // The allowance and the queueing are the controller's, not something a backend enforces.
+      if (field == kAllowCrossNamespaceSecretRefs || field == kQueueingParameters) continue;
       if (std::find(fields.begin(), fields.end(), field) == fields.end()) {
         return NotEnforced(
             className, descriptor.parameters->kind + " spec." + field + " (its parameters set it)",

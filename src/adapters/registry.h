@@ -85,6 +85,9 @@ inline constexpr const char* kReasonSecretNamespaceNotAllowed = "SecretNamespace
 // The spec field of every parameters kind by which a cluster administrator allows Secret
 // references outside the controller's namespace (docs/jobclass.md § Secrets of the parameters).
 inline constexpr const char* kAllowCrossNamespaceSecretRefs = "allowCrossNamespaceSecretRefs";
+// spec.queueing of every parameters kind: what the controller's Workloads ask of Kueue
+// (controller/workloads.h, QueueNodeSelector), nothing a backend enforces.
+inline constexpr const char* kQueueingParameters = "queueing";
 
 // Parameters may name Secrets only in the controller's namespace (issue 26): a field of the
 // parameters' spec whose name ends in "SecretRef" (tlsSecretRef, apiKeySecretRef, ...) and whose

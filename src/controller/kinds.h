@@ -18,6 +18,7 @@ inline const ResourceRef kConfigMaps = kube::ConfigMapsResource();
 inline const ResourceRef kNamespaces = kube::NamespacesResource();
 // Kueue's (src/kueue/workload.h), read and written only with queueing on (--kueue).
 inline const ResourceRef kWorkloads{kueue::kGroup, kueue::kVersion, "workloads", true};
+inline const ResourceRef kResourceFlavors{kueue::kGroup, kueue::kVersion, "resourceflavors", false};
 inline const ResourceRef kWorkloadPriorityClasses{kueue::kGroup, kueue::kVersion,
                                                   "workloadpriorityclasses", false};
 

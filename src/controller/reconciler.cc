@@ -369,8 +369,10 @@ JobReconciler::Turn JobReconciler::ApplyWorkloadAction(RoundState& round,
     }
     s = read.status();
   } else if (plan.workload == WorkloadAction::kCreate) {
+    auto parameters = ParametersFor(job);
     CountWrite("workload");
-    s = workloads_.Create(job, QueueNameOf(job));
+    s = parameters.ok() ? workloads_.Create(job, QueueNameOf(job), QueueNodeSelector(*parameters))
+                        : parameters.status();
   } else if (round.workload == nullptr) {
     s = Status(StatusCode::kFailedPrecondition, "no Workload was read to write to");
   } else {
@@ -384,6 +386,17 @@ JobReconciler::Turn JobReconciler::ApplyWorkloadAction(RoundState& round,
                    "error", s.ToString()));
   }
   return Turn::Next();
+}
+
+StatusOr<nlohmann::json> JobReconciler::PlacedOnAdmittedFlavors(const api::Job& job,
+                                                                nlohmann::json parameters) {
+  if (!options_.kueue || !statemachine::IsQueued(job.status)) return parameters;
+  const AdapterDescriptor* descriptor =
+      registry_.FindDescriptor(job.status.resolvedJobClass->controllerName);
+  if (descriptor == nullptr || !descriptor->placedByFlavors) return parameters;
+  auto placement = workloads_.AdmittedPlacement(job.metadata.namespace_, job.metadata.uid);
+  if (!placement.ok()) return placement.status();
+  return WithPlacement(std::move(parameters), *placement);
 }
 
 std::string JobReconciler::QueueNameOf(const api::Job& job) const {
@@ -604,7 +617,9 @@ StatusOr<Observation> JobReconciler::CallAdapter(AdapterCall call, const api::Jo
   Observation result;
   switch (call) {
     case AdapterCall::kEnsure: {
-      auto request = BuildRequest(job, std::move(target->parameters), acceptanceUnwritten);
+      auto placed = PlacedOnAdmittedFlavors(job, std::move(target->parameters));
+      if (!placed.ok()) return placed.status();
+      auto request = BuildRequest(job, std::move(*placed), acceptanceUnwritten);
       if (!request.ok()) return WaitingForReference(request.status());
       result = EnsureConfirmed(adapter, job, *request, confirmation);
       break;

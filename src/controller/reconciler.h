@@ -111,6 +111,9 @@ class JobReconciler {
   // The LocalQueue of a queued Job: its label, else the default of the class it was accepted
   // with ("" when neither is there any more: the create then fails and is retried).
   std::string QueueNameOf(const api::Job& job) const;
+  // The parameters of an Ensure of `job`: for a queued Job whose adapter is placedByFlavors, with
+  // the nodeLabels and tolerations of the flavors its Workload was admitted on (read now).
+  StatusOr<nlohmann::json> PlacedOnAdmittedFlavors(const api::Job& job, nlohmann::json parameters);
   // An Ensure planned on a compact copy (!round.taskComplete) reads the whole Job first.
   Turn ReadWholeTaskForEnsure(RoundState& round, const statemachine::Plan& plan);
   // The one adapter call the plan names; its observation is the next Decide's CallResult.

@@ -1,8 +1,10 @@
 #include "controller/workloads.h"
 
 #include <cstdint>
+#include <set>
 #include <utility>
 
+#include "adapters/registry.h"
 #include "controller/kinds.h"
 #include "kueue/workload_writes.h"
 
@@ -51,6 +53,64 @@ statemachine::WorkloadFacts WorkloadFactsOf(const kueue::WorkloadState& workload
   return facts;
 }
 
+nlohmann::json WithPlacement(nlohmann::json parameters, const FlavorPlacement& placement) {
+  if (!parameters.is_object()) parameters = nlohmann::json::object();
+  nlohmann::json& spec = parameters["spec"];
+  if (!spec.is_object()) spec = nlohmann::json::object();
+  if (!placement.nodeLabels.empty()) {
+    nlohmann::json& selector = spec["nodeSelector"];
+    if (!selector.is_object()) selector = nlohmann::json::object();
+    for (const auto& [key, value] : placement.nodeLabels) selector[key] = value;
+  }
+  if (!placement.tolerations.empty()) {
+    nlohmann::json& tolerations = spec["tolerations"];
+    if (!tolerations.is_array()) tolerations = nlohmann::json::array();
+    for (const auto& t : placement.tolerations) tolerations.push_back(t);
+  }
+  return parameters;
+}
+
+std::map<std::string, std::string> QueueNodeSelector(const nlohmann::json& parameters) {
+  std::map<std::string, std::string> selector;
+  const nlohmann::json::json_pointer pointer =
+      nlohmann::json::json_pointer("/spec") / adapters::kQueueingParameters / "nodeSelector";
+  if (!parameters.is_object() || !parameters.contains(pointer)) return selector;
+  const nlohmann::json& labels = parameters.at(pointer);
+  if (!labels.is_object()) return selector;
+  for (const auto& [key, value] : labels.items()) {
+    if (value.is_string()) selector[key] = value.get<std::string>();
+  }
+  return selector;
+}
+
+StatusOr<FlavorPlacement> WorkloadClient::AdmittedPlacement(const std::string& ns,
+                                                            const std::string& jobUid) {
+  auto read = Read(ns, jobUid);
+  if (!read.ok()) return read.status();
+  if (!*read) return Status(StatusCode::kFailedPrecondition, "the Job's Workload is gone");
+  auto state = kueue::ReadWorkload(**read);
+  if (!state.ok()) return state.status();
+  if (!state->admitted || state->flavors.empty()) {
+    return Status(StatusCode::kFailedPrecondition, "the Job's Workload is not admitted");
+  }
+  std::set<std::string> flavors;
+  for (const auto& [resource, flavor] : state->flavors) flavors.insert(flavor);
+  FlavorPlacement placement;
+  for (const std::string& name : flavors) {
+    auto flavor = client_.Get(kResourceFlavors, "", name);
+    if (!flavor.ok()) return flavor.status();
+    const nlohmann::json labels =
+        flavor->value("/spec/nodeLabels"_json_pointer, nlohmann::json::object());
+    for (const auto& [key, value] : labels.items()) {
+      if (value.is_string()) placement.nodeLabels[key] = value.get<std::string>();
+    }
+    const nlohmann::json tolerations =
+        flavor->value("/spec/tolerations"_json_pointer, nlohmann::json::array());
+    for (const auto& t : tolerations) placement.tolerations.push_back(t);
+  }
+  return placement;
+}
+
 StatusOr<kueue::ResolvedPriority> WorkloadClient::ResolvePriority(const api::Job& job) {
   const std::string name = LabelOf(job, kueue::kPriorityClassLabel);
   if (name.empty()) return kueue::ResolvedPriority{};
@@ -66,12 +126,14 @@ StatusOr<kueue::ResolvedPriority> WorkloadClient::ResolvePriority(const api::Job
   return kueue::ResolvedPriority{name, static_cast<int32_t>(value.get<int64_t>())};
 }
 
-Status WorkloadClient::Create(const api::Job& job, const std::string& queueName) {
+Status WorkloadClient::Create(const api::Job& job, const std::string& queueName,
+                              const std::map<std::string, std::string>& nodeSelector) {
   auto priority = ResolvePriority(job);
   if (!priority.ok()) return priority.status();
   kueue::WorkloadOptions options;
   options.priority = *priority;
   options.queueName = queueName;
+  options.nodeSelector = nodeSelector;
   auto workload = kueue::BuildWorkload(job, options);
   if (!workload.ok()) return workload.status();
   auto created = client_.Create(kWorkloads, job.metadata.namespace_, *workload, {});

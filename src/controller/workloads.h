@@ -4,6 +4,7 @@
 // progress waits on it.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -21,6 +22,20 @@ namespace ayatori::controller {
 // API server this round (fresh = true).
 statemachine::WorkloadFacts WorkloadFactsOf(const kueue::WorkloadState& workload, bool fresh);
 
+// The node labels and tolerations of the ResourceFlavors a Workload was admitted on.
+struct FlavorPlacement {
+  std::map<std::string, std::string> nodeLabels;
+  nlohmann::json tolerations = nlohmann::json::array();  // core/v1 Tolerations
+};
+
+// `parameters` (a parameters object as JSON) with `placement` laid over spec.nodeSelector (a
+// flavor's label wins over the parameters' own for the same key) and added to spec.tolerations.
+nlohmann::json WithPlacement(nlohmann::json parameters, const FlavorPlacement& placement);
+
+// The podSet nodeSelector of the Workloads of Jobs run with `parameters`: its
+// spec.queueing.nodeSelector (empty when unset).
+std::map<std::string, std::string> QueueNodeSelector(const nlohmann::json& parameters);
+
 class WorkloadClient {
  public:
   WorkloadClient(KubeClient& client, const Clock& clock) : client_(client), clock_(clock) {}
@@ -30,7 +45,9 @@ class WorkloadClient {
   // existing one of the same Job is fine; one that is Finished (someone ended it before the Job
   // was admitted) loses its finalizer and is deleted, and kUnavailable asks for a later round to
   // create it anew.
-  Status Create(const api::Job& job, const std::string& queueName);
+  // `nodeSelector`: the podSet's (QueueNodeSelector of the Job's parameters).
+  Status Create(const api::Job& job, const std::string& queueName,
+                const std::map<std::string, std::string>& nodeSelector = {});
   // The Job's Workload as the API server has it now; nullopt when there is none.
   StatusOr<std::optional<nlohmann::json>> Read(const std::string& ns, const std::string& jobUid);
   // Gives the reservation back after an eviction that came before the Job's admission was
@@ -40,6 +57,10 @@ class WorkloadClient {
   // PodsReady=True, so that a waitForPodsReady cluster does not evict the running task.
   Status MarkPodsReady(const nlohmann::json& current, const std::string& reason,
                        const std::string& message);
+  // Where the Workload of the Job `jobUid` was admitted: the nodeLabels and tolerations of every
+  // ResourceFlavor of its podSet (read now, with the Workload). kFailedPrecondition when it is not
+  // admitted or names a flavor that does not exist.
+  StatusOr<FlavorPlacement> AdmittedPlacement(const std::string& ns, const std::string& jobUid);
   // Releases the quota: Kueue's finalizer goes first, then Finished=True (reason Succeeded or
   // Failed). A Workload without the finalizer but not Finished yet is finished by the next try;
   // one Finished keeps no finalizer of ours.

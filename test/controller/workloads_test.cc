@@ -123,5 +123,62 @@ TEST_F(WorkloadClientTest, ReadSaysNoneWhenThereIsNone) {
   EXPECT_FALSE(read->has_value());
 }
 
+TEST(PlacementTest, FlavorLabelsWinOverTheParametersAndTolerationsAreAdded) {
+  FlavorPlacement placement;
+  placement.nodeLabels = {{"pool", "gpu"}, {"zone", "b"}};
+  placement.tolerations = json::array({{{"key", "gpu"}, {"operator", "Exists"}}});
+  const json placed =
+      WithPlacement({{"spec",
+                      {{"nodeSelector", {{"zone", "a"}, {"os", "linux"}}},
+                       {"tolerations", json::array({{{"key", "spot"}, {"operator", "Exists"}}})}}}},
+                    placement);
+  EXPECT_EQ(placed["spec"]["nodeSelector"],
+            json({{"os", "linux"}, {"pool", "gpu"}, {"zone", "b"}}));
+  EXPECT_EQ(placed["spec"]["tolerations"].size(), 2u);
+  EXPECT_EQ(WithPlacement(json::object(), {})["spec"], json::object());
+}
+
+TEST(PlacementTest, QueueNodeSelectorReadsTheParametersQueueingSelector) {
+  EXPECT_EQ(QueueNodeSelector(
+                {{"spec", {{"queueing", {{"nodeSelector", {{"ayatori.ddupan.top/host", "a"}}}}}}}}),
+            (std::map<std::string, std::string>{{"ayatori.ddupan.top/host", "a"}}));
+  EXPECT_TRUE(QueueNodeSelector(json::object()).empty());
+  EXPECT_TRUE(QueueNodeSelector({{"spec", {{"queueing", "wrong"}}}}).empty());
+}
+
+TEST_F(WorkloadClientTest, AdmittedPlacementReadsEveryFlavorOfThePodSet) {
+  for (const auto& [name, label] : {std::pair{"cpu-flavor", "a"}, std::pair{"mem-flavor", "b"}}) {
+    ASSERT_TRUE(fake_
+                    .Create(kResourceFlavors, "",
+                            {{"apiVersion", kueue::kApiVersion},
+                             {"kind", "ResourceFlavor"},
+                             {"metadata", {{"name", name}}},
+                             {"spec",
+                              {{"nodeLabels", {{std::string("pool-") + label, label}}},
+                               {"tolerations", json::array({{{"key", label}}})}}}},
+                            {})
+                    .ok());
+  }
+  ASSERT_TRUE(client_.Create(QueuedJob(), "ayatori").ok());
+  EXPECT_EQ(client_.AdmittedPlacement("team-a", "u-1").status().code(),
+            StatusCode::kFailedPrecondition)
+      << "not admitted yet";
+  auto workload = fake_.Get(kWorkloads, "team-a", "ajob-u-1");
+  ASSERT_TRUE(workload.ok());
+  (*workload)["status"] = {
+      {"admission",
+       {{"clusterQueue", "cq"},
+        {"podSetAssignments",
+         json::array({{{"name", "main"},
+                       {"flavors", {{"cpu", "cpu-flavor"}, {"memory", "mem-flavor"}}}}})}}},
+      {"conditions", json::array({Condition("Admitted", "True", "Admitted", "")})}};
+  ASSERT_TRUE(fake_.UpdateStatus(kWorkloads, "team-a", *workload, {}).ok());
+  auto placement = client_.AdmittedPlacement("team-a", "u-1");
+  ASSERT_TRUE(placement.ok()) << placement.status().ToString();
+  EXPECT_EQ(placement->nodeLabels,
+            (std::map<std::string, std::string>{{"pool-a", "a"}, {"pool-b", "b"}}));
+  EXPECT_EQ(placement->tolerations.size(), 2u);
+}
+
 }  // namespace
 }  // namespace ayatori::controller

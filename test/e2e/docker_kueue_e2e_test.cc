@@ -18,6 +18,7 @@ constexpr const char* kBusybox = "ayatori.local/busybox:1";
 constexpr const char* kClass = "e2e-docker-kueue";
 constexpr const char* kQueueLabel = "kueue.x-k8s.io/queue-name";
 constexpr const char* kKueueApi = "kueue.x-k8s.io/v1beta2";
+constexpr const char* kHostLabel = "ayatori.ddupan.top/host";
 
 class DockerKueueE2ETest : public ControllerTest {
  protected:
@@ -36,7 +37,9 @@ class DockerKueueE2ETest : public ControllerTest {
   void TearDown() override {
     ControllerTest::TearDown();  // the Jobs go first: their Workloads hold the queue's quota
     Kubectl({"delete", "clusterqueue", queue_, "--ignore-not-found", "--wait=false"});
-    Kubectl({"delete", "resourceflavor", queue_, "--ignore-not-found", "--wait=false"});
+    for (const auto& flavor : flavors_) {
+      Kubectl({"delete", "resourceflavor", flavor, "--ignore-not-found", "--wait=false"});
+    }
     for (const auto& name : priorityClasses_) {
       Kubectl({"delete", "workloadpriorityclass", name, "--ignore-not-found", "--wait=false"});
     }
@@ -53,27 +56,33 @@ class DockerKueueE2ETest : public ControllerTest {
     return name;
   }
 
-  // A flavor standing for the engine, a ClusterQueue with room for `pods` tasks on it, and a
+  // A flavor per host named in `hosts` (nodeLabels ayatori.ddupan.top/host=<host>; the flavor
+  // is named "<queue>-<host>"), a ClusterQueue with room for `pods` tasks on each, and a
   // LocalQueue of the test's namespace pointing at it; waits until the ClusterQueue is Active.
-  void CreateQueues(int pods, const json& preemption = json::object()) {
-    ASSERT_TRUE(Apply({{"apiVersion", kKueueApi},
-                       {"kind", "ResourceFlavor"},
-                       {"metadata", {{"name", queue_}}},
-                       {"spec", json::object()}}));
-    const json quotas = json::array({{{"name", "cpu"}, {"nominalQuota", "8"}},
-                                     {{"name", "memory"}, {"nominalQuota", "16Gi"}},
-                                     {{"name", "pods"}, {"nominalQuota", pods}}});
-    ASSERT_TRUE(Apply(
-        {{"apiVersion", kKueueApi},
-         {"kind", "ClusterQueue"},
-         {"metadata", {{"name", queue_}}},
-         {"spec",
-          {{"namespaceSelector", json::object()},
-           {"preemption", preemption},
-           {"resourceGroups",
-            json::array(
-                {{{"coveredResources", {"cpu", "memory", "pods"}},
-                  {"flavors", json::array({{{"name", queue_}, {"resources", quotas}}})}}})}}}}));
+  void CreateQueues(int pods, const json& preemption = json::object(),
+                    const std::vector<std::string>& hosts = {"engine"}) {
+    json flavors = json::array();
+    for (const std::string& host : hosts) {
+      const std::string flavor = queue_ + "-" + host;
+      ASSERT_TRUE(Apply({{"apiVersion", kKueueApi},
+                         {"kind", "ResourceFlavor"},
+                         {"metadata", {{"name", flavor}}},
+                         {"spec", {{"nodeLabels", {{kHostLabel, host}}}}}}));
+      flavors_.push_back(flavor);
+      flavors.push_back({{"name", flavor},
+                         {"resources", json::array({{{"name", "cpu"}, {"nominalQuota", "8"}},
+                                                    {{"name", "memory"}, {"nominalQuota", "16Gi"}},
+                                                    {{"name", "pods"}, {"nominalQuota", pods}}})}});
+    }
+    ASSERT_TRUE(
+        Apply({{"apiVersion", kKueueApi},
+               {"kind", "ClusterQueue"},
+               {"metadata", {{"name", queue_}}},
+               {"spec",
+                {{"namespaceSelector", json::object()},
+                 {"preemption", preemption},
+                 {"resourceGroups", json::array({{{"coveredResources", {"cpu", "memory", "pods"}},
+                                                  {"flavors", flavors}}})}}}}));
     ASSERT_TRUE(Apply({{"apiVersion", kKueueApi},
                        {"kind", "LocalQueue"},
                        {"metadata", {{"name", queue_}, {"namespace", ns_}}},
@@ -118,6 +127,7 @@ class DockerKueueE2ETest : public ControllerTest {
   std::string host_;
   std::string queue_;
   std::vector<std::string> priorityClasses_;
+  std::vector<std::string> flavors_;
 };
 
 // Quota for one task: three Jobs created together all succeed, each after Kueue admitted it, and
@@ -240,6 +250,32 @@ TEST_F(DockerKueueE2ETest, AClassCanRequireQueueingAndNameADefaultQueue) {
   auto workload = WorkloadOf(created->value("/metadata/uid"_json_pointer, ""));
   ASSERT_TRUE(workload);
   EXPECT_EQ(workload->value("/spec/queueName"_json_pointer, ""), queue_);
+}
+
+// A flavor per host: the class's parameters name theirs (spec.queueing.nodeSelector), so Kueue
+// admits the Job on that flavor's quota although the first flavor has room too.
+TEST_F(DockerKueueE2ETest, TheParametersPickTheFlavorOfTheirHost) {
+  ASSERT_NO_FATAL_FAILURE(CreateQueues(1, json::object(), {"first", "second"}));
+  const std::string cls = "e2e-docker-kueue-second";
+  ASSERT_TRUE(ApplyDockerClass(cls, {{"endpoint", host_},
+                                     {"pullPolicy", "IfNotPresent"},
+                                     {"networkMode", "none"},
+                                     {"queueing", {{"nodeSelector", {{kHostLabel, "second"}}}}}}));
+  json manifest = JobManifest(ns_, "pinned", cls,
+                              {{"image", kBusybox}, {"command", {"/bin/sh", "-c", "true"}}});
+  manifest["metadata"]["labels"] = {{kQueueLabel, queue_}};
+  auto created = Create(manifest);
+  ASSERT_TRUE(created);
+  json job = WaitForFinished(ns_, "pinned", 120s);
+  EXPECT_EQ(ConditionSummary(job, "Succeeded"), "True/Completed") << Describe(job);
+  auto workload = WorkloadOf(created->value("/metadata/uid"_json_pointer, ""));
+  ASSERT_TRUE(workload);
+  EXPECT_EQ(workload->value("/spec/podSets/0/template/spec/nodeSelector"_json_pointer, json()),
+            json({{kHostLabel, "second"}}))
+      << workload->dump();
+  EXPECT_EQ(workload->value("/status/admission/podSetAssignments/0/flavors/pods"_json_pointer, ""),
+            queue_ + "-second")
+      << workload->dump();
 }
 
 }  // namespace

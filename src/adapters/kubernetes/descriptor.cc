@@ -54,6 +54,7 @@ AdapterDescriptor Descriptor() {
        "automountServiceAccountToken", "securityProfile"}};
   d.resolvesEnvReferences = true;
   d.recordsAcceptance = true;  // an annotation of the batch Job, found in the watch cache
+  d.placedByFlavors = true;    // spec.nodeSelector and spec.tolerations go into the pod template
   d.enforces = {.memoryLimit = true,
                 .cpuLimit = true,
                 .egressDeny = false,
