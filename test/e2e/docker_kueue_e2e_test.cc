@@ -6,9 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "api/types.h"
 #include "test/e2e/controller_e2e.h"
 
 namespace ayatori::e2e {
@@ -276,6 +280,79 @@ TEST_F(DockerKueueE2ETest, TheParametersPickTheFlavorOfTheirHost) {
   EXPECT_EQ(workload->value("/status/admission/podSetAssignments/0/flavors/pods"_json_pointer, ""),
             queue_ + "-second")
       << workload->dump();
+}
+
+// How many containers of the engine ran at once at most, from their start and end times
+// (RFC 3339 with nanoseconds, UTC, from one engine: text order is time order; an end at the very
+// time of another's start counts as before it).
+int PeakConcurrency(const std::vector<std::pair<std::string, std::string>>& spans) {
+  std::vector<std::pair<std::string, int>> events;
+  for (const auto& [start, end] : spans) {
+    events.emplace_back(start, +1);
+    events.emplace_back(end, -1);
+  }
+  std::sort(events.begin(), events.end());  // at equal times -1 sorts before +1
+  int running = 0, peak = 0;
+  for (const auto& e : events) peak = std::max(peak, running += e.second);
+  return peak;
+}
+
+// 200 Jobs created at once with room for 20 on the engine (pods: 20): every one succeeds, with
+// exactly one container each, and at no moment did more than 20 of them run.
+TEST_F(DockerKueueE2ETest, TwoHundredJobsWithRoomForTwentyNeverRunMoreThanTwentyAtOnce) {
+  ASSERT_NO_FATAL_FAILURE(CreateQueues(20));
+  constexpr int kJobs = 200;
+  json list = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", json::array()}};
+  for (int i = 0; i < kJobs; ++i) {
+    json manifest = JobManifest(ns_, "burst-" + std::to_string(i), kClass,
+                                {{"image", kBusybox}, {"command", {"/bin/sh", "-c", "sleep 1"}}});
+    manifest["metadata"]["labels"] = {{kQueueLabel, queue_}};
+    list["items"].push_back(std::move(manifest));
+  }
+  ASSERT_TRUE(Apply(list));
+  int succeeded = 0;
+  const bool allDone = testing::Eventually(
+      [&] {
+        auto r = Kubectl({"get", kJobResource, "-n", ns_, "-o", "json"});
+        json jobs = json::parse(r.out, nullptr, false);
+        if (!jobs.is_object()) return false;
+        int done = 0;
+        succeeded = 0;
+        for (const json& j : jobs.value("items", json::array())) {
+          const std::string s = ConditionSummary(j, "Succeeded");
+          done += s.rfind("True", 0) == 0 || s.rfind("False", 0) == 0;
+          succeeded += s == "True/Completed";
+        }
+        return done == kJobs;
+      },
+      600s, 1s);
+  ASSERT_TRUE(allDone) << succeeded << " of " << kJobs << " Jobs succeeded before the deadline";
+  EXPECT_EQ(succeeded, kJobs);
+
+  auto ps = Docker(host_, {"ps", "-aq", "--no-trunc", "--filter",
+                           std::string("label=") + api::kJobNamespaceLabel + "=" + ns_});
+  ASSERT_EQ(ps.exitCode, 0) << ps.err;
+  std::vector<std::string> args = {"inspect"};
+  std::istringstream in(ps.out);
+  for (std::string id; std::getline(in, id);) {
+    if (!id.empty()) args.push_back(id);
+  }
+  ASSERT_EQ(args.size(), kJobs + 1u) << "containers of the test's Jobs";
+  auto inspected = Docker(host_, args);
+  ASSERT_EQ(inspected.exitCode, 0) << inspected.err;
+  json containers = json::parse(inspected.out, nullptr, false);
+  ASSERT_TRUE(containers.is_array());
+  std::set<std::string> uids;
+  std::vector<std::pair<std::string, std::string>> spans;
+  for (const json& c : containers) {
+    uids.insert(c.value("/Config/Labels"_json_pointer, json::object()).value(kJobUidLabel, ""));
+    spans.emplace_back(c.value("/State/StartedAt"_json_pointer, ""),
+                       c.value("/State/FinishedAt"_json_pointer, ""));
+  }
+  EXPECT_EQ(uids.size(), static_cast<size_t>(kJobs)) << "a Job ran twice, or none ran";
+  const int peak = PeakConcurrency(spans);
+  EXPECT_LE(peak, 20) << "containers running at once";
+  EXPECT_GE(peak, 2) << "the quota of 20 was not used: nothing ran side by side";
 }
 
 }  // namespace
