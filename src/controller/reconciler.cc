@@ -107,7 +107,7 @@ JobReconciler::JobReconciler(KubeClient& client, const ClusterCache& cache,
       options_(std::move(options)),
       tables_(clock),
       references_(client),
-      workloads_(client, clock) {}
+      workloads_(client, clock, [this] { CountWrite("workload"); }) {}
 
 ReconcileResult JobReconciler::Reconcile(const std::string& ns, const std::string& name) {
   const std::string key = kube::ObjectKey(ns, name);
@@ -370,13 +370,11 @@ JobReconciler::Turn JobReconciler::ApplyWorkloadAction(RoundState& round,
     s = read.status();
   } else if (plan.workload == WorkloadAction::kCreate) {
     auto parameters = ParametersFor(job);
-    CountWrite("workload");
     s = parameters.ok() ? workloads_.Create(job, QueueNameOf(job), QueueNodeSelector(*parameters))
                         : parameters.status();
   } else if (round.workload == nullptr) {
     s = Status(StatusCode::kFailedPrecondition, "no Workload was read to write to");
   } else {
-    CountWrite("workload");
     s = WriteWorkload(round, plan);
   }
   if (!s.ok()) {

@@ -136,6 +136,7 @@ Status WorkloadClient::Create(const api::Job& job, const std::string& queueName,
   options.nodeSelector = nodeSelector;
   auto workload = kueue::BuildWorkload(job, options);
   if (!workload.ok()) return workload.status();
+  CountWrite();
   auto created = client_.Create(kWorkloads, job.metadata.namespace_, *workload, {});
   if (created.ok()) return Status::Ok();
   if (created.status().code() != StatusCode::kAlreadyExists) return created.status();
@@ -152,6 +153,7 @@ Status WorkloadClient::TakeExisting(const api::Job& job) {
   if (Status s = RemoveFinalizer(*state); !s.ok()) return s;
   DeleteOptions options;
   options.preconditionUid = state->metadata.uid;
+  CountWrite();
   if (Status s = client_.Delete(kWorkloads, job.metadata.namespace_, state->metadata.name, options);
       !s.ok() && s.code() != StatusCode::kNotFound) {
     return s;
@@ -174,6 +176,7 @@ Status WorkloadClient::ClearReservation(const nlohmann::json& decidedOn,
                                         const std::string& message) {
   auto body = kueue::ReservationCleared(decidedOn, evictionReason, message, Seconds(clock_.Now()));
   const std::string ns = body["metadata"].value("namespace", "");
+  CountWrite();
   auto written = client_.UpdateStatus(kWorkloads, ns, body, {});
   return written.ok() ? Status::Ok() : written.status();
 }
@@ -184,6 +187,7 @@ Status WorkloadClient::ApplyCondition(const kueue::WorkloadState& current, const
   options.subresource = "status";
   options.fieldManager = kueue::ConditionFieldManager(type);
   options.force = true;
+  CountWrite();
   auto applied = client_.Patch(kWorkloads, current.metadata.namespace_, current.metadata.name,
                                PatchType::kApply,
                                kueue::ConditionApply(current, api::ConditionStatus::kTrue, type,
@@ -202,6 +206,7 @@ Status WorkloadClient::MarkPodsReady(const nlohmann::json& current, const std::s
 Status WorkloadClient::RemoveFinalizer(const kueue::WorkloadState& current) {
   auto patch = kueue::ResourceInUseRemoval(current);
   if (!patch) return Status::Ok();
+  CountWrite();
   auto patched = client_.Patch(kWorkloads, current.metadata.namespace_, current.metadata.name,
                                PatchType::kJson, *patch, {});
   if (patched.ok() || patched.status().code() == StatusCode::kNotFound) return Status::Ok();

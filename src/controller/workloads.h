@@ -4,11 +4,13 @@
 // progress waits on it.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "api/types.h"
 #include "ayatori/clock.h"
@@ -38,7 +40,9 @@ std::map<std::string, std::string> QueueNodeSelector(const nlohmann::json& param
 
 class WorkloadClient {
  public:
-  WorkloadClient(KubeClient& client, const Clock& clock) : client_(client), clock_(clock) {}
+  // `countWrite` is called before each request that writes (a Finish may make two).
+  WorkloadClient(KubeClient& client, const Clock& clock, std::function<void()> countWrite = {})
+      : client_(client), clock_(clock), countWrite_(std::move(countWrite)) {}
 
   // Creates the Workload of `job` in LocalQueue `queueName` (its priority label, its effective
   // resources). An
@@ -75,8 +79,13 @@ class WorkloadClient {
   // An existing Workload of `job`'s name: kept unless Finished, which is removed.
   Status TakeExisting(const api::Job& job);
 
+  void CountWrite() const {
+    if (countWrite_) countWrite_();
+  }
+
   KubeClient& client_;
   const Clock& clock_;
+  std::function<void()> countWrite_;
 };
 
 }  // namespace ayatori::controller
