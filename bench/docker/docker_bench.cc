@@ -503,36 +503,54 @@ bool MeasureToStart(const Options& o, AyatoriRuns& runs, std::vector<double>& in
   return true;
 }
 
-// What the queued phase measured: create->started of each side, the Job writes by kind of each.
+// What the queued phase measured: create->started of each side; ayatori_job_api_writes_total by
+// kind and the controller's API client's writes (ayatori_api_requests_total) over each side.
 struct QueuedPhase {
   std::vector<double> unqueued, queued;
   std::map<std::string, double> unqueuedWrites, queuedWrites;
+  double unqueuedRequests = 0, queuedRequests = 0;
 };
 
-void PrintQueued(const Options& o, const QueuedPhase& r) {
-  const double jobs = o.warmup + o.jobs;  // the write counts include the warm-up Jobs
-  double unqueuedWrites = 0, queuedWrites = 0;
-  for (const auto& [kind, v] : r.unqueuedWrites) unqueuedWrites += v / jobs;
-  std::printf(
-      "bench_docker: queued through Kueue (ClusterQueue %s, pods quota %d: never held back), %d "
-      "Jobs per side one at a time, unqueued first, %d warm-up each\n",
-      o.queue.c_str(), o.jobs + o.warmup, o.jobs, o.warmup);
-  const double u50 = NearestRankPercentile(r.unqueued, 50),
-               u99 = NearestRankPercentile(r.unqueued, 99);
+// Create->started of both sides and its target.
+void PrintQueuedLatencies(const QueuedPhase& r) {
+  const double u50 = NearestRankPercentile(r.unqueued, 50);
+  const double u99 = NearestRankPercentile(r.unqueued, 99);
   const double q50 = NearestRankPercentile(r.queued, 50), q99 = NearestRankPercentile(r.queued, 99);
   PrintLatencies("Ayatori Job create -> started", u50, u99);
   PrintLatencies("queued Job create -> started", q50, q99);
   std::printf("  ratio queued/unqueued: p50 %.2f   p99 %.2f   (target p50 <= 1.50)  %s\n",
               q50 / u50, q99 / u99, MetOrMissed(q50 <= 1.5 * u50));
+}
+
+// The writes per queued Job and their target. On the Docker path every write of the controller's
+// API client goes to a Job or a Workload (Events have a client of their own; the backend snapshot
+// ConfigMap was written by the first warm-up Job), so the target is judged on those requests.
+// ayatori_job_api_writes_total is shown by kind beside them: it counts what the reconciler means
+// to write, one per Workload action, and a Workload's Finish is two requests (Kueue's finalizer
+// removed, then Finished=True; src/controller/workloads.h).
+void PrintQueuedWrites(const Options& o, const QueuedPhase& r) {
+  const double jobs = o.warmup + o.jobs;  // the write counts include the warm-up Jobs
+  double counted = 0;
   std::printf("  ayatori_job_api_writes_total per queued Job by kind: ");
   for (const auto& [kind, v] : r.queuedWrites) {
     std::printf("%s %.2f  ", kind.c_str(), v / jobs);
-    queuedWrites += v / jobs;
+    counted += v / jobs;
   }
+  const double writes = r.queuedRequests / jobs;
+  std::printf("(sum %.2f)\n", counted);
   std::printf(
-      "\n  writes per queued Job (Job and Workload): %.2f   (target <= 9)  %s   (unqueued "
-      "Job: %.2f)\n",
-      queuedWrites, MetOrMissed(queuedWrites <= 9), unqueuedWrites);
+      "  writes per queued Job (Job and Workload, the controller's API requests): %.2f   (target "
+      "<= 9)  %s   (unqueued Job: %.2f)\n",
+      writes, MetOrMissed(writes <= 9), r.unqueuedRequests / jobs);
+}
+
+void PrintQueued(const Options& o, const QueuedPhase& r) {
+  std::printf(
+      "bench_docker: queued through Kueue (ClusterQueue %s, pods quota %d: never held back), %d "
+      "Jobs per side one at a time, unqueued first, %d warm-up each\n",
+      o.queue.c_str(), o.jobs + o.warmup, o.jobs, o.warmup);
+  PrintQueuedLatencies(r);
+  PrintQueuedWrites(o, r);
 }
 
 // The queued phase (--queue): its queues, then unqueued and queued Jobs one at a time.
@@ -553,6 +571,8 @@ bool RunQueuedPhase(kube::RestClient& client, FinishWatcher& watcher, const Opti
   const std::string end = metrics.WhenIdle();
   r.unqueuedWrites = JobWritesByKind(start, between);
   r.queuedWrites = JobWritesByKind(between, end);
+  r.unqueuedRequests = bench::ControllerWrites(between) - bench::ControllerWrites(start);
+  r.queuedRequests = bench::ControllerWrites(end) - bench::ControllerWrites(between);
   PrintQueued(o, r);
   return true;
 }
