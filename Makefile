@@ -5,7 +5,7 @@ TESTENV := hack/testenv/testenv.sh
 FUZZ_BUILD_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps configure build testenv test test-unit test-integration test-e2e test-realnode test-kueue \
+.PHONY: all deps configure build testenv test test-unit test-integration test-e2e test-realnode test-kueue testenv-kueue \
         demo demo-down \
         demo-kubernetes demo-kubernetes-down demo-opensandbox demo-opensandbox-down demo-install \
         demo-install-down docs-test test-versions \
@@ -112,9 +112,12 @@ test-realnode: build testenv
 # "Kueue in the test environment"): its fixture and e2e tests (label kueue). Not part of
 # `make test` / `make test-e2e` while the controller does not queue Jobs through Kueue: until then
 # Kueue's build (once per machine, minutes of CPU) buys CI nothing it checks.
-test-kueue: build testenv
-	@$(TESTENV) build-kueue
+test-kueue: build testenv testenv-kueue
 	@cd $(BUILD_DIR) && ctest $(CTEST_FLAGS) -L kueue
+
+# Kueue's binary (cached per machine), for test-kueue and the benchmarks' QUEUED=1.
+testenv-kueue: deps
+	@$(TESTENV) build-kueue
 
 # Sanitizer builds with clang-14, assertions on (Debug, no NDEBUG) at -O0 with line tables only, each
 # in its own tree; every target of the tree is instrumented (AYATORI_SANITIZE in CMakeLists.txt)
@@ -202,13 +205,16 @@ docs-test:
 chaos: build testenv
 	@AYATORI_BUILD_DIR=$(BUILD_DIR) hack/chaos.sh
 
-bench: build testenv
-	@hack/bench.sh
+# QUEUED=1 (here and in bench-kubernetes): also the same Jobs queued through Kueue (issue 30),
+# against the unqueued ones of the same run; Kueue is built first (testenv.sh build-kueue, once
+# per machine).
+bench: build testenv $(if $(filter 1,$(QUEUED)),testenv-kueue)
+	@QUEUED=$(QUEUED) hack/bench.sh
 
 # N=1000 by default; N=10000 for the large run. NODE=real: the pods run on a real node
 # (hack/testenv/realnode.sh), e.g. make bench-kubernetes NODE=real N=100.
-bench-kubernetes: build testenv
-	@AYATORI_BUILD_DIR=$(BUILD_DIR) NODE=$(NODE) hack/bench-kubernetes.sh --n=$(or $(N),1000)
+bench-kubernetes: build testenv $(if $(filter 1,$(QUEUED)),testenv-kueue)
+	@AYATORI_BUILD_DIR=$(BUILD_DIR) NODE=$(NODE) QUEUED=$(QUEUED) hack/bench-kubernetes.sh --n=$(or $(N),1000)
 
 # A fresh controller taking over 10000 Jobs and 10000 Secrets: time to ready and to every Job
 # reconciled; BASELINE_CONTROLLER=<binary> measures another build the same way.

@@ -23,6 +23,16 @@
 #                         hack/testenv/realnode.sh; root) instead of kwok's: both sides' pods
 #                         select it, print a line and exit, and the report adds create->finished
 #                         against native with its target (<= 1.2x)
+#   QUEUED=1              also a third side, "queued": the Ayatori side's Jobs through Kueue
+#                         (testenv.sh kueue-up after the control plane, kueue-down at the end;
+#                         the controller runs with --kueue for all sides), a ClusterQueue with room
+#                         for every Job at once; reports the controller's writes per queued Job
+#                         (Job and Workload, target <= 9) and create->started p50/p99 queued vs
+#                         unqueued (target p50 <= 1.5x). Not in the default run: Kueue is built
+#                         once per machine (testenv.sh build-kueue, Go, minutes) and the side adds
+#                         a round of N Jobs and its warm-up.
+#   KUEUE_QPS, KUEUE_BURST  Kueue's client limits with QUEUED=1; default: the controller's, as
+#                         kube-controller-manager's (Kueue's own default is 20 / 30)
 #   BENCH_MALLOC_TRIM=1   also report the controllers' RSS after gdb made them call malloc_trim(0)
 #                         (memory glibc keeps from freed JSON documents is then returned)
 set -euo pipefail
@@ -53,6 +63,7 @@ cleanup() {
     kill -KILL "$controller_pid" 2>/dev/null || true
     wait "$controller_pid" 2>/dev/null || true
   fi
+  [ "${QUEUED:-}" != 1 ] || "$TESTENV" kueue-down || true
   "$TESTENV" down || true
   exit "$rc"
 }
@@ -81,6 +92,15 @@ QPS=${CONTROLLER_QPS:-${KCM_QPS:-20}}
 BURST=${CONTROLLER_BURST:-${KCM_BURST:-30}}
 CQPS=${CREATOR_QPS:-${KCM_QPS:-20}}
 CBURST=${CREATOR_BURST:-${KCM_BURST:-30}}
+
+sides=() kueue_flag=""
+if [ "${QUEUED:-}" = 1 ]; then
+  kueue_flag=--kueue
+  export TESTENV_KUEUE_QPS=${KUEUE_QPS:-$QPS} TESTENV_KUEUE_BURST=${KUEUE_BURST:-$BURST}
+  log "starting Kueue beside the control plane (testenv.sh kueue-up; qps $TESTENV_KUEUE_QPS burst $TESTENV_KUEUE_BURST)"
+  "$TESTENV" kueue-up
+  case " $* " in *" --sides="*) ;; *) sides=(--sides=native,ayatori,queued) ;; esac
+fi
 
 kubectl apply -f "$ROOT/config/crd/" >/dev/null
 "$ROOT/hack/wait-crds.sh" -f "$ROOT/config/crd/"  # Established, served, admitted
@@ -115,6 +135,7 @@ EOF
 flags=(--kubeconfig="$KUBECONFIG" --qps="$QPS" --burst="$BURST" --metrics-address=127.0.0.1:0
   --log-format=json --log-level="${CONTROLLER_LOG_LEVEL:-info}")
 [ -z "${CONTROLLER_WORKERS:-}" ] || flags+=(--workers="$CONTROLLER_WORKERS")
+[ -z "$kueue_flag" ] || flags+=("$kueue_flag")
 log "starting ayatori-controller ${flags[*]:1}"
 "$CONTROLLER" "${flags[@]}" >"$DIR/controller.log" 2>&1 &
 controller_pid=$!
@@ -147,7 +168,8 @@ trim_empty=$(trimmed_rss_kib "$controller_pid")
 
 rc=0
 processes=ayatori-controller:$controller_pid
-for n in kube-controller-manager kube-apiserver etcd kube-scheduler kwok; do
+for n in kube-controller-manager kube-apiserver etcd kube-scheduler kwok kueue; do
+  [ -f "$TESTENV_DIR/pids/$n" ] || continue  # kueue: QUEUED=1 only
   processes+=",$n:$(cat "$TESTENV_DIR/pids/$n")"
 done
 for n in kubelet containerd; do
@@ -155,8 +177,8 @@ for n in kubelet containerd; do
 done
 "$BENCH" --kubeconfig="$KUBECONFIG" --qps="$CQPS" --burst="$CBURST" --processes="$processes" \
   --controller-pid="$controller_pid" --controller-metrics="127.0.0.1:$port" --kcm-pid="$kcm_pid" \
-  --controller-flags="--qps=$QPS --burst=$BURST${CONTROLLER_WORKERS:+ --workers=$CONTROLLER_WORKERS}" \
-  --kcm-flags="--kube-api-qps=$KCM_QPS --kube-api-burst=$KCM_BURST" "${real_node[@]}" "$@" || rc=$?
+  --controller-flags="--qps=$QPS --burst=$BURST${CONTROLLER_WORKERS:+ --workers=$CONTROLLER_WORKERS}${kueue_flag:+ $kueue_flag}" \
+  --kcm-flags="--kube-api-qps=$KCM_QPS --kube-api-burst=$KCM_BURST${kueue_flag:+; kueue qps $TESTENV_KUEUE_QPS burst $TESTENV_KUEUE_BURST}" "${real_node[@]}" "${sides[@]}" "$@" || rc=$?
 
 trim_live=$(trimmed_rss_kib "$controller_pid")
 # The cache without the garbage of the run: a fresh controller that lists the finished Jobs (and

@@ -17,6 +17,14 @@
 #                             at some cost in latency); its log stays in $AYATORI_BENCH_DIR
 #   AYATORI_BENCH_ARGS        extra flags for the benchmark programs (e.g. --verbose)
 #   AYATORI_BENCH_KEEP=1      leave everything running afterwards (then: hack/bench.sh down)
+#   QUEUED=1                  also the queued variant: Kueue beside the control plane
+#                             (testenv.sh kueue-up; kueue-down at the end), the controller with
+#                             --kueue, and bench/docker then runs AYATORI_BENCH_JOBS unqueued and
+#                             as many queued Jobs (a ClusterQueue with room for all of them):
+#                             writes per queued Job (Job and Workload, <= 9), create->started p50
+#                             queued vs unqueued (<= 1.5x). Not in the default run: Kueue is built
+#                             once per machine (testenv.sh build-kueue: Go, minutes of CPU) and the
+#                             phase adds two rounds of one-at-a-time Jobs.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -29,6 +37,8 @@ export TESTENV_DIR=$BENCH/testenv AYATORI_DOCKERD_DIR=$BENCH/dockerd
 
 log() { printf 'bench: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
+
+queued() { [ "${QUEUED:-}" = 1 ]; }
 
 stop_controller() {
   local p
@@ -45,6 +55,10 @@ stop_controller() {
 # Stops only what this script started (each piece records that it did).
 down() {
   stop_controller
+  if [ -f "$BENCH/own-kueue" ]; then
+    "$ROOT/hack/testenv/testenv.sh" kueue-down || true
+    rm -f "$BENCH/own-kueue"
+  fi
   if [ -f "$BENCH/own-dockerd" ]; then
     "$ROOT/hack/dockerd.sh" down || true
     rm -f "$BENCH/own-dockerd"
@@ -56,9 +70,11 @@ down() {
 }
 
 start_controller() {
+  local kueue=()
   stop_controller
+  ! queued || kueue=(--kueue)
   setsid nohup "$CONTROLLER" --kubeconfig="$KUBECONFIG" --metrics-address=127.0.0.1:0 \
-    --docker-endpoint="$DOCKER_HOST" --log-format=json \
+    --docker-endpoint="$DOCKER_HOST" --log-format=json "${kueue[@]}" \
     --log-level="${AYATORI_BENCH_LOG_LEVEL:-info}" >>"$BENCH/controller.log" 2>&1 </dev/null &
   echo $! >"$BENCH/controller.pid"
   for _ in $(seq 300); do
@@ -82,6 +98,12 @@ up() {
   # shellcheck disable=SC1091
   source "$TESTENV_DIR/env.sh"
   KUBECTL=$TESTENV_BIN/kubectl
+  if queued; then
+    log "Kueue beside the control plane (testenv.sh kueue-up)"
+    touch "$BENCH/own-kueue"
+    "$ROOT/hack/testenv/testenv.sh" kueue-up >"$BENCH/kueue-up.log" 2>&1 ||
+      { cat "$BENCH/kueue-up.log" >&2; die "Kueue did not start"; }
+  fi
 
   log "dockerd in $AYATORI_DOCKERD_DIR"
   touch "$BENCH/own-dockerd"
@@ -120,11 +142,20 @@ EOF
   start_controller
 }
 
+# The port of the running controller's /metrics, from its log.
+metrics_port() {
+  grep '"msg":"serving metrics and health"' "$BENCH/controller.log" | tail -n 1 |
+    python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["port"])'
+}
+
 # One function per benchmark folder of bench/; each prints its own ratio.
 bench_docker() {
+  local queue=()
+  ! queued || queue=(--queue=bench-queued --controller-metrics="127.0.0.1:$(metrics_port)")
   # shellcheck disable=SC2086  # AYATORI_BENCH_ARGS: extra flags, split on purpose
   "$BUILD/bench/docker/bench_docker" --kubeconfig="$KUBECONFIG" --jobs="$JOBS" \
-    --namespace="bench-docker-$(date +%s)" --job-class=bench-docker ${AYATORI_BENCH_ARGS:-}
+    --namespace="bench-docker-$(date +%s)" --job-class=bench-docker "${queue[@]}" \
+    ${AYATORI_BENCH_ARGS:-}
 }
 
 # The benchmarks of bench/ that need more than this script starts, each with its own make target

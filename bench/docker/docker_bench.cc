@@ -21,6 +21,14 @@
 // as many `docker run --rm` started at once, in `--concurrent-rounds` rounds per side ordered
 // A B B A ... for the same reason. Needs a control plane, the CRDs, a Docker JobClass and a
 // running ayatori-controller: hack/bench.sh sets all of that up.
+//
+// Queued through Kueue (--queue=NAME, hack/bench.sh with QUEUED=1: a real Kueue and the controller
+// with --kueue): after the phases above, a ClusterQueue NAME with room for every Job (pods quota
+// >= --jobs: Kueue never holds one back for quota) and a LocalQueue NAME in the namespace; then,
+// one at a time, --jobs unqueued Jobs and --jobs Jobs labelled with the LocalQueue (after
+// --warmup of each), timed from the create to the watch seeing status.startTime. Targets: queued
+// create->started p50 <= 1.5x unqueued, and the controller's writes to the Job and its Workload
+// (ayatori_job_api_writes_total of every kind, from --controller-metrics) <= 9 per queued Job.
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -37,6 +45,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -46,10 +55,13 @@
 #include <vector>
 
 #include "bench/common/api_client.h"
+#include "bench/common/kueue_queues.h"
 #include "bench/common/objects.h"
+#include "bench/common/prometheus_text.h"
 #include "bench/common/report.h"
 #include "controller/kinds.h"
 #include "kube/config.h"
+#include "kube/http.h"
 #include "kube/resource.h"
 #include "kube/rest_client.h"
 
@@ -76,6 +88,8 @@ struct Options {
   int concurrentRounds = 2;  // rounds per side
   int timeoutSeconds = 120;
   bool verbose = false;
+  std::string queue;              // ClusterQueue and LocalQueue of the queued phase; "" skips it
+  std::string controllerMetrics;  // host:port of the controller's /metrics (queued phase)
 };
 
 // The terminal Succeeded condition of a Job: "True", "False" or "" while it runs.
@@ -91,7 +105,7 @@ std::string SucceededStatus(const nlohmann::json& job) {
 }
 
 // Watches the namespace's Jobs on its own thread and records when each one first appeared
-// finished.
+// finished, and when it first appeared with status.startTime (started).
 class FinishWatcher {
  public:
   FinishWatcher(kube::RestClient& client, std::string ns) : client_(client), ns_(std::move(ns)) {}
@@ -110,6 +124,15 @@ class FinishWatcher {
       thread_.request_stop();
       thread_.join();
     }
+  }
+
+  // When `name` was first seen with status.startTime; nullopt on timeout.
+  std::optional<Steady::time_point> WaitStarted(const std::string& name,
+                                                std::chrono::seconds timeout) {
+    std::unique_lock lock(mu_);
+    bool seen = cv_.wait_for(lock, timeout, [&] { return started_.count(name) > 0; });
+    if (!seen) return std::nullopt;
+    return started_[name];
   }
 
   // When `name` was seen finished, and how ("True/Completed"); nullopt on timeout.
@@ -132,12 +155,9 @@ class FinishWatcher {
         auto at = Steady::now();
         resourceVersion_ =
             e.object.value("/metadata/resourceVersion"_json_pointer, resourceVersion_);
-        if (e.type != WatchEventType::kAdded && e.type != WatchEventType::kModified) return true;
-        std::string result = SucceededStatus(e.object);
-        if (result.empty()) return true;
-        std::string name = e.object.value("/metadata/name"_json_pointer, "");
-        std::lock_guard lock(mu_);
-        if (finished_.emplace(name, std::make_pair(at, result)).second) cv_.notify_all();
+        if (e.type == WatchEventType::kAdded || e.type == WatchEventType::kModified) {
+          Record(e.object, at);
+        }
         return true;
       });
       if (!s.ok() && s.code() == StatusCode::kGone) {
@@ -151,12 +171,25 @@ class FinishWatcher {
     }
   }
 
+  // The first sighting of `job` started and finished.
+  void Record(const nlohmann::json& job, Steady::time_point at) {
+    const std::string result = SucceededStatus(job);
+    const bool started = job.contains("/status/startTime"_json_pointer);
+    if (result.empty() && !started) return;
+    const std::string name = job.value("/metadata/name"_json_pointer, "");
+    std::lock_guard lock(mu_);
+    started_.emplace(name, at);  // a finished Job has its startTime (written with the result)
+    if (!result.empty()) finished_.emplace(name, std::make_pair(at, result));
+    cv_.notify_all();
+  }
+
   kube::RestClient& client_;
   std::string ns_;
   std::string resourceVersion_;
   std::jthread thread_;
   std::mutex mu_;
   std::condition_variable cv_;
+  std::map<std::string, Steady::time_point> started_;
   std::map<std::string, std::pair<Steady::time_point, std::string>> finished_;
 };
 
@@ -226,14 +259,28 @@ bool Prepare(kube::RestClient& client, const Options& o, FinishWatcher& watcher)
 // One measurement of a kind: its milliseconds, nullopt when it failed (said on stderr).
 using Once = std::function<std::optional<double>()>;
 
-// Trivial Jobs through Ayatori, named bench-<run>-<serial>, each timed from its create to the
-// watch seeing it Succeeded.
+// Trivial Jobs through Ayatori, named bench-<run>-<serial> (`queued`: labelled with the LocalQueue
+// --queue), each timed from its create to the watch seeing it Succeeded (Once) or started
+// (OnceToStart, which still waits for Succeeded, so that the next Job runs alone).
 class AyatoriRuns {
  public:
-  AyatoriRuns(kube::RestClient& client, FinishWatcher& watcher, const Options& o)
-      : client_(client), watcher_(watcher), o_(o), run_(RandomSuffix()) {}
+  AyatoriRuns(kube::RestClient& client, FinishWatcher& watcher, const Options& o,
+              bool queued = false)
+      : client_(client), watcher_(watcher), o_(o), run_(RandomSuffix()), queued_(queued) {}
 
   std::optional<double> Once() {
+    auto times = Run();
+    return times ? std::optional<double>(times->second) : std::nullopt;
+  }
+
+  std::optional<double> OnceToStart() {
+    auto times = Run();
+    return times ? std::optional<double>(times->first) : std::nullopt;
+  }
+
+ private:
+  // Create -> started and create -> Succeeded in ms; nullopt when it failed (said on stderr).
+  std::optional<std::pair<double, double>> Run() {
     std::string name = "bench-" + run_ + "-" + std::to_string(serial_++);
     auto start = Steady::now();
     auto created = client_.Create(kJobs, o_.ns, Job(name), {});
@@ -253,16 +300,22 @@ class AyatoriRuns {
                 << "\n";
       return std::nullopt;
     }
+    auto started = watcher_.WaitStarted(name, std::chrono::seconds(0));  // seen by then
     double ms = Millis(finished->first - start).count();
-    if (o_.verbose) std::cout << "ayatori " << name << " " << ms << " ms\n";
-    return ms;
+    double startedMs = started ? Millis(*started - start).count() : ms;
+    if (o_.verbose) {
+      std::cout << (queued_ ? "ayatori-queued " : "ayatori ") << name << " started " << startedMs
+                << " ms, finished " << ms << " ms\n";
+    }
+    return std::make_pair(startedMs, ms);
   }
 
- private:
   nlohmann::json Job(const std::string& name) const {
+    nlohmann::json metadata = {{"name", name}, {"namespace", o_.ns}};
+    if (queued_) metadata["labels"] = {{bench::kQueueNameLabel, o_.queue}};
     return {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
             {"kind", "Job"},
-            {"metadata", {{"name", name}, {"namespace", o_.ns}}},
+            {"metadata", metadata},
             {"spec",
              {{"jobClassName", o_.jobClass},
               {"task", {{"image", o_.image}, {"command", {"/bin/true"}}}}}}};
@@ -272,6 +325,7 @@ class AyatoriRuns {
   FinishWatcher& watcher_;
   const Options& o_;
   const std::string run_;
+  const bool queued_;
   std::atomic<int> serial_{0};
 };
 
@@ -385,6 +439,144 @@ void PrintAtOnce(const Options& o, const std::vector<double>& ayatori,
               ca50 / cd50, ca99 / cd99, MetOrMissed(ca50 / cd50 <= 1.2));
 }
 
+// The controller's /metrics (--controller-metrics), for the queued phase's write counts.
+class ControllerMetrics {
+ public:
+  explicit ControllerMetrics(const std::string& hostPort)
+      : url_("http://" + hostPort + "/metrics") {
+    kube::RestConfig plain;
+    plain.server = "http://" + hostPort;
+    http_ = kube::NewCurlTransport(plain, {});
+  }
+
+  // The text once the controller is idle: its workqueue empty and its request counter unchanged
+  // for a second (a Job's last writes come after the watch saw it Succeeded); at most 60 s.
+  std::string WhenIdle() {
+    const auto deadline = Steady::now() + std::chrono::seconds(60);
+    std::string text = Scrape();
+    while (Steady::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      std::string next = Scrape();
+      const double requests = bench::SumMetric(next, "ayatori_api_requests_total");
+      if (bench::HasMetric(next, "ayatori_workqueue_depth") &&
+          bench::SumMetric(next, "ayatori_workqueue_depth") == 0 &&
+          requests == bench::SumMetric(text, "ayatori_api_requests_total")) {
+        return next;
+      }
+      text = std::move(next);
+    }
+    std::cerr << "bench_docker: the controller did not become idle within 60 s\n";
+    return text;
+  }
+
+ private:
+  std::string Scrape() {
+    kube::HttpRequest r;
+    r.method = "GET";
+    r.url = url_;
+    r.timeout = std::chrono::seconds(10);
+    auto resp = http_->Do(r);
+    if (resp.ok() && resp->status == 200) return resp->body;
+    std::cerr << "bench_docker: GET " << url_ << " failed\n";
+    return "";
+  }
+
+  std::string url_;
+  std::unique_ptr<kube::HttpTransport> http_;
+};
+
+// ayatori_job_api_writes_total by kind between two /metrics texts.
+std::map<std::string, double> JobWritesByKind(const std::string& before, const std::string& after) {
+  const char* metric = "ayatori_job_api_writes_total";
+  auto writes = bench::SumByLabel(after, metric, "kind");
+  for (const auto& [kind, v] : bench::SumByLabel(before, metric, "kind")) writes[kind] -= v;
+  return writes;
+}
+
+// --warmup then --jobs of `runs`, one at a time, keeping the measured ones' create->started.
+bool MeasureToStart(const Options& o, AyatoriRuns& runs, std::vector<double>& into) {
+  for (int i = 0; i < o.warmup + o.jobs; ++i) {
+    std::optional<double> ms = runs.OnceToStart();
+    if (!ms) return false;
+    if (i >= o.warmup) into.push_back(*ms);
+  }
+  return true;
+}
+
+// What the queued phase measured: create->started of each side; ayatori_job_api_writes_total by
+// kind and the controller's API client's writes (ayatori_api_requests_total) over each side.
+struct QueuedPhase {
+  std::vector<double> unqueued, queued;
+  std::map<std::string, double> unqueuedWrites, queuedWrites;
+  double unqueuedRequests = 0, queuedRequests = 0;
+};
+
+// Create->started of both sides and its target.
+void PrintQueuedLatencies(const QueuedPhase& r) {
+  const double u50 = NearestRankPercentile(r.unqueued, 50);
+  const double u99 = NearestRankPercentile(r.unqueued, 99);
+  const double q50 = NearestRankPercentile(r.queued, 50), q99 = NearestRankPercentile(r.queued, 99);
+  PrintLatencies("Ayatori Job create -> started", u50, u99);
+  PrintLatencies("queued Job create -> started", q50, q99);
+  std::printf("  ratio queued/unqueued: p50 %.2f   p99 %.2f   (target p50 <= 1.50)  %s\n",
+              q50 / u50, q99 / u99, MetOrMissed(q50 <= 1.5 * u50));
+}
+
+// The writes per queued Job and their target. On the Docker path every write of the controller's
+// API client goes to a Job or a Workload (Events have a client of their own; the backend snapshot
+// ConfigMap was written by the first warm-up Job), so the target is judged on those requests.
+// ayatori_job_api_writes_total is shown by kind beside them: it counts what the reconciler means
+// to write, one per Workload action, and a Workload's Finish is two requests (Kueue's finalizer
+// removed, then Finished=True; src/controller/workloads.h).
+void PrintQueuedWrites(const Options& o, const QueuedPhase& r) {
+  const double jobs = o.warmup + o.jobs;  // the write counts include the warm-up Jobs
+  double counted = 0;
+  std::printf("  ayatori_job_api_writes_total per queued Job by kind: ");
+  for (const auto& [kind, v] : r.queuedWrites) {
+    std::printf("%s %.2f  ", kind.c_str(), v / jobs);
+    counted += v / jobs;
+  }
+  const double writes = r.queuedRequests / jobs;
+  std::printf("(sum %.2f)\n", counted);
+  std::printf(
+      "  writes per queued Job (Job and Workload, the controller's API requests): %.2f   (target "
+      "<= 9)  %s   (unqueued Job: %.2f)\n",
+      writes, MetOrMissed(writes <= 9), r.unqueuedRequests / jobs);
+}
+
+void PrintQueued(const Options& o, const QueuedPhase& r) {
+  std::printf(
+      "bench_docker: queued through Kueue (ClusterQueue %s, pods quota %d: never held back), %d "
+      "Jobs per side one at a time, unqueued first, %d warm-up each\n",
+      o.queue.c_str(), o.jobs + o.warmup, o.jobs, o.warmup);
+  PrintQueuedLatencies(r);
+  PrintQueuedWrites(o, r);
+}
+
+// The queued phase (--queue): its queues, then unqueued and queued Jobs one at a time.
+bool RunQueuedPhase(kube::RestClient& client, FinishWatcher& watcher, const Options& o) {
+  Status s = bench::CreateClusterQueue(client, o.queue, o.jobs + o.warmup);
+  if (s.ok()) s = bench::CreateLocalQueue(client, o.ns, o.queue);
+  if (!s.ok()) {
+    std::cerr << "bench_docker: queues " << o.queue << ": " << s.ToString() << "\n";
+    return false;
+  }
+  ControllerMetrics metrics(o.controllerMetrics);
+  AyatoriRuns unqueuedRuns(client, watcher, o), queuedRuns(client, watcher, o, true);
+  QueuedPhase r;
+  const std::string start = metrics.WhenIdle();
+  if (!MeasureToStart(o, unqueuedRuns, r.unqueued)) return false;
+  const std::string between = metrics.WhenIdle();
+  if (!MeasureToStart(o, queuedRuns, r.queued)) return false;
+  const std::string end = metrics.WhenIdle();
+  r.unqueuedWrites = JobWritesByKind(start, between);
+  r.queuedWrites = JobWritesByKind(between, end);
+  r.unqueuedRequests = bench::ControllerWrites(between) - bench::ControllerWrites(start);
+  r.queuedRequests = bench::ControllerWrites(end) - bench::ControllerWrites(between);
+  PrintQueued(o, r);
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -403,7 +595,15 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 100));
   app.add_option("--timeout", o.timeoutSeconds, "seconds one Job may take");
   app.add_flag("--verbose", o.verbose, "print every measurement (Job names for log correlation)");
+  app.add_option("--queue", o.queue,
+                 "then Jobs queued through Kueue: ClusterQueue and LocalQueue NAME (created)");
+  app.add_option("--controller-metrics", o.controllerMetrics,
+                 "host:port of the controller's /metrics (needed with --queue)");
   CLI11_PARSE(app, argc, argv);
+  if (!o.queue.empty() && o.controllerMetrics.empty()) {
+    std::cerr << "bench_docker: --queue needs --controller-metrics\n";
+    return 2;
+  }
 
   auto config = bench::LoadKubeconfigOrReport("bench_docker", o.kubeconfig);
   if (!config) return 2;
@@ -422,8 +622,10 @@ int main(int argc, char** argv) {
       !MeasureAtOnce(o, ayatoriOnce, dockerOnce, ayatoriAtOnce, dockerAtOnce)) {
     return 1;
   }
-  watcher.Stop();
   PrintOneAtATime(o, ayatori, docker, hardenedDocker);
   if (o.concurrent > 0) PrintAtOnce(o, ayatoriAtOnce, dockerAtOnce);
+  std::fflush(stdout);  // the queued phase takes a while: its results follow these
+  if (!o.queue.empty() && !RunQueuedPhase(*client, watcher, o)) return 1;
+  watcher.Stop();
   return 0;
 }

@@ -30,6 +30,14 @@
 // So Ayatori is held to the earliest signal native offers; its own status comes one write later.
 // The targets: p50 and p99 each <= 1.5x native, with throughput >= 1.0x native, in one run at the
 // same client QPS (the controller's and kube-controller-manager's --kube-api-qps/-burst).
+//
+// The side "queued" (--sides=...,ayatori,queued; hack/bench-kubernetes.sh with QUEUED=1, the
+// controller started with --kueue beside a real Kueue): the Ayatori side's Jobs labelled with a
+// LocalQueue of ClusterQueue --cluster-queue, which this program creates with room for every Job
+// at once (pods quota max(N, warm-up)), so Kueue admits each Workload as soon as it sees it. Its
+// targets, against the unqueued Ayatori side of the same run: the controller's writes to the Job
+// and to its Workload (ayatori_job_api_writes_total, every kind) <= 9 per Job, and create->started
+// (watch) p50 <= 1.5x unqueued.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -58,6 +66,7 @@
 #include "ayatori/kube_client.h"
 #include "base/time.h"
 #include "bench/common/api_client.h"
+#include "bench/common/kueue_queues.h"
 #include "bench/common/parallel.h"
 #include "bench/common/process_stats.h"
 #include "bench/common/prometheus_text.h"
@@ -108,7 +117,8 @@ struct Options {
   std::string controllerFlags;  // for the report only
   std::string kcmFlags;         // for the report only
   int timeoutSeconds = 900;
-  std::string processes;  // "name:pid,name:pid", for CPU time per component
+  std::string processes;                      // "name:pid,name:pid", for CPU time per component
+  std::string clusterQueue = "bench-queued";  // the side "queued": its ClusterQueue and LocalQueues
 };
 
 int64_t NowMs() {
@@ -345,13 +355,16 @@ json NativeJob(const Options& o, const std::string& ns, const std::string& name)
           {"spec", spec}};
 }
 
-json AyatoriJob(const Options& o, const std::string& ns, const std::string& name) {
+// An Ayatori Job; `queued`: labelled with the LocalQueue --cluster-queue of its namespace.
+json AyatoriJob(const Options& o, const std::string& ns, const std::string& name, bool queued) {
   json c = Container(o);
   json task = {{"image", c["image"]}, {"command", c["command"]}, {"env", c["env"]}};
   json spec = {{"jobClassName", o.jobClass}, {"task", task}};
+  json metadata = {{"name", name}, {"namespace", ns}};
+  if (queued) metadata["labels"] = {{bench::kQueueNameLabel, o.clusterQueue}};
   return {{"apiVersion", "execution.ayatori.ddupan.top/v1alpha1"},
           {"kind", "Job"},
-          {"metadata", {{"name", name}, {"namespace", ns}}},
+          {"metadata", metadata},
           {"spec", spec}};
 }
 
@@ -437,6 +450,7 @@ class RssSampler {
 struct SideResult {
   std::string name;
   bool ayatori = false;
+  bool queued = false;  // Ayatori Jobs through Kueue (the side "queued")
   int n = 0, finished = 0, failed = 0, createErrors = 0;
   double wallSeconds = 0, jobsPerSecond = 0;
   double createSeconds = 0;  // first create sent -> last create answered
@@ -620,7 +634,7 @@ void CreateJobs(const Options& o, bool ayatori, KubeClient& creator, Tracker& tr
   std::atomic<int64_t> lastCreated{0};
   bench::ParallelFor(o.n, o.creators, [&](int i) {
     const std::string name = "b-" + std::to_string(i);
-    json object = ayatori ? AyatoriJob(o, ns, name) : NativeJob(o, ns, name);
+    json object = ayatori ? AyatoriJob(o, ns, name, r.queued) : NativeJob(o, ns, name);
     CreateJob(creator, ayatori ? kAyatoriJobs : kBatchJobs, ns, name, object, tracker, lastCreated,
               errors);
   });
@@ -705,17 +719,27 @@ void CountRequests(const Scrapes& before, const Scrapes& after, SideResult& r) {
   }
 }
 
-SideResult RunSide(const Options& o, bool ayatori, KubeClient& creator, KubeClient& watcher,
-                   Probe& probe, const std::string& ns) {
+// Its namespace and, for the side "queued", the namespace's LocalQueue; false (said) on failure.
+bool PrepareNamespace(const Options& o, KubeClient& creator, const SideResult& r,
+                      const std::string& ns) {
+  Status s = CreateNamespace(creator, ns);
+  if (s.ok() && r.queued) s = bench::CreateLocalQueue(creator, ns, o.clusterQueue);
+  if (!s.ok()) std::fprintf(stderr, "bench: namespace %s: %s\n", ns.c_str(), s.ToString().c_str());
+  return s.ok();
+}
+
+// `side`: native, ayatori or queued.
+SideResult RunSide(const Options& o, const std::string& side, KubeClient& creator,
+                   KubeClient& watcher, Probe& probe, const std::string& ns) {
+  const bool ayatori = side != "native";
   SideResult r;
-  r.name = ayatori ? "Ayatori (kubernetes)" : "native batch/v1";
+  r.name = side == "queued" ? "Ayatori queued (Kueue)"
+                            : (ayatori ? "Ayatori (kubernetes)" : "native batch/v1");
   r.ayatori = ayatori;
+  r.queued = side == "queued";
   r.n = o.n;
   std::fprintf(stderr, "bench: %s: %d Jobs in namespace %s\n", r.name.c_str(), o.n, ns.c_str());
-  if (Status s = CreateNamespace(creator, ns); !s.ok()) {
-    std::fprintf(stderr, "bench: namespace %s: %s\n", ns.c_str(), s.ToString().c_str());
-    return r;
-  }
+  if (!PrepareNamespace(o, creator, r, ns)) return r;
   Tracker tracker(o.n);
   std::latch listed(ayatori ? 3 : 2);  // before the threads that count it down: it outlives them
   std::vector<std::jthread> watches = StartWatches(watcher, ayatori, ns, tracker, listed);
@@ -783,7 +807,9 @@ void PrintBreakdown(const SideResult& r, int n) {
 class Table {
  public:
   explicit Table(const std::vector<SideResult>& sides) {
-    for (const auto& s : sides) (s.ayatori ? ayatori_ : native_) = &s;
+    for (const auto& s : sides) {
+      if (!s.queued) (s.ayatori ? ayatori_ : native_) = &s;  // "queued": its own section
+    }
   }
   const SideResult* native() const { return native_; }
   const SideResult* ayatori() const { return ayatori_; }
@@ -1004,6 +1030,55 @@ void PrintTargets(const Options& o, const SideResult* native, const SideResult* 
   if (ayatori) PrintControllerTargets(o, *ayatori, native);
 }
 
+// The writes per queued Job and their target. The controller's API client writes the Job, its
+// Workload and its batch Job: the Job and Workload writes are its writes less the batch Jobs it
+// created (the API server's POST jobs of the side, less the side's N Ayatori Jobs). The target is
+// judged on those requests; ayatori_job_api_writes_total is shown by kind beside them: it counts
+// one per Workload action, and a Workload's Finish is two requests (Kueue's finalizer removed,
+// then Finished=True; src/controller/workloads.h).
+void PrintQueuedWrites(const Options& o, const SideResult& queued) {
+  std::printf("  ayatori_job_api_writes_total by kind: ");
+  for (const auto& [kind, v] : queued.jobWritesByKind) {
+    std::printf("%s %.2f  ", kind.c_str(), v / o.n);
+  }
+  auto posts = queued.apiDelta.find("POST jobs");
+  const double batchCreates =
+      std::max(0.0, (posts == queued.apiDelta.end() ? 0.0 : posts->second) - o.n);
+  const double writes = (queued.controllerWrites - batchCreates) / o.n;
+  std::printf("(per Job; sum %.2f)\n", queued.jobWrites / o.n);
+  std::printf(
+      "  <= 9 writes per queued Job (Job and Workload, the controller's API requests): %.2f  %s  "
+      "(all its writes %.2f, batch Job creates %.2f)\n",
+      writes, MetOrMissed(writes <= 9), queued.controllerWrites / o.n, batchCreates / o.n);
+}
+
+// The side "queued" against the unqueued Ayatori side of the same run: its targets (writes to the
+// Job and its Workload per Job <= 9; create->started p50 <= 1.5x unqueued) and the numbers.
+void PrintQueuedTargets(const Options& o, const SideResult& queued, const SideResult* ayatori) {
+  std::printf(
+      "\nqueued through Kueue (ClusterQueue %s, pods quota >= N: never held back for quota):\n",
+      o.clusterQueue.c_str());
+  std::printf(
+      "  Jobs finished / failed / create errors: %d/%d/%d; first create -> last finished %.1f s\n",
+      queued.finished, queued.failed, queued.createErrors, queued.wallSeconds);
+  PrintQueuedWrites(o, queued);
+  const double q50 = Percentile(queued.startWatchMs, 0.5);
+  const double q99 = Percentile(queued.startWatchMs, 0.99);
+  if (ayatori == nullptr || ayatori->startWatchMs.empty() || q50 < 0) {
+    std::printf("  create->started (watch) p50 %.0f ms p99 %.0f ms; no unqueued side to compare\n",
+                q50, q99);
+    return;
+  }
+  const double u50 = Percentile(ayatori->startWatchMs, 0.5);
+  const double u99 = Percentile(ayatori->startWatchMs, 0.99);
+  std::printf(
+      "  create->started (watch) queued p50 %.0f ms p99 %.0f ms; unqueued p50 %.0f ms p99 %.0f "
+      "ms\n",
+      q50, q99, u50, u99);
+  std::printf("  create->started p50 <= 1.5x unqueued: %.2fx  %s  (p99 %.2fx)\n", q50 / u50,
+              MetOrMissed(q50 <= 1.5 * u50), q99 / u99);
+}
+
 void Report(const Options& o, const std::vector<SideResult>& sides) {
   const Table t(sides);
   PrintHeader(o);
@@ -1014,6 +1089,9 @@ void Report(const Options& o, const std::vector<SideResult>& sides) {
   PrintCpuRows(t, o);
   PrintBreakdowns(o, sides, t.ayatori());
   PrintTargets(o, t.native(), t.ayatori());
+  for (const auto& s : sides) {
+    if (s.queued) PrintQueuedTargets(o, s, t.ayatori());
+  }
 }
 
 // The sides --sides names, in order; nullopt (said on stderr) when it names an unknown one.
@@ -1021,7 +1099,7 @@ std::optional<std::vector<std::string>> ParseSides(const std::string& list) {
   std::vector<std::string> sideNames;
   std::stringstream sides(list);
   for (std::string side; std::getline(sides, side, ',');) {
-    if (side != "native" && side != "ayatori") {
+    if (side != "native" && side != "ayatori" && side != "queued") {
       std::fprintf(stderr, "bench: unknown side %s\n", side.c_str());
       return std::nullopt;
     }
@@ -1040,8 +1118,7 @@ void WarmUp(const Options& o, const std::vector<std::string>& sideNames, KubeCli
   Options w = o;
   w.n = o.warmup;
   for (const auto& side : sideNames) {
-    SideResult r = RunSide(w, side == "ayatori", creator, watcher, probe,
-                           "bench-" + side + "-warmup-" + suffix);
+    SideResult r = RunSide(w, side, creator, watcher, probe, "bench-" + side + "-warmup-" + suffix);
     std::fprintf(stderr, "bench: warm-up %s: %d/%d finished in %.1f s (not measured)\n",
                  r.name.c_str(), r.finished, w.n, r.wallSeconds);
   }
@@ -1075,6 +1152,9 @@ int main(int argc, char** argv) {
   app.add_option("--kcm-flags", o.kcmFlags, "shown in the report");
   app.add_option("--timeout", o.timeoutSeconds, "seconds to wait for each side");
   app.add_option("--processes", o.processes, "NAME:PID,... whose CPU time to report");
+  app.add_option("--cluster-queue", o.clusterQueue,
+                 "the side queued: its ClusterQueue (created, room for every Job at once) and the "
+                 "LocalQueue of its namespaces");
   CLI11_PARSE(app, argc, argv);
 
   auto config = bench::LoadKubeconfigOrReport("bench", o.kubeconfig);
@@ -1085,13 +1165,20 @@ int main(int argc, char** argv) {
 
   const auto sideNames = ParseSides(o.sides);
   if (!sideNames) return 2;
+  if (std::find(sideNames->begin(), sideNames->end(), "queued") != sideNames->end()) {
+    Status s = bench::CreateClusterQueue(*creator, o.clusterQueue, std::max(o.n, o.warmup));
+    if (!s.ok()) {
+      std::fprintf(stderr, "bench: ClusterQueue %s: %s\n", o.clusterQueue.c_str(),
+                   s.ToString().c_str());
+      return 1;
+    }
+  }
   const std::string suffix = std::to_string(getpid());
   WarmUp(o, *sideNames, *creator, *watcher, probe, suffix);
   std::vector<SideResult> results;
   results.reserve(sideNames->size());
   for (const auto& side : *sideNames) {
-    results.push_back(
-        RunSide(o, side == "ayatori", *creator, *watcher, probe, "bench-" + side + "-" + suffix));
+    results.push_back(RunSide(o, side, *creator, *watcher, probe, "bench-" + side + "-" + suffix));
   }
   Report(o, results);
   for (const auto& r : results) {

@@ -19,6 +19,8 @@
 #   testenv.sh build-kueue       build (or find in the cache) Kueue, pinned in hack/testenv/kueue/
 #   testenv.sh kueue-up          install Kueue's CRDs and webhooks and start it beside the running
 #                                control plane (either tier); its pid in $D/pids/kueue
+#                                (TESTENV_KUEUE_QPS / TESTENV_KUEUE_BURST: its client limits,
+#                                default Kueue's own 20 / 30)
 #   testenv.sh kueue-down        stop it by pid and remove its webhooks, CRDs and objects
 #
 # It is set up for API aggregation (request-header CA front-proxy-ca.crt, proxy client
@@ -453,6 +455,7 @@ health: {healthProbeBindAddress: "127.0.0.1:$KUEUE_HEALTH_PORT"}
 metrics: {bindAddress: "0"}
 webhook: {host: 127.0.0.1, port: $KUEUE_WEBHOOK_PORT, certDir: /webhook-certs}
 leaderElection: {leaderElect: false}
+clientConnection: {qps: ${TESTENV_KUEUE_QPS:-20}, burst: ${TESTENV_KUEUE_BURST:-30}}
 internalCertManagement: {enable: false}
 visibilityServer: {bindAddress: 127.0.0.1, bindPort: $KUEUE_VISIBILITY_PORT}
 integrations:
