@@ -22,6 +22,9 @@
 #                                (TESTENV_KUEUE_QPS / TESTENV_KUEUE_BURST: its client limits,
 #                                default Kueue's own 20 / 30)
 #   testenv.sh kueue-down        stop it by pid and remove its webhooks, CRDs and objects
+#   testenv.sh kueue-kill        SIGKILL only the Kueue manager (a crash): its CRDs, webhooks and
+#                                objects stay, and with the webhooks unanswered Workload writes fail
+#   testenv.sh kueue-start       start the manager again after kueue-kill (same ports, config)
 #
 # It is set up for API aggregation (request-header CA front-proxy-ca.crt, proxy client
 # certificate front-proxy-client, --enable-aggregator-routing): APIServices reach their Service's
@@ -508,7 +511,7 @@ kueue_webhooks() {
 kueue_ready() { curl -sf "http://127.0.0.1:$KUEUE_HEALTH_PORT/readyz"; }
 
 kueue_up() {
-  local kubectl crds t0 i
+  local kubectl crds
   [ -f "$D/env.sh" ] || { log "no control plane in $D (run: testenv.sh up)"; exit 1; }
   kueue_down
   build_kueue
@@ -516,6 +519,7 @@ kueue_up() {
   crds=$(kueue_crds)
   mkdir -p "$KQ" "$D/logs" "$D/pids"
   KUEUE_HEALTH_PORT=$(port) KUEUE_WEBHOOK_PORT=$(port) KUEUE_VISIBILITY_PORT=$(port)
+  echo "KUEUE_HEALTH_PORT=$KUEUE_HEALTH_PORT" >"$KQ/ports"  # for kueue-start
   # Server-side: the Workload CRD (1.4 MB) does not fit client-side apply's annotation.
   log "installing Kueue's CRDs from $crds"
   $kubectl apply --server-side -f "$crds" >/dev/null
@@ -525,6 +529,12 @@ kueue_up() {
   kueue_webhooks
   $kubectl apply -f "$KQ/webhooks.yaml" >/dev/null
   log "starting kueue (webhooks on https://127.0.0.1:$KUEUE_WEBHOOK_PORT)"
+  kueue_start_manager || { kueue_down; exit 1; }
+}
+
+# Starts the manager of a Kueue that kueue_up installed and waits until it is ready.
+kueue_start_manager() {
+  local t0 i
   t0=$(date +%s%N)
   # --kubeconfig as a flag: the visibility server takes its delegated-auth kubeconfig from it.
   start kueue chroot "$KQ/root" /kueue --config=/config.yaml --kubeconfig=/kubeconfig --zap-log-level=2
@@ -538,8 +548,16 @@ kueue_up() {
   done
   log "kueue did not become ready within 60 s; last lines of its log:"
   tail -n 40 "$D/logs/kueue.log" >&2
-  kueue_down
-  exit 1
+  return 1
+}
+
+kueue_kill() { stop_pid kueue --kill; }
+
+kueue_start() {
+  [ -f "$KQ/ports" ] || { log "no Kueue installed in $D (run: testenv.sh kueue-up)"; exit 1; }
+  # shellcheck disable=SC1091
+  source "$KQ/ports"
+  kueue_start_manager || exit 1
 }
 
 apiserver_reachable() {
@@ -595,6 +613,8 @@ case ${1:-} in
   build-kueue) build_kueue ;;
   kueue-up) kueue_up ;;
   kueue-down) kueue_down ;;
+  kueue-kill) kueue_kill ;;
+  kueue-start) kueue_start ;;
   helm) helm_path ;;
-  *) echo "usage: testenv.sh build|up [api|e2e] | env | down | stop-apiserver|start-apiserver|restart-apiserver [--kill] | logs | bindir | build-helm | helm | build-kueue | kueue-up | kueue-down" >&2; exit 2 ;;
+  *) echo "usage: testenv.sh build|up [api|e2e] | env | down | stop-apiserver|start-apiserver|restart-apiserver [--kill] | logs | bindir | build-helm | helm | build-kueue | kueue-up | kueue-down | kueue-kill | kueue-start" >&2; exit 2 ;;
 esac

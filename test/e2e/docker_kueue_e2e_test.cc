@@ -14,6 +14,8 @@
 
 #include "api/types.h"
 #include "test/e2e/controller_e2e.h"
+#include "test/support/process.h"
+#include "test/support/testenv.h"
 
 namespace ayatori::e2e {
 namespace {
@@ -280,6 +282,63 @@ TEST_F(DockerKueueE2ETest, TheParametersPickTheFlavorOfTheirHost) {
   EXPECT_EQ(workload->value("/status/admission/podSetAssignments/0/flavors/pods"_json_pointer, ""),
             queue_ + "-second")
       << workload->dump();
+}
+
+// hack/testenv/testenv.sh COMMAND on the fixture's control plane (kueue-kill, kueue-start).
+testing::ProcessResult Testenv(const std::string& command) {
+  return testing::RunProcess(
+      {testing::RequiredEnv("AYATORI_SOURCE_DIR") + "/hack/testenv/testenv.sh", command});
+}
+
+json WaitForStart(const std::string& ns, const std::string& name) {
+  return WaitForJob(
+      ns, name, [](const json& j) { return j.contains("/status/startTime"_json_pointer); }, 60s,
+      name + " started");
+}
+
+// Kueue crashes while one Job runs and another is created: the running Job's result is recorded
+// all the same (only its Workload's Finished waits for Kueue, retried with backoff), and once
+// Kueue is back the other is queued, admitted and run. Then the controller is killed while a
+// Job waits in the queue, and started again: that Job runs, once.
+TEST_F(DockerKueueE2ETest, KueueAndControllerRestartsLoseNothingAndRunNothingTwice) {
+  ASSERT_NO_FATAL_FAILURE(CreateQueues(1));
+  const std::string firstUid = CreateQueuedJob("first", "sleep 3");
+  WaitForStart(ns_, "first");
+  auto killed = Testenv("kueue-kill");
+  ASSERT_EQ(killed.exitCode, 0) << killed.err;
+  const std::string secondUid = CreateQueuedJob("second", "true");
+  json first = WaitForFinished(ns_, "first", 60s);
+  EXPECT_EQ(ConditionSummary(first, "Succeeded"), "True/Completed") << Describe(first);
+  auto second = Get(kJobResource, ns_, "second");
+  ASSERT_TRUE(second);
+  EXPECT_FALSE(second->contains("/status/startTime"_json_pointer)) << Describe(*second);
+  auto started = Testenv("kueue-start");
+  ASSERT_EQ(started.exitCode, 0) << started.err;
+  json done = WaitForFinished(ns_, "second", 120s);
+  EXPECT_EQ(ConditionSummary(done, "Admitted"), "True/Admitted") << Describe(done);
+  EXPECT_EQ(ConditionSummary(done, "Succeeded"), "True/Completed") << Describe(done);
+  EXPECT_TRUE(testing::Eventually(
+      [&] {
+        auto w = WorkloadOf(firstUid);
+        return w && ConditionSummary(*w, "Finished") == "True/Succeeded";
+      },
+      60s))
+      << "the first Job's Workload was not Finished once Kueue was back";
+
+  CreateQueuedJob("holder", "sleep 3");
+  WaitForStart(ns_, "holder");
+  const std::string waiterUid = CreateQueuedJob("waiter", "true");
+  WaitForJob(
+      ns_, "waiter",
+      [](const json& j) { return ConditionSummary(j, "Admitted").rfind("False/", 0) == 0; }, 60s,
+      "the waiter queued");
+  controller_.Kill();
+  RestartController();
+  json waiter = WaitForFinished(ns_, "waiter", 120s);
+  EXPECT_EQ(ConditionSummary(waiter, "Succeeded"), "True/Completed") << Describe(waiter);
+  for (const std::string& uid : {firstUid, secondUid, waiterUid}) {
+    EXPECT_EQ(ContainersOf(host_, uid).size(), 1u) << "containers of Job " << uid;
+  }
 }
 
 // How many containers of the engine ran at once at most, from their start and end times
