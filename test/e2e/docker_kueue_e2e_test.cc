@@ -341,6 +341,45 @@ TEST_F(DockerKueueE2ETest, KueueAndControllerRestartsLoseNothingAndRunNothingTwi
   }
 }
 
+// A stopped ClusterQueue (stopPolicy Hold) admits nothing: the Job waits with Kueue's words
+// until its class's start timeout ends it StartTimeout, with no container and its Workload
+// Finished; started again (stopPolicy None), the queue runs the next Job.
+TEST_F(DockerKueueE2ETest, AStoppedClusterQueueHoldsAJobUntilItsStartTimeout) {
+  ASSERT_NO_FATAL_FAILURE(CreateQueues(1));
+  auto stop = [&](const char* policy) {
+    auto r = Kubectl({"patch", "clusterqueue", queue_, "--type=merge", "-p",
+                      json({{"spec", {{"stopPolicy", policy}}}}).dump()});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+  };
+  ASSERT_NO_FATAL_FAILURE(stop("Hold"));
+  const std::string cls = "e2e-docker-kueue-timeout";
+  ASSERT_TRUE(ApplyDockerClass(
+      cls, {{"endpoint", host_}, {"pullPolicy", "IfNotPresent"}, {"networkMode", "none"}},
+      {{"startTimeoutSeconds", 5}}));
+  json manifest =
+      JobManifest(ns_, "held", cls, {{"image", kBusybox}, {"command", {"/bin/sh", "-c", "true"}}});
+  manifest["metadata"]["labels"] = {{kQueueLabel, queue_}};
+  auto created = Create(manifest);
+  ASSERT_TRUE(created);
+  const std::string uid = created->value("/metadata/uid"_json_pointer, "");
+  json held = WaitForFinished(ns_, "held", 90s);
+  EXPECT_EQ(ConditionSummary(held, "Succeeded"), "False/StartTimeout") << Describe(held);
+  EXPECT_NE(ConditionSummary(held, "Admitted"), "True/Admitted") << Describe(held);
+  EXPECT_TRUE(ContainersOf(host_, uid).empty()) << "a Job that never left the queue ran";
+  EXPECT_TRUE(testing::Eventually(
+      [&] {
+        auto w = WorkloadOf(uid);
+        return !w || ConditionSummary(*w, "Finished") == "True/Failed";
+      },
+      30s))
+      << "the timed-out Job's Workload was not Finished";
+
+  ASSERT_NO_FATAL_FAILURE(stop("None"));
+  CreateQueuedJob("after", "true");
+  json after = WaitForFinished(ns_, "after", 120s);
+  EXPECT_EQ(ConditionSummary(after, "Succeeded"), "True/Completed") << Describe(after);
+}
+
 // How many containers of the engine ran at once at most, from their start and end times
 // (RFC 3339 with nanoseconds, UTC, from one engine: text order is time order; an end at the very
 // time of another's start counts as before it).
