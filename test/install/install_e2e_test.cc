@@ -31,6 +31,7 @@
 #include "api/types.h"
 #include "base/base64.h"
 #include "test/e2e/controller_e2e.h"
+#include "test/install/audit_log.h"
 #include "test/support/controller_process.h"
 #include "test/support/process.h"
 #include "test/support/testenv.h"
@@ -149,65 +150,8 @@ std::vector<json> ObjectsOf(const std::string& yamlPath) {
   return objects;
 }
 
-// One audit record of the ServiceAccount's requests (hack/testenv/testenv.sh's audit policy).
-struct Request {
-  std::string verb, group, resource, ns, name;  // resource includes "/subresource"
-  int code = 0;
-  std::string message;  // of the response status (why a request was denied)
-  std::string Summary() const {
-    return verb + " " + (group.empty() ? "" : group + "/") + resource +
-           (ns.empty() ? "" : " -n " + ns) + (name.empty() ? "" : " " + name) + " -> " +
-           std::to_string(code) + (code == 403 ? " (" + message.substr(0, 160) + ")" : "");
-  }
-};
-
-// The audit log's size now, to read only what comes after.
-size_t AuditOffset() {
-  struct stat st {};
-  if (stat(TestenvVar("TESTENV_AUDIT_LOG").c_str(), &st) != 0) return 0;
-  return static_cast<size_t>(st.st_size);
-}
-
 // The ServiceAccount's completed requests recorded after `offset`.
-std::vector<Request> ServiceAccountRequests(size_t offset) {
-  std::ifstream in(TestenvVar("TESTENV_AUDIT_LOG"));
-  EXPECT_TRUE(in) << "no audit log at " << TestenvVar("TESTENV_AUDIT_LOG");
-  in.seekg(static_cast<std::streamoff>(offset));
-  std::vector<Request> out;
-  for (std::string line; std::getline(in, line);) {
-    json e = json::parse(line, nullptr, false);
-    if (!e.is_object() || e.value("/user/username"_json_pointer, "") != kSaUser) continue;
-    // A watch is recorded when its response starts and again when it ends.
-    const std::string stage = e.value("stage", "");
-    if (stage != "ResponseComplete" && stage != "ResponseStarted") continue;
-    Request r;
-    r.verb = e.value("verb", "");
-    r.group = e.value("/objectRef/apiGroup"_json_pointer, "");
-    r.resource = e.value("/objectRef/resource"_json_pointer, "");
-    const std::string sub = e.value("/objectRef/subresource"_json_pointer, "");
-    if (!sub.empty()) r.resource += "/" + sub;
-    r.ns = e.value("/objectRef/namespace"_json_pointer, "");
-    r.name = e.value("/objectRef/name"_json_pointer, "");
-    r.code = e.value("/responseStatus/code"_json_pointer, 0);
-    r.message = e.value("/responseStatus/message"_json_pointer, "");
-    out.push_back(r);
-  }
-  return out;
-}
-
-std::vector<Request> Denied(const std::vector<Request>& requests) {
-  std::vector<Request> denied;
-  for (const auto& r : requests) {
-    if (r.code == 403) denied.push_back(r);
-  }
-  return denied;
-}
-
-std::string Summaries(const std::vector<Request>& requests, size_t max = 20) {
-  std::string s;
-  for (size_t i = 0; i < requests.size() && i < max; ++i) s += "\n  " + requests[i].Summary();
-  return s;
-}
+std::vector<Request> ServiceAccountRequests(size_t offset) { return RequestsOf(kSaUser, offset); }
 
 // A rule of one of the controller's roles.
 struct Rule {
