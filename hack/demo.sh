@@ -10,7 +10,7 @@
 #                  (testenv.sh build-kueue, kueue-up) with its visibility API served through
 #                  kube-apiserver, a ClusterQueue capping the demo's engine at KUEUE_PODS (2)
 #                  tasks and a LocalQueue "demo" in namespace ci; the controller runs with
-#                  --kueue; the example Job and three more name the queue, so some wait (Queued)
+#                  --kueue; the example Job and four more name the queue, so some wait (Queued)
 # make demo-kubernetes / make demo-kubernetes-down: the Kubernetes backend (batch/v1 Jobs) on the
 # e2e control plane, whose node is simulated by kwok (pods run and exit as their env says):
 #   demo.sh up-kubernetes     a Job that succeeds, one that fails with exit code 3 and one cancelled
