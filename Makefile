@@ -157,6 +157,7 @@ test-tsan: build-tsan
 # The Docker demo prepares only what it runs (hack/demo.sh): the Debian packages, the CMake target
 # demo-binaries (controller and kubectl plugin, no tests) and the control plane's api tier (etcd,
 # kube-apiserver, kubectl), with one "[k/N]" line per phase. A second run reuses all of it.
+# KUEUE=1 make demo: with Kueue too, and Jobs that wait in its LocalQueue (README.md).
 DEMO_ENV = BUILD_DIR=$(BUILD_DIR) AYATORI_CMAKE_FLAGS="$(CMAKE_FLAGS)"
 
 demo:

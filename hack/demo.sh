@@ -6,6 +6,11 @@
 #                  controller in a network namespace); run the example Job; print its status
 #                  and output
 #   demo.sh down   stop what `up` started (only that, by pid)
+#   KUEUE=1        queueing through Kueue too (README.md, "Queueing through Kueue"): Kueue
+#                  (testenv.sh build-kueue, kueue-up) with its visibility API served through
+#                  kube-apiserver, a ClusterQueue capping the demo's engine at KUEUE_PODS (2)
+#                  tasks and a LocalQueue "demo" in namespace ci; the controller runs with
+#                  --kueue; the example Job and four more name the queue, so some wait (Queued)
 # make demo-kubernetes / make demo-kubernetes-down: the Kubernetes backend (batch/v1 Jobs) on the
 # e2e control plane, whose node is simulated by kwok (pods run and exit as their env says):
 #   demo.sh up-kubernetes     a Job that succeeds, one that fails with exit code 3 and one cancelled
@@ -56,6 +61,8 @@ export TESTENV_DIR=$DEMO/testenv AYATORI_DOCKERD_DIR=$DEMO/dockerd
 export AYATORI_OPENSANDBOX_DIR=$DEMO/opensandbox
 STEP=0
 TOTAL=10
+KUEUE=${KUEUE:-}
+KUEUE_PODS=2
 
 # One line per phase: its number, the seconds since the start, what it does or waits for.
 step() {
@@ -203,6 +210,7 @@ prepare_binaries() {
 }
 
 up() {
+  [ "$KUEUE" != 1 ] || TOTAL=11
   prepare_binaries demo
 
   step "Kubernetes control plane: starting etcd and kube-apiserver, waiting for /readyz"
@@ -233,10 +241,17 @@ up() {
     logs_api_cert
   fi
 
+  local queue_flags=()
+  if [ "$KUEUE" = 1 ]; then
+    step "Kueue (KUEUE=1): built once per machine (Go), started beside the control plane; a ClusterQueue of $KUEUE_PODS pods for the demo's Docker engine, LocalQueue ci/demo"
+    kueue_up
+    queue_flags=(--kueue)
+  fi
+
   step "starting ayatori-controller (serving the Job log API), waiting for \"controller ready\" in its log"
   if [ -f "$DEMO/own-cluster" ]; then
     logs_api_network
-    start_controller --docker-endpoint="$DOCKER_HOST" "${LOGS_API_FLAGS[@]}"
+    start_controller --docker-endpoint="$DOCKER_HOST" "${LOGS_API_FLAGS[@]}" "${queue_flags[@]}"
     wait_logs_api
   else
     start_controller --docker-endpoint="$DOCKER_HOST"
@@ -247,9 +262,10 @@ up() {
   kube apply -f "$ROOT/config/samples/secret-example-token.yaml" \
     -f "$ROOT/config/samples/configmap-example-config.yaml"
   JOB=$(sed 's#image: .*#image: ayatori.local/busybox:1#' "$ROOT/config/samples/job.yaml" |
-    kube create -f - -o name)
+    queue_label | kube create -f - -o name)
   echo "created $JOB"
   local name=${JOB##*/}
+  [ "$KUEUE" != 1 ] || queued_jobs
 
   step "waiting for $name to succeed (kubectl ayatori wait)"
   if ! "$PLUGIN" wait -n ci --timeout=120s "$name"; then
@@ -259,6 +275,7 @@ up() {
   fi
   echo
   "$PLUGIN" get -n ci "$name" -o wide
+  [ "$KUEUE" != 1 ] || wait_queued_jobs
   echo
   echo "status:"
   kube get -n ci "$JOB" -o jsonpath='{.status}' | python3 -m json.tool
@@ -276,6 +293,157 @@ up() {
   echo "export PATH=$(dirname "$PLUGIN"):\$PATH" >>"$DEMO/env.sh"
   echo
   echo "demo is up after ${SECONDS}s. Try:  source $DEMO/env.sh && kubectl ayatori get -A"
+}
+
+# Kueue for KUEUE=1 (docs/development.md, "Kueue in the test environment"): started beside the
+# demo's own control plane (testenv.sh kueue-up; a cluster of KUBECONFIG has its own Kueue), its
+# visibility API served through kube-apiserver, and the demo's queue: a ResourceFlavor for the
+# demo's Docker engine, a ClusterQueue with room for KUEUE_PODS tasks on it and the LocalQueue
+# "demo" of namespace ci.
+kueue_up() {
+  [ -f "$DEMO/own-cluster" ] || die "KUEUE=1 needs the demo's own control plane (unset KUBECONFIG)"
+  "$ROOT/hack/testenv/testenv.sh" kueue-up  # builds Kueue first when it is not cached (build-kueue)
+  kueue_visibility
+  kube create namespace ci --dry-run=client -o yaml | kube apply -f - >/dev/null
+  kube apply -f - <<EOF
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: demo-docker}
+spec: {}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: demo}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu, memory, pods]
+    flavors:
+    - name: demo-docker
+      resources:
+      - {name: cpu, nominalQuota: "8"}
+      - {name: memory, nominalQuota: 16Gi}
+      - {name: pods, nominalQuota: $KUEUE_PODS}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: demo, namespace: ci}
+spec: {clusterQueue: demo}
+EOF
+  kube wait --for=condition=Active clusterqueue/demo --timeout=60s >/dev/null
+  echo "ClusterQueue demo is Active (pods: $KUEUE_PODS)"
+}
+
+# Kueue's visibility API (the queue positions kubectl ayatori shows) through kube-apiserver, as
+# Kueue's install has it: APIService v1beta2.visibility.kueue.x-k8s.io -> Service
+# kueue-system/visibility-server. Its endpoint may not be a loopback address, so a relay on the
+# host end of the demo's veth pair forwards to the loopback port that kueue-up gave Kueue's
+# visibility server (in its config.yaml). Kueue's serving certificate names 127.0.0.1 only, hence
+# insecureSkipTLSVerify (traffic of this machine only; an install has a caBundle).
+KUEUE_VISIBILITY_PORT=8082
+kueue_visibility() {
+  local config=$TESTENV_DIR/kueue/root/config.yaml port
+  port=$(sed -n 's/^visibilityServer:.*bindPort: *\([0-9]*\).*/\1/p' "$config")
+  [ -n "$port" ] || die "no visibilityServer bindPort in $config"
+  make_netns
+  RELAY_ARGS=("$NETNS_HOST_IP" "$KUEUE_VISIBILITY_PORT" 127.0.0.1 "$port")
+  start_relay relay-kueue
+  kube apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Namespace
+metadata: {name: kueue-system}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: visibility-server, namespace: kueue-system}
+spec: {ports: [{name: https, port: 443, targetPort: $KUEUE_VISIBILITY_PORT, protocol: TCP}]}
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: visibility-server, namespace: kueue-system}
+subsets: [{addresses: [{ip: $NETNS_HOST_IP}], ports: [{name: https, port: $KUEUE_VISIBILITY_PORT}]}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: visibility-server-demo
+  namespace: kueue-system
+  labels: {kubernetes.io/service-name: visibility-server}
+addressType: IPv4
+endpoints: [{addresses: ["$NETNS_HOST_IP"], conditions: {ready: true}}]
+ports: [{name: https, port: $KUEUE_VISIBILITY_PORT, protocol: TCP}]
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1beta2.visibility.kueue.x-k8s.io}
+spec:
+  group: visibility.kueue.x-k8s.io
+  version: v1beta2
+  groupPriorityMinimum: 100
+  versionPriority: 100
+  insecureSkipTLSVerify: true
+  service: {name: visibility-server, namespace: kueue-system, port: 443}
+EOF
+  kube wait --for=condition=Available --timeout=60s \
+    apiservice/v1beta2.visibility.kueue.x-k8s.io >/dev/null
+  echo "APIService v1beta2.visibility.kueue.x-k8s.io is Available (Kueue's visibility API)"
+}
+
+# A Job manifest on stdin, with (KUEUE=1) the label that queues it in LocalQueue demo.
+queue_label() {
+  if [ "$KUEUE" = 1 ]; then
+    sed 's#^metadata:$#metadata:\n  labels: {kueue.x-k8s.io/queue-name: demo}#'
+  else
+    cat
+  fi
+}
+
+# KUEUE=1: four more Jobs of LocalQueue demo that run a few seconds each. With the example Job
+# they ask for more than the ClusterQueue's KUEUE_PODS tasks, so some wait (Queued) until one
+# ends; kubectl ayatori get shows them once the controller has gated each (an Admitted condition),
+# and describe the last one's place in the queue.
+QUEUED_JOBS=(queued-1 queued-2 queued-3 queued-4)
+queued_jobs() {
+  local job
+  kube delete -n ci ajob "${QUEUED_JOBS[@]}" --ignore-not-found --wait=true >/dev/null
+  for job in "${QUEUED_JOBS[@]}"; do
+    queue_label <<EOF | kube create -f - -o name
+apiVersion: execution.ayatori.ddupan.top/v1alpha1
+kind: Job
+metadata:
+  name: $job
+  namespace: ci
+spec:
+  jobClassName: default
+  task: {image: ayatori.local/busybox:1, command: [/bin/sh, -c, "sleep 4; echo $job done"]}
+EOF
+    kube wait -n ci --timeout=60s "ajob/$job" \
+      --for=jsonpath='{.status.conditions[?(@.type=="Admitted")].type}'=Admitted >/dev/null
+  done
+  echo
+  echo "kubectl ayatori get -n ci (LocalQueue demo runs $KUEUE_PODS at a time):"
+  "$PLUGIN" get -n ci
+  echo "kubectl ayatori describe -n ci $job:"
+  "$PLUGIN" describe -n ci "$job" | grep -E '^(State|  Why|Queue):'
+}
+
+# KUEUE=1: waits for the queued Jobs, showing the queue move on when the first one ends.
+wait_queued_jobs() {
+  local job
+  "$PLUGIN" wait -n ci --timeout=120s "${QUEUED_JOBS[0]}" >/dev/null ||
+    die "${QUEUED_JOBS[0]} did not succeed"
+  # The first of the queue then, once the controller marked queued-1's Workload Finished.
+  kube wait -n ci --timeout=60s "ajob/${QUEUED_JOBS[2]}" \
+    --for=jsonpath='{.status.conditions[?(@.type=="Admitted")].status}'=True >/dev/null
+  echo
+  echo "kubectl ayatori get -n ci (${QUEUED_JOBS[0]} is done: ${QUEUED_JOBS[2]} was admitted):"
+  "$PLUGIN" get -n ci
+  for job in "${QUEUED_JOBS[@]}"; do
+    "$PLUGIN" wait -n ci --timeout=120s "$job" >/dev/null || die "$job did not succeed"
+  done
+  echo
+  echo "kubectl ayatori get -n ci (all done, at most $KUEUE_PODS at a time):"
+  "$PLUGIN" get -n ci
 }
 
 # kubernetes_job NAME ENV [SCRIPT]: a Job of the kubernetes JobClass running `sh -c SCRIPT`
@@ -828,7 +996,7 @@ EOF
 # Stops the relays of logs_api_network and deletes its network namespace.
 down_netns() {
   local name
-  for name in relay-host relay-netns; do
+  for name in relay-host relay-netns relay-kueue; do
     if [ -f "$DEMO/$name.pid" ]; then
       kill -TERM -- "-$(cat "$DEMO/$name.pid")" 2>/dev/null || true
     fi
@@ -852,6 +1020,10 @@ down() {
   [ "${1:-}" != opensandbox ] || "$ROOT/hack/opensandbox/opensandbox.sh" down || true
   [ "${1:-}" = kubernetes ] || "$ROOT/hack/dockerd.sh" down || true
   if [ -f "$DEMO/own-cluster" ]; then
+    if [ -d "$TESTENV_DIR/kueue" ]; then
+      "$ROOT/hack/testenv/testenv.sh" kueue-down  # KUEUE=1
+      echo "kueue stopped"
+    fi
     "$ROOT/hack/testenv/testenv.sh" down
     echo "control plane stopped"
   fi

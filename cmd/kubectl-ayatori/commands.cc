@@ -4,6 +4,7 @@
 #include <chrono>
 #include <iostream>
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -179,8 +180,12 @@ GetOptions TableOptions(const Invocation& inv, const OutputFormat& format) {
   return {format.kind == OutputFormat::Kind::kWide, inv.allNamespaces};
 }
 
+// Prints the first answer of get; `options` gets the table's columns, which the rows of get -w
+// keep (with the queue's positions left out: they are asked once, and would soon be stale).
 int PrintJobs(const Invocation& inv, const std::string& ns, const OutputFormat& format,
-              const std::vector<nlohmann::json>& raw, Io& io) {
+              const std::vector<nlohmann::json>& raw, const PathStreamer& streamer,
+              GetOptions& options, Io& io) {
+  options = TableOptions(inv, format);
   if (!format.Table()) {
     io.out << FormatObjects(format, raw, !inv.name.empty());
     return kExitOk;
@@ -204,7 +209,11 @@ int PrintJobs(const Invocation& inv, const std::string& ns, const OutputFormat& 
     return std::tie(a.metadata.namespace_, a.metadata.name) <
            std::tie(b.metadata.namespace_, b.metadata.name);
   });
-  io.out << FormatJobTable(jobs, TableOptions(inv, format), Now());
+  options.queue = std::any_of(jobs.begin(), jobs.end(),
+                              [](const api::Job& job) { return !QueueKey(job).empty(); });
+  GetOptions first = options;
+  if (options.queue) first.positions = AskQueuePositions(jobs, streamer);
+  io.out << FormatJobTable(jobs, first, Now());
   return exit;
 }
 
@@ -220,7 +229,7 @@ std::string MetadataField(const nlohmann::json& object, const char* field) {
 // 410 Gone, a fresh list whose changed Jobs are printed, and a watch from its version. Runs
 // until io.stop (the binary: until interrupted) or an error.
 int WatchJobs(const Invocation& inv, const std::string& ns, KubeClient& client,
-              const OutputFormat& format, const Listed& listed, Io& io) {
+              const OutputFormat& format, const GetOptions& columns, const Listed& listed, Io& io) {
   std::map<std::string, std::string> shown;  // uid -> the resourceVersion printed last
   for (const auto& o : listed.raw)
     shown[MetadataField(o, "uid")] = MetadataField(o, "resourceVersion");
@@ -232,7 +241,7 @@ int WatchJobs(const Invocation& inv, const std::string& ns, KubeClient& client,
     if (!format.Table()) {
       io.out << FormatWatchedObject(format, object);
     } else if (auto job = api::JobFromJson(object); job.ok()) {
-      io.out << FormatJobRow(*job, TableOptions(inv, format), Now());
+      io.out << FormatJobRow(*job, columns, Now());
     } else {
       io.err << "error: a Job cannot be read: " << job.status().message() << "\n";
     }
@@ -263,16 +272,54 @@ int WatchJobs(const Invocation& inv, const std::string& ns, KubeClient& client,
   return kExitOk;
 }
 
-int Get(const Invocation& inv, const std::string& ns, KubeClient& client, Io& io) {
+int Get(const Invocation& inv, const std::string& ns, KubeClient& client,
+        const PathStreamer& streamer, Io& io) {
   auto listed = ListJobs(inv, ns, client, io);
   if (!listed) return kExitError;
   const OutputFormat format = *ParseOutputFormat(inv.output);  // checked by ParseArgs
-  const int exit = PrintJobs(inv, ns, format, listed->raw, io);
+  GetOptions columns;
+  const int exit = PrintJobs(inv, ns, format, listed->raw, streamer, columns, io);
   if (!inv.watch) return exit;
-  return WatchJobs(inv, ns, client, format, *listed, io);
+  return WatchJobs(inv, ns, client, format, columns, *listed, io);
 }
 
-int Describe(const Invocation& inv, const std::string& ns, KubeClient& client, Io& io) {
+// What describe says when the visibility API did not answer for the Job's LocalQueue.
+std::string VisibilityError(const Status& status) {
+  const std::string api = std::string("Kueue's visibility API (") + kKueueVisibilityGroup + "/" +
+                          kKueueVisibilityVersion + ")";
+  // Kueue's own 404 names the LocalQueue it does not know; the API server's names nothing.
+  if (status.code() == StatusCode::kNotFound) {
+    return status.message().find("\" not found") != std::string::npos
+               ? api + ": " + status.message()
+               : api + " is not served by this cluster";
+  }
+  if (status.code() == StatusCode::kForbidden) return "reading " + api + " was refused (RBAC)";
+  if (status.code() == StatusCode::kInvalidArgument) return api + " " + status.message();
+  return api + " did not answer: " + status.message();
+}
+
+// The pending Workloads of one LocalQueue's answer, by name: their 0-based positionInLocalQueue.
+StatusOr<std::map<std::string, int64_t>> ReadPendingWorkloads(const std::string& body) {
+  const auto summary = nlohmann::json::parse(body, nullptr, false);
+  if (!summary.is_object() || !summary.contains("items") || !summary["items"].is_array()) {
+    return Status(StatusCode::kInvalidArgument,
+                  "answered something other than a PendingWorkloadsSummary");
+  }
+  std::map<std::string, int64_t> positions;
+  for (const auto& item : summary["items"]) {
+    const auto name = nlohmann::json::json_pointer("/metadata/name");
+    const auto position = item.find("positionInLocalQueue");
+    if (!item.contains(name) || !item.at(name).is_string() || position == item.end() ||
+        !position->is_number_integer()) {
+      continue;
+    }
+    positions[item.at(name).get<std::string>()] = position->get<int64_t>();
+  }
+  return positions;
+}
+
+int Describe(const Invocation& inv, const std::string& ns, KubeClient& client,
+             const PathStreamer& streamer, Io& io) {
   auto got = GetJob(client, ns, inv.name, io);
   if (!got) return kExitError;
   const api::Job& job = got->second;
@@ -281,7 +328,11 @@ int Describe(const Invocation& inv, const std::string& ns, KubeClient& client, I
   options.fieldSelector = "involvedObject.uid=" + job.metadata.uid;
   auto listed = ListAll(client, kCoreEvents, ns, options,
                         [&](nlohmann::json&& e) { events.push_back(EventLineFromJson(e)); });
-  io.out << FormatDescribe(job, std::move(events), Now());
+  DescribeQueue queue;
+  if (statemachine::DeriveState(job) == State::kQueued) {
+    queue.positions = AskQueuePositions({job}, streamer, &queue.unknownWhy);
+  }
+  io.out << FormatDescribe(job, std::move(events), Now(), kDescribeEvents, queue);
   if (!listed.ok()) {
     // The Job itself was shown; Events are a courtesy that RBAC may deny.
     io.err << "warning: " << ExplainError(listed.status(), "list events") << "\n";
@@ -631,6 +682,37 @@ std::string LogPath(std::string_view ns, std::string_view name, const LogOptions
               {"sinceSeconds", options.sinceSeconds ? std::to_string(*options.sinceSeconds) : ""}});
 }
 
+std::string PendingWorkloadsPath(std::string_view ns, std::string_view queue) {
+  ResourceRef ref{kKueueVisibilityGroup, kKueueVisibilityVersion, "localqueues", true};
+  return kube::ResourcePath(ref, ns, queue, "pendingworkloads");
+}
+
+QueuePositions AskQueuePositions(const std::vector<api::Job>& jobs, const PathStreamer& streamer,
+                                 std::string* why) {
+  QueuePositions positions;
+  std::set<std::string> asked;
+  for (const auto& job : jobs) {
+    const std::string key = QueueKey(job);
+    if (key.empty() || statemachine::DeriveState(job) != State::kQueued) continue;
+    if (!asked.insert(key).second) continue;
+    std::string body;
+    Status answered =
+        streamer(PendingWorkloadsPath(job.metadata.namespace_, statemachine::QueueName(job)), {},
+                 [&](std::string_view chunk) {
+                   body.append(chunk);
+                   return true;
+                 });
+    auto pending = answered.ok() ? ReadPendingWorkloads(body)
+                                 : StatusOr<std::map<std::string, int64_t>>(answered);
+    if (pending.ok()) {
+      positions[key] = std::move(*pending);
+    } else if (why != nullptr && why->empty()) {
+      *why = VisibilityError(pending.status());
+    }
+  }
+  return positions;
+}
+
 StatusOr<bool> RequestCancel(KubeClient& client, const std::string& ns, const api::Job& job) {
   if (statemachine::IsTerminal(statemachine::DeriveState(job))) return false;
   PatchOptions options;
@@ -755,9 +837,9 @@ int Execute(const Invocation& inv, const std::string& ns, KubeClient& client,
             const PathStreamer& streamer, Io io) {
   switch (inv.verb) {
     case Verb::kGet:
-      return Get(inv, ns, client, io);
+      return Get(inv, ns, client, streamer, io);
     case Verb::kDescribe:
-      return Describe(inv, ns, client, io);
+      return Describe(inv, ns, client, streamer, io);
     case Verb::kRun:
       return Run(inv, ns, client, streamer, io);
     case Verb::kCancel:

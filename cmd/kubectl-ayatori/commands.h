@@ -9,10 +9,12 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "api/types.h"
 #include "ayatori/clock.h"
 #include "ayatori/kube_client.h"
+#include "format.h"
 #include "options.h"
 
 namespace ayatori::plugin {
@@ -30,6 +32,14 @@ struct LogOptions {
 
 // /apis/<kLogApiGroup>/v1alpha1/namespaces/NS/jobs/NAME/log?follow=true&tailLines=..&sinceSeconds=..
 std::string LogPath(std::string_view ns, std::string_view name, const LogOptions& options);
+
+// Kueue's visibility API through the API server (an APIService of Kueue's install; make demo
+// KUEUE=1 serves it, hack/demo.sh): the pending Workloads of one LocalQueue with their positions
+// (a PendingWorkloadsSummary of Kueue v0.17.0, pinned in hack/testenv/kueue/go.mod).
+inline constexpr const char* kKueueVisibilityGroup = "visibility.kueue.x-k8s.io";
+inline constexpr const char* kKueueVisibilityVersion = "v1beta2";
+// /apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/NS/localqueues/QUEUE/pendingworkloads
+std::string PendingWorkloadsPath(std::string_view ns, std::string_view queue);
 
 // GETs an API path and hands the body to onData as it arrives (kube::RestClient::StreamPath).
 using PathStreamer = std::function<Status(std::string_view path, const std::stop_token& stop,
@@ -78,6 +88,13 @@ StatusOr<bool> RequestCancel(KubeClient& client, const std::string& ns, const ap
 
 // The names of the Jobs of `ns`, for completion; empty when they cannot be listed.
 std::vector<std::string> JobNames(KubeClient& client, const std::string& ns);
+
+// Where the queued Jobs among `jobs` stand (format.h): the visibility API is asked once per
+// LocalQueue that a queued Job names, through `streamer`. A LocalQueue whose answer is an error
+// (the API is not served: 404; its server is down: 503; RBAC) or unreadable is left out, and
+// `why` (if given) says what the first such answer was; the caller never fails because of it.
+QueuePositions AskQueuePositions(const std::vector<api::Job>& jobs, const PathStreamer& streamer,
+                                 std::string* why = nullptr);
 
 // Runs one parsed command; `ns` is the namespace already defaulted. Returns the exit code.
 int Execute(const Invocation& inv, const std::string& ns, KubeClient& client,

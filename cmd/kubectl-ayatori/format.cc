@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "api/json.h"
+#include "kueue/workload.h"
 
 namespace ayatori::plugin {
 
@@ -172,10 +173,44 @@ std::string ExplainState(const api::Job& job, State state) {
   return "";
 }
 
+std::string QueueKey(const api::Job& job) {
+  const std::string queue = statemachine::QueueName(job);
+  return queue.empty() ? "" : job.metadata.namespace_ + "/" + queue;
+}
+
+std::optional<int64_t> QueuePosition(const api::Job& job, const QueuePositions& positions) {
+  if (statemachine::DeriveState(job) != State::kQueued) return std::nullopt;
+  const auto queue = positions.find(QueueKey(job));
+  if (queue == positions.end()) return std::nullopt;
+  const auto pending = queue->second.find(kueue::WorkloadName(job.metadata.uid));
+  if (pending == queue->second.end()) return std::nullopt;
+  return pending->second + 1;
+}
+
+std::string QueueText(const api::Job& job, const QueuePositions& positions,
+                      const std::string& unknownWhy) {
+  const std::string queue = statemachine::QueueName(job);
+  const auto* admitted =
+      api::FindCondition(job.status.conditions, statemachine::kConditionAdmitted);
+  if (admitted != nullptr && admitted->status == api::ConditionStatus::kTrue) {
+    return "admitted by LocalQueue " + queue;
+  }
+  if (statemachine::DeriveState(job) != State::kQueued) return "LocalQueue " + queue;
+  if (auto position = QueuePosition(job, positions)) {
+    return "position " + std::to_string(*position) + " in LocalQueue " + queue;
+  }
+  return "waiting in LocalQueue " + queue + ", position unknown" +
+         (unknownWhy.empty() ? "" : ": " + unknownWhy);
+}
+
 std::vector<std::string> JobTableHeader(const GetOptions& options) {
   std::vector<std::string> header;
   if (options.withNamespace) header.emplace_back("NAMESPACE");
-  for (const char* h : {"NAME", "STATE", "CLASS", "REASON", "EXIT", "AGE"}) header.emplace_back(h);
+  for (const char* h : {"NAME", "STATE", "CLASS"}) header.emplace_back(h);
+  if (options.queue) {
+    for (const char* h : {"QUEUE", "POSITION"}) header.emplace_back(h);
+  }
+  for (const char* h : {"REASON", "EXIT", "AGE"}) header.emplace_back(h);
   if (options.wide) {
     for (const char* h : {"DESIRED", "STARTED", "ADAPTER", "BACKEND"}) header.emplace_back(h);
   }
@@ -191,6 +226,11 @@ std::vector<std::string> JobRowCells(const api::Job& job, const GetOptions& opti
   row.emplace_back(statemachine::StateName(state));
   row.push_back(job.status.resolvedJobClass ? job.status.resolvedJobClass->name
                                             : Or(job.spec.jobClassName, "<default>"));
+  if (options.queue) {
+    row.push_back(Or(statemachine::QueueName(job), "<none>"));
+    const auto position = QueuePosition(job, options.positions);
+    row.push_back(position ? std::to_string(*position) : "<none>");
+  }
   row.push_back(Or(StateReason(job, state), "<none>"));
   row.push_back(job.status.result && job.status.result->exitCode
                     ? std::to_string(*job.status.result->exitCode)
@@ -374,10 +414,14 @@ void AddMetadataRows(const api::Job& job, api::Time now, DescribeRows& rows) {
   rows.Add("Annotations:", Or(annotations, "<none>"));
 }
 
-// The derived state and why, what was asked for, and the class the Job resolved to.
-void AddStateAndClassRows(const api::Job& job, State state, DescribeRows& rows) {
+// The derived state and why, the LocalQueue, what was asked for, and the class the Job resolved to.
+void AddStateAndClassRows(const api::Job& job, State state, const DescribeQueue& queue,
+                          DescribeRows& rows) {
   rows.Add("State:", statemachine::StateName(state));
   rows.Add("  Why:", ExplainState(job, state));
+  if (!statemachine::QueueName(job).empty()) {
+    rows.Add("Queue:", QueueText(job, queue.positions, queue.unknownWhy));
+  }
   rows.Add("Desired State:", api::ToString(job.spec.desiredState));
   rows.Add("Job Class:", Or(job.spec.jobClassName, "<default>"));
   if (!job.status.resolvedJobClass) {
@@ -506,11 +550,11 @@ std::string EventsSection(std::vector<EventLine> events, api::Time now, size_t m
 }  // namespace
 
 std::string FormatDescribe(const api::Job& job, std::vector<EventLine> events, api::Time now,
-                           size_t maxEvents) {
+                           size_t maxEvents, const DescribeQueue& queue) {
   const State state = statemachine::DeriveState(job);
   DescribeRows rows;
   AddMetadataRows(job, now, rows);
-  AddStateAndClassRows(job, state, rows);
+  AddStateAndClassRows(job, state, queue, rows);
   AddTaskRows(job, rows);
   AddLimitRows(job, rows);
   AddExecutionRows(job, now, rows);

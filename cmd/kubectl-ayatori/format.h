@@ -5,7 +5,9 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,9 +32,31 @@ std::string StateReason(const api::Job& job, statemachine::State state);
 // One sentence for `describe`: why the Job is in `state`, from the condition that decides it.
 std::string ExplainState(const api::Job& job, statemachine::State state);
 
+// Where the queued Jobs stand in their Kueue LocalQueues: for each LocalQueue that Kueue's
+// visibility API answered for, as "namespace/queue", the 0-based positionInLocalQueue of each
+// pending Workload by its name (the Workload of a Job: kueue::WorkloadName, src/kueue/workload.h).
+// A LocalQueue that was not asked or did not answer is absent: no position is known.
+using QueuePositions = std::map<std::string, std::map<std::string, int64_t>>;
+
+// "namespace/queue": the key of a Job's LocalQueue in QueuePositions ("" if it names none).
+std::string QueueKey(const api::Job& job);
+
+// Where a Job that names a LocalQueue stands: 1-based, as describe and get print it (1 = the
+// next to be admitted); nullopt when it is not queued or its position is unknown.
+std::optional<int64_t> QueuePosition(const api::Job& job, const QueuePositions& positions);
+
+// describe's "Queue:" value: "position 3 in LocalQueue x", "admitted by LocalQueue x",
+// "waiting in LocalQueue x, position unknown: <why>" (`unknownWhy`: why no position is known,
+// e.g. the visibility API is not served), or "LocalQueue x" before the Job is queued.
+std::string QueueText(const api::Job& job, const QueuePositions& positions,
+                      const std::string& unknownWhy);
+
 struct GetOptions {
   bool wide = false;
   bool withNamespace = false;  // -A: a NAMESPACE column first
+  // QUEUE and POSITION columns after CLASS: set when any listed Job names a LocalQueue.
+  bool queue = false;
+  QueuePositions positions = {};  // for POSITION; empty: no position is known
 };
 
 // The columns of `get`'s table and the cells of one Job's row, unaligned: what FormatJobTable
@@ -40,7 +64,8 @@ struct GetOptions {
 std::vector<std::string> JobTableHeader(const GetOptions& options);
 std::vector<std::string> JobRowCells(const api::Job& job, const GetOptions& options, api::Time now);
 
-// `get` as a table: NAME STATE CLASS REASON EXIT AGE; wide adds DESIRED STARTED ADAPTER BACKEND
+// `get` as a table: NAME STATE CLASS REASON EXIT AGE (with options.queue: NAME STATE CLASS QUEUE
+// POSITION REASON EXIT AGE); wide adds DESIRED STARTED ADAPTER BACKEND
 // (the kinds of the execution's references, never ids, endpoints or credentials).
 std::string FormatJobTable(const std::vector<api::Job>& jobs, const GetOptions& options,
                            api::Time now);
@@ -94,8 +119,14 @@ EventLine EventLineFromJson(const nlohmann::json& event);
 
 // `describe`: conditions, derived state and why, class, task (env values are never printed, only
 // where they come from), effective resources, execution references, times, result and the most
-// recent Events (oldest first, at most `maxEvents`).
+// recent Events (oldest first, at most `maxEvents`). A Job that names a LocalQueue has a
+// "Queue:" line (QueueText of `queue`).
+inline constexpr size_t kDescribeEvents = 20;
+struct DescribeQueue {
+  QueuePositions positions;
+  std::string unknownWhy;
+};
 std::string FormatDescribe(const api::Job& job, std::vector<EventLine> events, api::Time now,
-                           size_t maxEvents = 20);
+                           size_t maxEvents = kDescribeEvents, const DescribeQueue& queue = {});
 
 }  // namespace ayatori::plugin

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <map>
 #include <sstream>
 
 #include "api/json.h"
@@ -21,6 +22,7 @@ namespace ayatori::plugin {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 api::Job JobIn(const std::string& reason) {
@@ -149,6 +151,129 @@ TEST_F(CommandsTest, WaitStartsAgainWhenItsResourceVersionExpired) {
 
 // Right after `kubectl apply` of the install manifest (issue 33): the Job kind is not served
 // yet, or kube-apiserver's admission does not know it yet (503 "Resource kind ... not found").
+// Kueue's visibility API as the API server would serve it: the PendingWorkloadsSummary of each
+// LocalQueue it knows, an error for the others (404: the API is not served); counts the GETs.
+class FakeVisibilityApi {
+ public:
+  void Serve(const std::string& ns, const std::string& queue, const nlohmann::json& summary) {
+    answers_[PendingWorkloadsPath(ns, queue)] = summary.dump();
+  }
+  void Refuse(Status status) { refusal_ = std::move(status); }
+  PathStreamer Streamer() {
+    return [this](std::string_view path, const std::stop_token&,
+                  const std::function<bool(std::string_view)>& onData) {
+      requested.emplace_back(path);
+      const auto answer = answers_.find(std::string(path));
+      if (answer == answers_.end()) return refusal_;
+      onData(answer->second);
+      return Status::Ok();
+    };
+  }
+  std::vector<std::string> requested;
+
+ private:
+  std::map<std::string, std::string> answers_;
+  Status refusal_{StatusCode::kNotFound, "the server could not find the requested resource"};
+};
+
+// A Job named `name` in namespace ci of LocalQueue `queue`, not admitted yet (state Queued).
+nlohmann::json QueuedJobIn(const std::string& name, const std::string& queue) {
+  api::Job job = JobIn("Running");
+  job.metadata.name = name;
+  job.metadata.labels["kueue.x-k8s.io/queue-name"] = queue;
+  job.status.startTime.reset();
+  const api::Time t = api::ParseTime("2026-12-01T12:00:00Z").value();
+  job.status.conditions = {{"Accepted", api::ConditionStatus::kTrue, "Valid", "", 1, t},
+                           {"Admitted", api::ConditionStatus::kFalse, "Pending", "", 1, t}};
+  return api::ToJson(job);
+}
+
+nlohmann::json Pending(const std::vector<std::pair<std::string, int64_t>>& workloads) {
+  nlohmann::json items = nlohmann::json::array();
+  for (const auto& [name, position] : workloads) {
+    items.push_back({{"metadata", {{"name", name}, {"namespace", "ci"}}},
+                     {"localQueueName", "small"},
+                     {"positionInClusterQueue", position + 5},
+                     {"positionInLocalQueue", position}});
+  }
+  return {{"kind", "PendingWorkloadsSummary"}, {"items", items}};
+}
+
+class QueueTest : public CommandsTest {
+ protected:
+  void SetUp() override {
+    CommandsTest::SetUp();
+    Store(api::ToJson(JobIn("Running")));  // j, with its status: Running, no queue
+    std::map<std::string, std::string> uids;
+    for (const auto& [name, queue] : std::vector<std::pair<std::string, std::string>>{
+             {"q1", "small"}, {"q2", "small"}, {"q3", "other"}}) {
+      uids[name] = Store(QueuedJobIn(name, queue));
+    }
+    visibility_.Serve("ci", "small",
+                      Pending({{"ajob-" + uids["q2"], 0}, {"ajob-" + uids["q1"], 1}}));
+  }
+
+  // Creates the Job (or takes the stored one), then writes its status, which a create leaves
+  // out (the status subresource); returns the uid the API server gave it.
+  std::string Store(const nlohmann::json& job) {
+    const std::string name = job["metadata"]["name"].get<std::string>();
+    auto stored = client_.Create(controller::kJobs, "ci", job, {});
+    if (!stored.ok()) stored = client_.Get(controller::kJobs, "ci", name);
+    EXPECT_TRUE(stored.ok()) << stored.status().message();
+    (*stored)["status"] = job["status"];
+    EXPECT_TRUE(client_.UpdateStatus(controller::kJobs, "ci", *stored, {}).ok());
+    return (*stored)["metadata"]["uid"].get<std::string>();
+  }
+
+  FakeVisibilityApi visibility_;
+};
+
+TEST_F(QueueTest, GetShowsQueueAndPositionAskingEachLocalQueueOnce) {
+  Outcome r = Exec({"get"}, client_, visibility_.Streamer());
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("NAME   STATE     CLASS       QUEUE    POSITION   REASON"));
+  EXPECT_THAT(r.out, HasSubstr("q1     Queued    <default>   small    2          Pending"));
+  EXPECT_THAT(r.out, HasSubstr("q2     Queued    <default>   small    1          Pending"));
+  // The visibility API does not serve "other": no position, and no error.
+  EXPECT_THAT(r.out, HasSubstr("q3     Queued    <default>   other    <none>     Pending"));
+  EXPECT_THAT(r.out, HasSubstr("j      Running   <default>   <none>   <none>     Running"));
+  EXPECT_EQ(r.err, "");
+  EXPECT_THAT(visibility_.requested,
+              ::testing::UnorderedElementsAre(
+                  "/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/ci/localqueues/small/"
+                  "pendingworkloads",
+                  PendingWorkloadsPath("ci", "other")));
+}
+
+TEST_F(QueueTest, GetWithoutQueuedJobsHasNoQueueColumnsAndAsksNothing) {
+  Outcome r = Exec({"get", "j"}, client_, visibility_.Streamer());
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, Not(HasSubstr("QUEUE")));
+  EXPECT_TRUE(visibility_.requested.empty());
+}
+
+TEST_F(QueueTest, DescribeSaysThePositionOrWhyItIsUnknown) {
+  Outcome r = Exec({"describe", "q1"}, client_, visibility_.Streamer());
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("Queue:                 position 2 in LocalQueue small\n"));
+  r = Exec({"describe", "q3"}, client_, visibility_.Streamer());
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out,
+              HasSubstr("position unknown: Kueue's visibility API (visibility.kueue.x-k8s.io/"
+                        "v1beta2) is not served by this cluster\n"));
+  visibility_.Refuse(Status(StatusCode::kServerError, "service unavailable"));
+  r = Exec({"describe", "q3"}, client_, visibility_.Streamer());
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("Queue:                 waiting in LocalQueue other, position "
+                               "unknown: Kueue's visibility API (visibility.kueue.x-k8s.io/"
+                               "v1beta2) did not answer: service unavailable\n"));
+  // An answer that is not a PendingWorkloadsSummary is no position either.
+  visibility_.Serve("ci", "other", nlohmann::json::array());
+  r = Exec({"describe", "q3"}, client_, visibility_.Streamer());
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("position unknown: Kueue's visibility API"));
+}
+
 class UnservedKindTest : public ::testing::Test {
  protected:
   static constexpr const char* kJobsResource = "jobs.execution.ayatori.ddupan.top";

@@ -158,6 +158,69 @@ TEST(StateReasonTest, AQueuedJobShowsKueuesReason) {
               HasSubstr("Admitted=False/Pending: insufficient unused quota for pods"));
 }
 
+// A Job of LocalQueue `queue` that Kueue has not admitted yet (state Queued).
+api::Job QueuedJob(const std::string& name, const std::string& queue) {
+  api::Job job = Accepted(BaseJob(name));
+  job.metadata.labels["kueue.x-k8s.io/queue-name"] = queue;
+  job.status.conditions.push_back(Cond("Admitted", api::ConditionStatus::kFalse, "Pending",
+                                       "insufficient unused quota for pods in flavor docker-a"));
+  job.status.conditions.push_back(Cond("Succeeded", api::ConditionStatus::kUnknown, "Pending"));
+  return job;
+}
+
+// A Job of LocalQueue `queue` that Kueue admitted and that runs.
+api::Job AdmittedJob(const std::string& name, const std::string& queue) {
+  api::Job job = RunningJob(name);
+  job.metadata.labels["kueue.x-k8s.io/queue-name"] = queue;
+  job.status.conditions.push_back(Cond("Admitted", api::ConditionStatus::kTrue, "Admitted"));
+  return job;
+}
+
+TEST(FormatJobTableTest, QueueColumnsShowTheLocalQueueAndTheOneBasedPosition) {
+  // Kueue's positions are 0-based; the table counts from 1 (1 = admitted next).
+  const QueuePositions positions = {{"ci/small", {{"ajob-uid-q2", 1}, {"ajob-uid-q1", 0}}}};
+  GetOptions options;
+  options.queue = true;
+  options.positions = positions;
+  const std::string table =
+      FormatJobTable({AdmittedJob("a", "small"), QueuedJob("q1", "small"), QueuedJob("q2", "small"),
+                      QueuedJob("q3", "other"), RunningJob("plain")},
+                     options, kNow);
+  EXPECT_EQ(table,
+            "NAME    STATE     CLASS    QUEUE    POSITION   REASON    EXIT     AGE\n"
+            "a       Running   docker   small    <none>     Running   <none>   2m5s\n"
+            "q1      Queued    docker   small    1          Pending   <none>   2m5s\n"
+            "q2      Queued    docker   small    2          Pending   <none>   2m5s\n"
+            "q3      Queued    docker   other    <none>     Pending   <none>   2m5s\n"
+            "plain   Running   docker   <none>   <none>     Running   <none>   2m5s\n");
+  // Without options.queue (no listed Job names a queue) the columns are those of before.
+  EXPECT_THAT(FormatJobTable({QueuedJob("q1", "small")}, {}, kNow), Not(HasSubstr("QUEUE")));
+}
+
+TEST(QueueTextTest, SaysThePositionAdmissionOrWhyThePositionIsUnknown) {
+  const QueuePositions positions = {{"ci/small", {{"ajob-uid-q", 2}}}};
+  EXPECT_EQ(QueueText(QueuedJob("q", "small"), positions, ""), "position 3 in LocalQueue small");
+  EXPECT_EQ(QueuePosition(QueuedJob("q", "small"), positions), 3);
+  // The same Workload name in another namespace's queue is another Workload.
+  api::Job elsewhere = QueuedJob("q", "small");
+  elsewhere.metadata.namespace_ = "team-b";
+  EXPECT_EQ(QueuePosition(elsewhere, positions), std::nullopt);
+  EXPECT_EQ(QueueText(AdmittedJob("a", "small"), positions, ""), "admitted by LocalQueue small");
+  EXPECT_EQ(QueueText(QueuedJob("q", "big"), {}, "the visibility API is not served"),
+            "waiting in LocalQueue big, position unknown: the visibility API is not served");
+  // Labelled but not gated yet (no Admitted condition): only the queue's name.
+  api::Job resolving = BaseJob("r");
+  resolving.metadata.labels["kueue.x-k8s.io/queue-name"] = "small";
+  EXPECT_EQ(QueueText(resolving, positions, ""), "LocalQueue small");
+}
+
+TEST(FormatDescribeTest, AQueuedJobHasAQueueLine) {
+  DescribeQueue queue{{{"ci/small", {{"ajob-uid-q", 0}}}}, ""};
+  const std::string out = FormatDescribe(QueuedJob("q", "small"), {}, kNow, 20, queue);
+  EXPECT_THAT(out, HasSubstr("Queue:                 position 1 in LocalQueue small\n"));
+  EXPECT_THAT(FormatDescribe(RunningJob("plain"), {}, kNow), Not(HasSubstr("Queue:")));
+}
+
 TEST(FormatDescribeTest, ShowsStateWhyResourcesReferencesConditionsAndEvents) {
   api::Job job = FailedJob("failed");
   job.spec.task.env = {{"PLAIN", "s3cr3t-literal", std::nullopt},

@@ -249,6 +249,30 @@ TEST_F(KubectlAyatoriTest, GetShowsEveryDerivedStateInStableColumns) {
   EXPECT_THAT(r.err, HasSubstr("No resources found in " + Namespace() + " namespace."));
 }
 
+// A queued Job names its LocalQueue; this apiserver serves no Kueue visibility API (no
+// APIService), so its position is unknown, which neither get nor describe treat as an error.
+TEST_F(KubectlAyatoriTest, AQueuedJobShowsItsQueueWithoutTheVisibilityApi) {
+  ASSERT_NO_FATAL_FAILURE(
+      CreateJobIn("queued", "Queued", "{suite: queue, kueue.x-k8s.io/queue-name: small}"));
+  auto r = Plugin({"get", "-n", Namespace(), "-l", "suite=queue"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  auto lines = Lines(r.out);
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  EXPECT_THAT(Words(lines[0]),
+              ElementsAre("NAME", "STATE", "CLASS", "QUEUE", "POSITION", "REASON", "EXIT", "AGE"));
+  auto row = Words(lines[1]);
+  ASSERT_EQ(row.size(), 8u) << lines[1];
+  row.pop_back();  // AGE
+  EXPECT_THAT(
+      row, ElementsAre("queued", "Queued", "docker", "small", "<none>", "Inadmissible", "<none>"));
+  r = Plugin({"describe", "queued", "-n", Namespace()});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\nQueue:                 waiting in LocalQueue small, position "
+                               "unknown: Kueue's visibility API (visibility.kueue.x-k8s.io/"
+                               "v1beta2) is not served by this cluster\n"));
+}
+
 TEST_F(KubectlAyatoriTest, GetJsonAndYamlAreTheApiObjects) {
   ASSERT_NO_FATAL_FAILURE(CreateJobIn("out-a", "Failed", "{suite: out}"));
   ASSERT_NO_FATAL_FAILURE(CreateJobIn("out-b", "Running", "{suite: out}"));
