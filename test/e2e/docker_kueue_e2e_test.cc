@@ -53,7 +53,7 @@ class DockerKueueE2ETest : public ControllerTest {
 
   // A WorkloadPriorityClass of this test (cluster-scoped: its name carries the namespace's).
   std::string CreatePriorityClass(const std::string& suffix, int value) {
-    const std::string name = ns_ + "-" + suffix;
+    std::string name = ns_ + "-" + suffix;
     EXPECT_TRUE(Apply({{"apiVersion", kKueueApi},
                        {"kind", "WorkloadPriorityClass"},
                        {"metadata", {{"name", name}}},
