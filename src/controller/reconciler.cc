@@ -344,12 +344,7 @@ JobReconciler::Turn JobReconciler::ReadJobBeforeWorkloadRelease(RoundState& roun
   }
   // Quota goes back only on a Job read now: a cached copy may predate its admission or its
   // execution.
-  const api::ObjectMeta& meta = round.job.metadata;
-  auto current = ReadCurrentJob(meta.namespace_, meta.name, meta.uid);
-  if (!current.ok()) return Turn::End(Failed(current.status()));
-  if (!current->has_value()) return Turn::End({});
-  if (Status s = TakeFreshJob(round, std::move(**current)); !s.ok()) return Turn::End(Failed(s));
-  return round.changed ? Turn::DecideAgain() : Turn::Next();
+  return ReadJobNow(round);
 }
 
 JobReconciler::Turn JobReconciler::ApplyWorkloadAction(RoundState& round,
@@ -429,6 +424,10 @@ JobReconciler::Turn JobReconciler::ReadWholeTaskForEnsure(RoundState& round,
   // The cache keeps a compact projection of accepted Jobs without the task
   // (CompactJobForCache), and Ensure needs all of it: read the Job, and decide again if it
   // changed. (Whether the execution may be created is confirmed right before its create.)
+  return ReadJobNow(round);
+}
+
+JobReconciler::Turn JobReconciler::ReadJobNow(RoundState& round) {
   const api::ObjectMeta& meta = round.job.metadata;
   auto current = ReadCurrentJob(meta.namespace_, meta.name, meta.uid);
   if (!current.ok()) return Turn::End(Failed(current.status()));

@@ -114,6 +114,9 @@ class JobReconciler {
   // The parameters of an Ensure of `job`: for a queued Job whose adapter is placedByFlavors, with
   // the nodeLabels and tolerations of the flavors its Workload was admitted on (read now).
   StatusOr<nlohmann::json> PlacedOnAdmittedFlavors(const api::Job& job, nlohmann::json parameters);
+  // The round goes on with the Job as the API server has it now (TakeFreshJob): decides again
+  // if it changed, ends if it is gone.
+  Turn ReadJobNow(RoundState& round);
   // An Ensure planned on a compact copy (!round.taskComplete) reads the whole Job first.
   Turn ReadWholeTaskForEnsure(RoundState& round, const statemachine::Plan& plan);
   // The one adapter call the plan names; its observation is the next Decide's CallResult.

@@ -14,6 +14,7 @@
 
 #include "api/types.h"
 #include "test/e2e/controller_e2e.h"
+#include "test/e2e/kueue_objects.h"
 #include "test/support/process.h"
 #include "test/support/testenv.h"
 
@@ -23,7 +24,6 @@ namespace {
 constexpr const char* kBusybox = "ayatori.local/busybox:1";
 constexpr const char* kClass = "e2e-docker-kueue";
 constexpr const char* kQueueLabel = "kueue.x-k8s.io/queue-name";
-constexpr const char* kKueueApi = "kueue.x-k8s.io/v1beta2";
 constexpr const char* kHostLabel = "ayatori.ddupan.top/host";
 
 class DockerKueueE2ETest : public ControllerTest {
@@ -54,7 +54,7 @@ class DockerKueueE2ETest : public ControllerTest {
   // A WorkloadPriorityClass of this test (cluster-scoped: its name carries the namespace's).
   std::string CreatePriorityClass(const std::string& suffix, int value) {
     std::string name = ns_ + "-" + suffix;
-    EXPECT_TRUE(Apply({{"apiVersion", kKueueApi},
+    EXPECT_TRUE(Apply({{"apiVersion", kKueueApiVersion},
                        {"kind", "WorkloadPriorityClass"},
                        {"metadata", {{"name", name}}},
                        {"value", value}}));
@@ -70,29 +70,12 @@ class DockerKueueE2ETest : public ControllerTest {
     json flavors = json::array();
     for (const std::string& host : hosts) {
       const std::string flavor = queue_ + "-" + host;
-      ASSERT_TRUE(Apply({{"apiVersion", kKueueApi},
-                         {"kind", "ResourceFlavor"},
-                         {"metadata", {{"name", flavor}}},
-                         {"spec", {{"nodeLabels", {{kHostLabel, host}}}}}}));
+      ASSERT_TRUE(Apply(KueueResourceFlavor(flavor, {{kHostLabel, host}})));
       flavors_.push_back(flavor);
-      flavors.push_back({{"name", flavor},
-                         {"resources", json::array({{{"name", "cpu"}, {"nominalQuota", "8"}},
-                                                    {{"name", "memory"}, {"nominalQuota", "16Gi"}},
-                                                    {{"name", "pods"}, {"nominalQuota", pods}}})}});
+      flavors.push_back(KueueFlavorQuotas(flavor, pods));
     }
-    ASSERT_TRUE(
-        Apply({{"apiVersion", kKueueApi},
-               {"kind", "ClusterQueue"},
-               {"metadata", {{"name", queue_}}},
-               {"spec",
-                {{"namespaceSelector", json::object()},
-                 {"preemption", preemption},
-                 {"resourceGroups", json::array({{{"coveredResources", {"cpu", "memory", "pods"}},
-                                                  {"flavors", flavors}}})}}}}));
-    ASSERT_TRUE(Apply({{"apiVersion", kKueueApi},
-                       {"kind", "LocalQueue"},
-                       {"metadata", {{"name", queue_}, {"namespace", ns_}}},
-                       {"spec", {{"clusterQueue", queue_}}}}));
+    ASSERT_TRUE(Apply(KueueClusterQueue(queue_, flavors, preemption)));
+    ASSERT_TRUE(Apply(KueueLocalQueue(queue_, ns_, queue_)));
     ASSERT_TRUE(testing::Eventually(
         [&] {
           auto cq = Get("clusterqueue", "", queue_);

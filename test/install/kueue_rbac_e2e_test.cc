@@ -11,6 +11,7 @@
 
 #include "base/base64.h"
 #include "test/e2e/controller_e2e.h"
+#include "test/e2e/kueue_objects.h"
 #include "test/install/audit_log.h"
 #include "test/support/controller_process.h"
 #include "test/support/testenv.h"
@@ -24,7 +25,6 @@ using e2e::Kubectl;
 using namespace std::chrono_literals;  // NOLINT(google-build-using-namespace)
 
 constexpr const char* kSaUser = "system:serviceaccount:ayatori-system:ayatori-controller";
-constexpr const char* kKueueApi = "kueue.x-k8s.io/v1beta2";
 constexpr const char* kClass = "install-kueue-kubernetes";
 
 std::string Source(const std::string& path) {
@@ -88,28 +88,11 @@ class KueueInstallTest : public ::testing::Test {
   void CreateQueues() {
     queue_ = ns_;
     ASSERT_TRUE(
-        Apply({{"apiVersion", kKueueApi},
-               {"kind", "ResourceFlavor"},
-               {"metadata", {{"name", queue_}}},
-               {"spec", {{"nodeLabels", {{"kubernetes.io/hostname", "testenv-node-0"}}}}}}));
-    const json quotas = json::array({{{"name", "cpu"}, {"nominalQuota", "8"}},
-                                     {{"name", "memory"}, {"nominalQuota", "16Gi"}},
-                                     {{"name", "pods"}, {"nominalQuota", 2}}});
-    ASSERT_TRUE(Apply(
-        {{"apiVersion", kKueueApi},
-         {"kind", "ClusterQueue"},
-         {"metadata", {{"name", queue_}}},
-         {"spec",
-          {{"namespaceSelector", json::object()},
-           {"resourceGroups",
-            json::array(
-                {{{"coveredResources", {"cpu", "memory", "pods"}},
-                  {"flavors", json::array({{{"name", queue_}, {"resources", quotas}}})}}})}}}}));
-    ASSERT_TRUE(Apply({{"apiVersion", kKueueApi},
-                       {"kind", "LocalQueue"},
-                       {"metadata", {{"name", queue_}, {"namespace", ns_}}},
-                       {"spec", {{"clusterQueue", queue_}}}}));
-    ASSERT_TRUE(Apply({{"apiVersion", kKueueApi},
+        Apply(e2e::KueueResourceFlavor(queue_, {{"kubernetes.io/hostname", "testenv-node-0"}})));
+    ASSERT_TRUE(
+        Apply(e2e::KueueClusterQueue(queue_, json::array({e2e::KueueFlavorQuotas(queue_, 2)}))));
+    ASSERT_TRUE(Apply(e2e::KueueLocalQueue(queue_, ns_, queue_)));
+    ASSERT_TRUE(Apply({{"apiVersion", e2e::kKueueApiVersion},
                        {"kind", "WorkloadPriorityClass"},
                        {"metadata", {{"name", queue_}}},
                        {"value", 100}}));

@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "test/e2e/controller_e2e.h"
+#include "test/e2e/kueue_objects.h"
 
 namespace ayatori::e2e {
 namespace {
 
-constexpr const char* kKueueApi = "kueue.x-k8s.io/v1beta2";
 constexpr const char* kNode = "testenv-node-0";
 constexpr const char* kHostnameLabel = "kubernetes.io/hostname";
 constexpr const char* kClass = "e2e-kubernetes-kueue";
@@ -24,31 +24,12 @@ class KubernetesKueueE2ETest : public ControllerTest {
     ASSERT_TRUE(ApplyKubernetesClass(kClass, json::object()));
     ASSERT_NO_FATAL_FAILURE(StartControllerAndNamespace("e2e-k8s-kueue", {"--kueue"}));
     queue_ = ns_;
-    ASSERT_TRUE(Apply({{"apiVersion", kKueueApi},
-                       {"kind", "ResourceFlavor"},
-                       {"metadata", {{"name", queue_}}},
-                       {"spec",
-                        {{"nodeLabels", {{kHostnameLabel, kNode}}},
-                         {"tolerations", json::array({{{"key", "ayatori.test/flavor"},
-                                                       {"operator", "Exists"},
-                                                       {"effect", "NoSchedule"}}})}}}}));
-    const json quotas = json::array({{{"name", "cpu"}, {"nominalQuota", "8"}},
-                                     {{"name", "memory"}, {"nominalQuota", "16Gi"}},
-                                     {{"name", "pods"}, {"nominalQuota", 2}}});
-    ASSERT_TRUE(Apply(
-        {{"apiVersion", kKueueApi},
-         {"kind", "ClusterQueue"},
-         {"metadata", {{"name", queue_}}},
-         {"spec",
-          {{"namespaceSelector", json::object()},
-           {"resourceGroups",
-            json::array(
-                {{{"coveredResources", {"cpu", "memory", "pods"}},
-                  {"flavors", json::array({{{"name", queue_}, {"resources", quotas}}})}}})}}}}));
-    ASSERT_TRUE(Apply({{"apiVersion", kKueueApi},
-                       {"kind", "LocalQueue"},
-                       {"metadata", {{"name", queue_}, {"namespace", ns_}}},
-                       {"spec", {{"clusterQueue", queue_}}}}));
+    const json toleration = {
+        {"key", "ayatori.test/flavor"}, {"operator", "Exists"}, {"effect", "NoSchedule"}};
+    ASSERT_TRUE(
+        Apply(KueueResourceFlavor(queue_, {{kHostnameLabel, kNode}}, json::array({toleration}))));
+    ASSERT_TRUE(Apply(KueueClusterQueue(queue_, json::array({KueueFlavorQuotas(queue_, 2)}))));
+    ASSERT_TRUE(Apply(KueueLocalQueue(queue_, ns_, queue_)));
   }
 
   void TearDown() override {
