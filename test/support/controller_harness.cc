@@ -341,6 +341,7 @@ Status ControllerHarness::StartController(const ControllerSettings& settings) {
   options.workers = settings.workers;
   options.queue.maxDelay = settings.maxBackoff;
   options.reconciler.backlog = settings.backlog;
+  options.reconciler.kueue = settings.kueue;
   options.syncTimeout = 30s;
   options.reconciler.crashHook = [this](std::string_view point, const api::Job& job) {
     return ShouldCrash(point, job);

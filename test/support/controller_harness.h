@@ -129,6 +129,8 @@ struct ControllerSettings {
   std::chrono::milliseconds maxBackoff = 1000ms;
   // ReconcilerOptions::backlog; unset: the controller's own (keys ready in its queue).
   std::function<bool()> backlog;
+  // ReconcilerOptions::kueue: queue labelled Jobs through Kueue (needs the "kueue" fixture).
+  bool kueue = false;
 };
 
 class ControllerHarness {
