@@ -85,14 +85,15 @@
 // before any other call; after a restart the memory is gone and the Job is Ensured again, which
 // adopts the execution by UID: the same recovery as a crash between Ensure and the status write.
 //
-// Kueue (Facts::queue; "Queueing" below). The controller is not wired to Workloads yet: it passes
-// queue.enabled = false, so Decide never names a Workload action and a queue label changes
-// nothing. Once wired, each round passes the Workload from the informer cache (fresh = false);
-// a plan's Workload action comes after its status write and its call: kRead GETs the Workload
-// and decides again with it (fresh = true), any other is a write to the Workload. A refused
-// Workload write does not stop the round (the Job's result and finalizer never wait on Kueue):
-// no other Workload write is tried in it, and it ends with backoff so the next round retries. test/statemachine/kueue_property_test.cc plays
-// this protocol against FakeKueue.
+// Kueue (Facts::queue; "Queueing" below). The controller passes queue.enabled = true when it
+// runs with --kueue (docs/queueing.md), else false, and then Decide never names a Workload
+// action and a queue label changes nothing. Each round passes the Workload from the informer
+// cache (fresh = false); a plan's Workload action comes after its status write and its call:
+// kRead GETs the Workload and decides again with it (fresh = true), any other is a write to the
+// Workload (src/controller/workloads.h). A refused Workload write does not stop the round (the
+// Job's result and finalizer never wait on Kueue): no other Workload write is tried in it, and
+// it ends with backoff so the next round retries. test/statemachine/kueue_property_test.cc plays
+// this protocol against FakeKueue, test/e2e/docker_kueue_e2e_test.cc against Kueue v0.17.0.
 //
 // Termination: a plan decided with a CallResult never names a call of the same or an earlier rank
 // (Ensure = Observe < Cancel < Delete); kAdd happens at most once, and it or the GET before
@@ -310,8 +311,8 @@ struct WorkloadFacts {
 };
 
 struct QueueFacts {
-  // The controller has Kueue support switched on. False (today's controller): the queue label is
-  // ignored, Workloads are neither read nor written.
+  // The controller has Kueue support switched on (ayatori-controller --kueue). False: the queue
+  // label is ignored, Workloads are neither read nor written.
   bool enabled = false;
   // The Job's Workload; nullopt: none exists (or the controller could not see one).
   std::optional<WorkloadFacts> workload;
