@@ -696,12 +696,19 @@ QueuePositions AskQueuePositions(const std::vector<api::Job>& jobs, const PathSt
     if (key.empty() || statemachine::DeriveState(job) != State::kQueued) continue;
     if (!asked.insert(key).second) continue;
     std::string body;
+    bool tooLarge = false;
     Status answered =
         streamer(PendingWorkloadsPath(job.metadata.namespace_, statemachine::QueueName(job)), {},
                  [&](std::string_view chunk) {
-                   body.append(chunk);
-                   return true;
+                   tooLarge = body.size() + chunk.size() > kMaxPendingWorkloadsBytes;
+                   if (!tooLarge) body.append(chunk);
+                   return !tooLarge;
                  });
+    if (tooLarge) {  // whatever the stream said once the reader stopped it
+      answered =
+          Status(StatusCode::kInvalidArgument,
+                 "answered more than " + std::to_string(kMaxPendingWorkloadsBytes) + " bytes");
+    }
     auto pending = answered.ok() ? ReadPendingWorkloads(body)
                                  : StatusOr<std::map<std::string, int64_t>>(answered);
     if (pending.ok()) {

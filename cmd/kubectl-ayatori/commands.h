@@ -89,6 +89,9 @@ StatusOr<bool> RequestCancel(KubeClient& client, const std::string& ns, const ap
 // The names of the Jobs of `ns`, for completion; empty when they cannot be listed.
 std::vector<std::string> JobNames(KubeClient& client, const std::string& ns);
 
+// The most of one visibility API answer read (Kueue's default page of 1000 pending Workloads
+// is far below it); a longer answer gives no position.
+inline constexpr size_t kMaxPendingWorkloadsBytes = size_t{8} * 1024 * 1024;
 // Where the queued Jobs among `jobs` stand (format.h): the visibility API is asked once per
 // LocalQueue that a queued Job names, through `streamer`. A LocalQueue whose answer is an error
 // (the API is not served: 404; its server is down: 503; RBAC) or unreadable is left out, and

@@ -332,6 +332,11 @@ void JobReconciler::TakeWorkload(RoundState& round, std::shared_ptr<const nlohma
               With(JobFields(round.job), "error", state.status().message()));
     return;
   }
+  if (!ControlledByJob(*state, round.job.metadata.uid)) {
+    obs::Warn("a Workload of the Job's name is not controlled by the Job; it is ignored",
+              JobFields(round.job));
+    return;
+  }
   round.workload = std::move(workload);
   round.facts.queue.workload = WorkloadFactsOf(*state, fresh);
 }

@@ -30,6 +30,15 @@ std::string LabelOf(const api::Job& job, const char* key) {
 
 }  // namespace
 
+bool ControlledByJob(const kueue::WorkloadState& workload, const std::string& jobUid) {
+  for (const api::OwnerReference& owner : workload.metadata.ownerReferences) {
+    if (owner.controller) {
+      return owner.uid == jobUid && owner.kind == "Job" && owner.apiVersion == api::kApiVersion;
+    }
+  }
+  return false;
+}
+
 statemachine::WorkloadFacts WorkloadFactsOf(const kueue::WorkloadState& workload, bool fresh) {
   statemachine::WorkloadFacts facts;
   facts.fresh = fresh;
@@ -90,7 +99,7 @@ StatusOr<FlavorPlacement> WorkloadClient::AdmittedPlacement(const std::string& n
   if (!*read) return Status(StatusCode::kFailedPrecondition, "the Job's Workload is gone");
   auto state = kueue::ReadWorkload(**read);
   if (!state.ok()) return state.status();
-  if (!state->admitted || state->flavors.empty()) {
+  if (!ControlledByJob(*state, jobUid) || !state->admitted || state->flavors.empty()) {
     return Status(StatusCode::kFailedPrecondition, "the Job's Workload is not admitted");
   }
   std::set<std::string> flavors;
@@ -149,6 +158,10 @@ Status WorkloadClient::TakeExisting(const api::Job& job) {
   if (!*existing) return Status(StatusCode::kUnavailable, "the Workload went away; create again");
   auto state = kueue::ReadWorkload(**existing);
   if (!state.ok()) return state.status();
+  if (!ControlledByJob(*state, job.metadata.uid)) {
+    return Status(StatusCode::kFailedPrecondition,
+                  "Workload " + state->metadata.name + " exists and is not controlled by this Job");
+  }
   if (!state->finished) return Status::Ok();
   if (Status s = RemoveFinalizer(*state); !s.ok()) return s;
   DeleteOptions options;

@@ -20,6 +20,11 @@
 
 namespace ayatori::controller {
 
+// Whether `workload` is the Job `jobUid`'s: its controller ownerReference names that Job. A
+// Workload of the same name made by anyone else (whoever may create Workloads in the namespace)
+// is never taken for the Job's: the Job then waits, and its create says why.
+bool ControlledByJob(const kueue::WorkloadState& workload, const std::string& jobUid);
+
 // What the state machine needs of a Workload read from the cache (fresh = false) or from the
 // API server this round (fresh = true).
 statemachine::WorkloadFacts WorkloadFactsOf(const kueue::WorkloadState& workload, bool fresh);

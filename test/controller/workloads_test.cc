@@ -117,6 +117,31 @@ TEST_F(WorkloadClientTest, AWorkloadFinishedBeforeAdmissionIsDeletedForANewOne) 
   EXPECT_TRUE(fake_.Get(kWorkloads, "team-a", "ajob-u-1").ok());
 }
 
+// Someone allowed to create Workloads in the namespace makes the Job's Workload first (another
+// LocalQueue, no owner): it is not taken for the Job's, and stays as it was.
+TEST_F(WorkloadClientTest, AWorkloadOfTheJobsNameMadeBySomeoneElseIsRefused) {
+  auto built = kueue::BuildWorkload(QueuedJob(), {});
+  ASSERT_TRUE(built.ok());
+  json forged = *built;
+  forged["metadata"].erase("ownerReferences");
+  forged["spec"]["queueName"] = "elsewhere";
+  ASSERT_TRUE(fake_.Create(kWorkloads, "team-a", forged, {}).ok());
+  const Status s = client_.Create(QueuedJob(), "ayatori");
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+  EXPECT_NE(s.message().find("not controlled by this Job"), std::string::npos) << s.message();
+  auto kept = fake_.Get(kWorkloads, "team-a", "ajob-u-1");
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ((*kept)["spec"]["queueName"], "elsewhere");
+
+  auto state = kueue::ReadWorkload(*kept);
+  ASSERT_TRUE(state.ok());
+  EXPECT_FALSE(ControlledByJob(*state, "u-1"));
+  json otherOwner = *built;
+  otherOwner["metadata"]["ownerReferences"][0]["uid"] = "u-2";
+  EXPECT_FALSE(ControlledByJob(*kueue::ReadWorkload(otherOwner), "u-1"));
+  EXPECT_TRUE(ControlledByJob(*kueue::ReadWorkload(*built), "u-1"));
+}
+
 TEST_F(WorkloadClientTest, ReadSaysNoneWhenThereIsNone) {
   auto read = client_.Read("team-a", "u-1");
   ASSERT_TRUE(read.ok());

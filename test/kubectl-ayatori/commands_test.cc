@@ -159,13 +159,23 @@ class FakeVisibilityApi {
     answers_[PendingWorkloadsPath(ns, queue)] = summary.dump();
   }
   void Refuse(Status status) { refusal_ = std::move(status); }
+  // Answers with `body` as it is, in chunks of 64 KiB; counts what the caller took.
+  void ServeRaw(const std::string& ns, const std::string& queue, std::string body) {
+    answers_[PendingWorkloadsPath(ns, queue)] = std::move(body);
+  }
+  size_t bytesTaken = 0;
   PathStreamer Streamer() {
     return [this](std::string_view path, const std::stop_token&,
                   const std::function<bool(std::string_view)>& onData) {
       requested.emplace_back(path);
       const auto answer = answers_.find(std::string(path));
       if (answer == answers_.end()) return refusal_;
-      onData(answer->second);
+      const std::string& body = answer->second;
+      for (size_t at = 0; at < body.size(); at += 65536) {
+        const std::string_view chunk = std::string_view(body).substr(at, 65536);
+        if (!onData(chunk)) return Status::Ok();  // the reader stopped: the stream is closed
+        bytesTaken += chunk.size();
+      }
       return Status::Ok();
     };
   }
@@ -272,6 +282,20 @@ TEST_F(QueueTest, DescribeSaysThePositionOrWhyItIsUnknown) {
   r = Exec({"describe", "q3"}, client_, visibility_.Streamer());
   EXPECT_EQ(r.exitCode, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("position unknown: Kueue's visibility API"));
+}
+
+// A visibility API that answers without end (a hostile or broken server behind the APIService):
+// the plugin stops reading at its bound and says so; describe still succeeds.
+TEST_F(QueueTest, AnEndlessVisibilityAnswerIsCutAtItsBound) {
+  visibility_.ServeRaw("ci", "other",
+                       std::string(kMaxPendingWorkloadsBytes + size_t{1024} * 1024, ' '));
+  Outcome r = Exec({"describe", "q3"}, client_, visibility_.Streamer());
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out,
+              HasSubstr("position unknown: Kueue's visibility API (visibility.kueue.x-k8s.io/"
+                        "v1beta2) answered more than " +
+                        std::to_string(kMaxPendingWorkloadsBytes) + " bytes\n"));
+  EXPECT_LE(visibility_.bytesTaken, kMaxPendingWorkloadsBytes);
 }
 
 class UnservedKindTest : public ::testing::Test {
